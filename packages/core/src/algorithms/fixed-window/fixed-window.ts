@@ -1,0 +1,31 @@
+// fixed-window in memory: the twin of fixed-window.lua, step for step.
+import type { Twin } from '../types';
+import { ttl } from '../twin-math';
+
+export interface FixedWindowState {
+  w: number;
+  c: number;
+}
+
+export const fixedWindow: Twin<FixedWindowState> = {
+  check(s, now, { capacity: cap, period: win }, cost) {
+    const w = Math.floor(now / win);
+    const c = s && s.w === w ? s.c : 0;
+    const reset = (w + 1) * win - now;
+    if (c + cost <= cap) {
+      return {
+        allowed: true,
+        remaining: cap - c - cost,
+        resetMs: reset,
+        retryAfterMs: 0,
+        next: { state: { w, c: c + cost }, ttlMs: ttl(reset) },
+      };
+    }
+    return {
+      allowed: false,
+      remaining: Math.max(0, cap - c),
+      resetMs: reset,
+      retryAfterMs: cost > cap ? -1 : reset,
+    };
+  },
+};

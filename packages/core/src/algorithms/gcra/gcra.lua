@@ -1,0 +1,20 @@
+-- gcra: the generic cell rate algorithm, token bucket's behaviour in one number, the theoretical
+-- arrival time (TAT). Kept in whole microseconds so that long runs accumulate no rounding error;
+-- the emission interval is rounded to the nearest microsecond (rates up to 1e6/s).
+-- State: STRING tat in microseconds. TTL: until tat, after which the state says nothing.
+CHECK[5] = function(key, now, cap, rate, cost)
+  local T = math.max(1, math.floor(1e6 / rate + 0.5))
+  local tau = cap * T
+  local nowUs = now * 1000
+  local tat = tonumber(redis.call('GET', key)) or nowUs
+  if tat < nowUs then tat = nowUs end
+  local diff = tat + cost * T - nowUs
+  if diff <= tau then
+    return 1, math.floor((tau - diff) / T), math.ceil(diff / 1000), 0, function()
+      redis.call('SET', key, fmt(nowUs + diff), 'PX', ttl(diff / 1000))
+    end
+  end
+  local retry = -1
+  if cost <= cap then retry = math.max(1, math.ceil((diff - tau) / 1000)) end
+  return 0, math.max(0, math.floor((tau - (tat - nowUs)) / T)), math.ceil((tat - nowUs) / 1000), retry, nil
+end

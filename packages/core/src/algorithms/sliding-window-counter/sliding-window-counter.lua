@@ -1,0 +1,43 @@
+-- sliding-window-counter: previous window's count weighted by how much of it still overlaps the
+-- sliding window, plus the current window's count. Two integers per subject; the default.
+-- State: HASH { w = current window index, c = count in w, p = count in w - 1 }.
+-- TTL: until the end of the next window, when c stops mattering.
+CHECK[3] = function(key, now, cap, win, cost)
+  local w = math.floor(now / win)
+  local elapsed = now - w * win
+  local s = redis.call('HMGET', key, 'w', 'c', 'p')
+  local c, p = 0, 0
+  if s[1] then
+    local sw = tonumber(s[1])
+    if sw == w then
+      c = tonumber(s[2]); p = tonumber(s[3])
+    elseif sw == w - 1 then
+      p = tonumber(s[2])
+    end
+  end
+  local est = p * (win - elapsed) / win + c
+  if est + cost <= cap + EPSILON then
+    local reset = 0
+    if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
+    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, function()
+      redis.call('HSET', key, 'w', fmt(w), 'c', fmt(c + cost), 'p', fmt(p))
+      redis.call('PEXPIRE', key, ttl(win - elapsed + win))
+    end
+  end
+  local reset = 0
+  if c > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
+  local retry = -1
+  if cost <= cap then
+    local room = cap - c - cost
+    if room >= 0 then
+      -- still in this window: p * (win - e) / win + c <= cap - cost  <=>  e >= win - room * win / p
+      retry = math.max(1, math.ceil(win - room * win / p - elapsed))
+    else
+      -- in the next window c becomes p: c * (win - e2) / win + cost <= cap
+      local e2 = win - (cap - cost) * win / c
+      if e2 < 0 then e2 = 0 end
+      retry = math.max(1, math.ceil(win - elapsed + e2))
+    end
+  end
+  return 0, math.max(0, math.floor(cap - est + EPSILON)), reset, retry, nil
+end

@@ -1,0 +1,47 @@
+// Block cache: a subject denied until T is denied locally until T, with no store call.
+import { LRUCache } from 'lru-cache';
+
+interface Block {
+  /** Monotonic ms at which a request of at least `cost` may be admitted again. */
+  until: number;
+  cost: number;
+  decision: unknown;
+}
+
+/**
+ * Quota only comes back with time, so a subject denied a request of cost c until T is denied any
+ * request of cost >= c until T by every store. Cheaper requests still go to the store.
+ */
+export class BlockCache<D> {
+  private readonly blocks: LRUCache<string, Block>;
+  constructor(max: number, private readonly clock: () => number) {
+    this.blocks = new LRUCache<string, Block>({ max });
+  }
+
+  /** The decision that blocked this subject, if it still applies to this cost; with the time left. */
+  get(key: string, cost: number): { decision: D; leftMs: number } | undefined {
+    const block = this.blocks.get(key);
+    if (block === undefined) return undefined;
+    const leftMs = block.until - this.clock();
+    if (leftMs <= 0) {
+      this.blocks.delete(key);
+      return undefined;
+    }
+    return cost >= block.cost ? { decision: block.decision as D, leftMs } : undefined;
+  }
+
+  set(key: string, cost: number, retryAfterMs: number, decision: D): void {
+    if (retryAfterMs <= 0) return;
+    const current = this.blocks.get(key);
+    if (current && current.cost < cost && current.until > this.clock()) return; // keep the stricter block
+    this.blocks.set(key, { until: this.clock() + retryAfterMs, cost, decision });
+  }
+
+  delete(key: string): void {
+    this.blocks.delete(key);
+  }
+
+  get size(): number {
+    return this.blocks.size;
+  }
+}

@@ -1,0 +1,106 @@
+// The Decision: what the limiter answers for one request. A limit is a resolved Decision, never a rejection.
+import type { LimitResult } from './algorithms/types';
+import type { ResolvedLimit } from './options';
+
+export type DecisionReason =
+  /** Admitted by the store. */
+  | 'allowed'
+  /** Denied by the store: over the limit. */
+  | 'limited'
+  /** Denied locally: this caller was denied until a time not yet reached (no store call). */
+  | 'blocked'
+  /** Denied: the cost is larger than the smallest limit, so it can never be admitted. */
+  | 'cost-exceeds-limit'
+  /** Store failed; the failure mode served the request without limiting. */
+  | 'fail-open'
+  /** Store failed; the failure mode refused the request (503). */
+  | 'fail-closed'
+  /** Store failed; this instance limited the request from memory with its local share. */
+  | 'fail-local';
+
+/** One limit's view of the request. */
+export interface LimitDecision {
+  readonly policy: string;
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly remaining: number;
+  readonly resetMs: number;
+  /** 0 when admitted; -1 when this cost can never be admitted. */
+  readonly retryAfterMs: number;
+}
+
+export interface Decision {
+  readonly allowed: boolean;
+  readonly reason: DecisionReason;
+  /** True when the shared store did not decide (fail-*): quota fields are local or absent, and no quota headers are sent. */
+  readonly degraded: boolean;
+  /** The most restrictive limit's figures; null when no limit was evaluated (fail-open, fail-closed). */
+  readonly limit: number | null;
+  readonly remaining: number | null;
+  readonly resetMs: number | null;
+  /** ms until a request of the same cost would be admitted; 0 when admitted. */
+  readonly retryAfterMs: number;
+  /** The most restrictive limit's name; null when none was evaluated. */
+  readonly policy: string | null;
+  /** Every limit's figures, for headers that list every policy (draft-10). Empty when none was evaluated. */
+  readonly limits: readonly LimitDecision[];
+}
+
+/** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. */
+export function toDecision(
+  limits: readonly ResolvedLimit[],
+  allowed: boolean,
+  results: readonly LimitResult[],
+  cost: number,
+  reason?: DecisionReason,
+  degraded = false,
+): Decision {
+  const perLimit: LimitDecision[] = results.map((r, i) => ({
+    policy: limits[i].name,
+    allowed: r.allowed,
+    limit: limits[i].limit,
+    windowMs: limits[i].windowMs,
+    // A limit that would have admitted was not charged when another denied.
+    remaining: !allowed && r.allowed ? r.remaining + cost : r.remaining,
+    resetMs: r.resetMs,
+    retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
+  }));
+  let pick = perLimit[0];
+  for (const d of perLimit) {
+    if (allowed) {
+      if (d.remaining < pick.remaining || (d.remaining === pick.remaining && d.resetMs > pick.resetMs)) pick = d;
+    } else if (!d.allowed && (pick.allowed || rank(d.retryAfterMs) > rank(pick.retryAfterMs))) {
+      pick = d;
+    }
+  }
+  const never = !allowed && pick.retryAfterMs < 0;
+  return {
+    allowed,
+    reason: reason ?? (allowed ? 'allowed' : never ? 'cost-exceeds-limit' : 'limited'),
+    degraded,
+    limit: pick.limit,
+    remaining: pick.remaining,
+    resetMs: pick.resetMs,
+    retryAfterMs: allowed ? 0 : never ? -1 : pick.retryAfterMs,
+    policy: pick.policy,
+    limits: perLimit,
+  };
+}
+
+const rank = (retry: number) => (retry < 0 ? Infinity : retry);
+
+/** A decision made without any limit's figures (fail-open, fail-closed). */
+export function bareDecision(allowed: boolean, reason: DecisionReason, retryAfterMs = 0): Decision {
+  return {
+    allowed,
+    reason,
+    degraded: true,
+    limit: null,
+    remaining: null,
+    resetMs: null,
+    retryAfterMs,
+    policy: null,
+    limits: [],
+  };
+}

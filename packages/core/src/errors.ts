@@ -1,0 +1,41 @@
+// Errors Floodgate throws: a stable code, the option, the bad value and the valid range, and a docs anchor.
+
+/** Where each code has its own anchor (docs/errors.md in the repository and the published package). */
+export const DOCS_ERRORS_URL = 'docs/errors.md';
+
+export type FloodgateErrorCode =
+  | 'FG_INVALID_OPTION'
+  | 'FG_INVALID_COST'
+  | 'FG_STORE_TIMEOUT'
+  | 'FG_STORE_UNAVAILABLE'
+  | 'FG_STORE_REPLY';
+
+export class FloodgateError extends Error {
+  readonly code: FloodgateErrorCode;
+  readonly option?: string;
+  constructor(code: FloodgateErrorCode, message: string, option?: string) {
+    super(`${message} [${code}] See ${DOCS_ERRORS_URL}#${code.toLowerCase().replace(/_/g, '-')}`);
+    this.name = 'FloodgateError';
+    this.code = code;
+    this.option = option;
+  }
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'function') return 'a function';
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** Throws FG_INVALID_OPTION naming the option, the value given and what is valid. */
+export function invalidOption(option: string, value: unknown, valid: string): never {
+  throw new FloodgateError(
+    'FG_INVALID_OPTION',
+    `Invalid option \`${option}\`: got ${show(value)}; expected ${valid}.`,
+    option,
+  );
+}

@@ -1,0 +1,21 @@
+// @floodgate/core: the public surface.
+export { createLimiter } from './limiter';
+export type { CreateLimiterOptions, ConsumeOptions, Limiter } from './limiter';
+export type { Decision, DecisionReason, LimitDecision } from './decision';
+export { toDecision, bareDecision } from './decision';
+export { resolveLimiterOptions } from './options';
+export type { LimitOptions, LimiterOptions, ResolvedLimit, ResolvedLimiterOptions } from './options';
+export { ALGORITHMS } from './algorithms/types';
+export type { AlgorithmName, StoreLimit, LimitResult } from './algorithms/types';
+export { TWINS, evaluateTwins } from './algorithms/evaluate';
+export { MemoryStore } from './stores/memory-store';
+export type { MemoryStoreOptions } from './stores/memory-store';
+export { RedisStore } from './stores/redis-store';
+export type { RedisStoreOptions } from './stores/redis-store';
+export type { Store, StoreRequest, StoreResult } from './stores/store';
+export { FloodgateError, invalidOption } from './errors';
+export type { FloodgateErrorCode } from './errors';
+export { parseDuration } from './duration';
+export type { Duration } from './duration';
+export { subjectKey } from './keys';
+export { BlockCache } from './block-cache';

@@ -1,0 +1,82 @@
+// MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
+import { LRUCache } from 'lru-cache';
+import { evaluateTwins } from '../algorithms/evaluate';
+import { invalidOption } from '../errors';
+import type { Store, StoreRequest, StoreResult } from './store';
+
+export interface MemoryStoreOptions {
+  /**
+   * Most subjects' states kept at once; the least recently used is dropped past it (its count is
+   * lost, so keep it above your number of concurrently active callers x limits). Default 100_000.
+   */
+  maxKeys?: number;
+  /** The clock in ms. Default `Date.now`. Inject one for deterministic tests and simulations. */
+  clock?: () => number;
+}
+
+interface Entry {
+  state: unknown;
+  expiresAt: number;
+}
+
+export class MemoryStore implements Store {
+  readonly name = 'memory';
+  private readonly entries: LRUCache<string, Entry>;
+  private readonly clock: () => number;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    const maxKeys = options.maxKeys ?? 100_000;
+    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 1e8) {
+      invalidOption('maxKeys', options.maxKeys, 'a whole number from 1 to 100000000');
+    }
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      invalidOption('clock', options.clock, 'a function returning the time in ms');
+    }
+    this.entries = new LRUCache<string, Entry>({ max: maxKeys });
+    this.clock = options.clock ?? Date.now;
+  }
+
+  async evaluate(request: StoreRequest): Promise<StoreResult> {
+    return this.evaluateSync(request);
+  }
+
+  /** The same decision, synchronously: used where a promise would cost too much (local modes). */
+  evaluateSync(request: StoreRequest): StoreResult {
+    const now = Math.floor(this.clock());
+    const states = request.keys.map((key) => {
+      const entry = this.entries.get(key);
+      if (entry === undefined) return undefined;
+      if (entry.expiresAt <= now) {
+        this.entries.delete(key);
+        return undefined;
+      }
+      return entry.state;
+    });
+    const { allowed, checks } = evaluateTwins(states, request.limits, request.cost, now);
+    if (allowed && request.mode === 'consume') {
+      checks.forEach((check, i) => {
+        if (check.next) {
+          this.entries.set(request.keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs });
+        }
+      });
+    }
+    return {
+      allowed,
+      results: checks.map(({ allowed: a, remaining, resetMs, retryAfterMs }) => ({
+        allowed: a,
+        remaining,
+        resetMs,
+        retryAfterMs,
+      })),
+    };
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.entries.delete(key);
+  }
+
+  /** How many subjects' states are held now (expired ones may still count until read). */
+  get size(): number {
+    return this.entries.size;
+  }
+}
