@@ -3,11 +3,11 @@ import type { Config } from 'jest';
 import { readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
-const moduleNameMapper = {
+const moduleNameMapper: Config['moduleNameMapper'] = {
   '^@floodgate/(core|express|fastify|koa|testing)$': '<rootDir>/../../packages/$1/src/index.ts',
 };
 
-const transform = {
+const transform: Config['transform'] = {
   '^.+\\.(t|j)sx?$': [
     '@swc/jest',
     { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },

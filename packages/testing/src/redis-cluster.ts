@@ -22,6 +22,12 @@ export interface RedisClusterHandle {
   /** Sum of commandStats over all nodes. */
   commandStats(): Promise<Record<string, number>>;
   resetStats(): Promise<void>;
+  /**
+   * Waits (up to 20 s) until every node reports cluster_state:ok and all agree on a full slot map,
+   * e.g. after nodes[i].kill() + restart() (a restarted master keeps its nodes.conf and slots, but
+   * Redis keeps it unwritable for ~2 s).
+   */
+  waitUntilHealthy(): Promise<void>;
   /** Stops every node (idempotent). */
   stop(): Promise<void>;
 }
@@ -155,7 +161,6 @@ class LocalRedisCluster implements RedisClusterHandle {
     await Promise.all(this.nodes.map((node) => node.stop()));
   }
 
-  /** Internal: every live node reports cluster_state:ok and the same full slot map. */
   async waitUntilHealthy(): Promise<void> {
     await this.waitForAgreement('the cluster to converge', async () => {
       let reference: string | undefined;

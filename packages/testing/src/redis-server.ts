@@ -1,13 +1,20 @@
 // Starts, stops, kills, pauses and restarts one real redis-server process on a free loopback port.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis, type RedisOptions } from 'ioredis';
 import { parseCommandStats } from './command-stats';
 import { freePorts } from './free-ports';
 import { pollUntil } from './poll';
-import { onProcessExit, removeDirQuietly } from './process-cleanup';
+import {
+  OWNER_FILE,
+  TEMP_DIR_PREFIX,
+  onProcessExit,
+  ownerPid,
+  removeDirQuietly,
+  sweepStaleTempDirs,
+} from './process-cleanup';
 import { respCommand, respText } from './resp-command';
 
 export interface RedisServer {
@@ -229,10 +236,11 @@ export class RedisServerProcess implements RedisServer {
 
   private spawnProcess(): ChildProcess {
     if (this.dir === undefined || !existsSync(this.dir)) {
-      this.dir = mkdtempSync(join(tmpdir(), 'floodgate-redis-'));
+      sweepStaleTempDirs();
+      this.dir = mkdtempSync(join(tmpdir(), TEMP_DIR_PREFIX));
+      writeFileSync(join(this.dir, OWNER_FILE), String(ownerPid()));
     }
     const dir = this.dir;
-    mkdirSync(dir, { recursive: true });
     const args = [
       '--port', String(this.port),
       '--bind', HOST,

@@ -163,7 +163,7 @@ describe('startRedisCluster', () => {
     expect(cluster.startupNodes).toEqual(cluster.nodes.map((n) => ({ host: '127.0.0.1', port: n.port })));
     const client = cluster.client();
     clients.push(client);
-    const slots = (await client.cluster('SLOTS')) as [number, number, [string, number]][];
+    const slots = await client.cluster('SLOTS');
     const covered = slots.reduce((sum, [start, end]) => sum + end - start + 1, 0);
     expect(covered).toBe(16384);
     expect(new Set(slots.map(([, , master]) => master[1]))).toEqual(new Set(cluster.nodes.map((n) => n.port)));
@@ -227,5 +227,18 @@ describe('startRedisCluster', () => {
     await cluster.migrateSlot(slot, from);
     expect(await cluster.ownerOf(slot)).toBe(from);
     expect(await client.get('{migrate}:0')).toBe('{MIGRATE}:0');
+  });
+
+  it('a killed master restarts with its slots and rejoins', async () => {
+    const client = cluster.client();
+    clients.push(client);
+    const key = 'rejoin:key';
+    const owner = await cluster.ownerOf(keySlot(key));
+    await cluster.nodes[owner].kill();
+    await cluster.nodes[owner].restart();
+    await cluster.waitUntilHealthy();
+    expect(await cluster.ownerOf(keySlot(key))).toBe(owner);
+    await client.set(key, 'back');
+    expect(await client.get(key)).toBe('back');
   });
 });
