@@ -4,7 +4,8 @@ import { readdirSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 const moduleNameMapper: Config['moduleNameMapper'] = {
-  '^@floodgate/(core|express|fastify|koa|testing)$': '<rootDir>/../../packages/$1/src/index.ts',
+  // Absolute, so it holds for projects at any depth (packages/x, examples/x, bench).
+  '^@floodgate/(core|express|fastify|koa|testing)$': join(__dirname, 'packages/$1/src/index.ts'),
 };
 
 const transform: Config['transform'] = {

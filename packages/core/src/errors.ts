@@ -24,6 +24,8 @@ export class FloodgateError extends Error {
 function show(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value);
   if (typeof value === 'function') return 'a function';
+  // JSON would print NaN and Infinity as null.
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
   try {
     return JSON.stringify(value) ?? String(value);
   } catch {

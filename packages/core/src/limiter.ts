@@ -1,10 +1,19 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { BlockCache } from './block-cache';
 import { bareDecision, toDecision, type Decision } from './decision';
-import { FloodgateError } from './errors';
+import { FloodgateError, invalidOption } from './errors';
+import { breakerFor } from './failure/breaker';
+import { createFallback, reportTransitions } from './failure/policy';
+import { withDeadline } from './failure/timeout';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type LimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { StoreRequest } from './stores/store';
+import { withHotKeys, type HotKeyOptions } from './hot-keys/hot-key-store';
+
+// One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
+const monotonic = () => performance.now();
+// Stores whose configuration warnings were already logged.
+const warned = new WeakSet<object>();
 
 export interface CreateLimiterOptions extends LimiterOptions {
   /**
@@ -12,8 +21,10 @@ export interface CreateLimiterOptions extends LimiterOptions {
    * Bounded to this many subjects; 0 turns it off. Default 10_000.
    */
   blockCacheSize?: number;
-  /** Monotonic clock in ms for local caches (not for decisions: the store keeps time). Default performance.now. */
+  /** Monotonic clock in ms for local caches and the circuit breaker (not for decisions: the store keeps time). Default performance.now. */
   clock?: () => number;
+  /** Hot-key mode: subjects above `threshold` req/s are served from quota leased in blocks (docs/scaling.md). Default off. */
+  hotKeys?: HotKeyOptions;
 }
 
 export interface ConsumeOptions {
@@ -28,22 +39,70 @@ export interface Limiter {
   consume(subject: string, options?: ConsumeOptions): Promise<Decision>;
   /** What a request of `cost` (default 1) would get now, without drawing anything. */
   peek(subject: string, options?: ConsumeOptions): Promise<Decision>;
-  /** Forgets this subject's counts in this scope. */
+  /** Forgets this subject's counts in this scope (and its local ones, for failMode 'local'). Rejects if the store fails. */
   reset(subject: string, options?: Pick<ConsumeOptions, 'scope'>): Promise<void>;
+  /**
+   * What `consume` would answer from the block cache alone: the 'blocked' decision when this subject
+   * is denied this cost until a time not yet reached, else undefined. Synchronous, no store call:
+   * lets a caller skip costlier work (an API-key lookup) for a caller it will deny anyway.
+   */
+  blocked(subject: string, options?: ConsumeOptions): Decision | undefined;
   readonly options: ResolvedLimiterOptions;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
   const resolved = resolveLimiterOptions(options);
-  const { store, prefix, limits, maxCost } = resolved;
+  const { prefix, limits, maxCost } = resolved;
+  const store = withHotKeys(resolved.store, options.hotKeys, { clock: options.clock, instances: resolved.failure.instances });
   const storeLimits = limits.map((l) => l.store);
-  const clock = options.clock ?? (() => performance.now());
+  const clock = options.clock ?? monotonic;
+  if (typeof clock !== 'function') invalidOption('clock', options.clock, 'a function returning monotonic ms');
   const blockCacheSize = options.blockCacheSize ?? 10_000;
+  if (typeof blockCacheSize !== 'number' || !Number.isInteger(blockCacheSize) || blockCacheSize < 0 || blockCacheSize > 1e8) {
+    invalidOption('blockCacheSize', options.blockCacheSize, 'a whole number from 0 (off) to 100000000');
+  }
   const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
+
+  // Failure policy: every store call is bounded, passes the store's circuit breaker, and a failure
+  // or a skipped call becomes the failure mode's degraded decision, never a rejection. The breaker
+  // belongs to the shared store (not a per-limiter wrapper), so every route sees one outage.
+  const { failure } = resolved;
+  const shared = resolved.store;
+  const breaker = breakerFor(shared, failure.breaker, clock);
+  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError);
+  const fallback = createFallback(limits, failure, breaker);
+  const deadline = failure.timeoutMs;
+  const callStore =
+    deadline === undefined
+      ? (request: StoreRequest) => store.evaluate(request)
+      : (request: StoreRequest) => withDeadline(store.evaluate(request), deadline, `Store "${store.name}"`);
+  if (shared.warnings?.length && !warned.has(shared)) {
+    warned.add(shared);
+    for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
+  }
+
+  async function evaluate(request: StoreRequest): Promise<Decision> {
+    const admission = breaker.admit();
+    if (admission === 'skip') return fallback.decide(request);
+    let result;
+    try {
+      result = await callStore(request);
+    } catch (error) {
+      breaker.failure(error, admission === 'probe');
+      return fallback.decide(request);
+    }
+    breaker.success();
+    return toDecision(limits, result.allowed, result.results, request.cost);
+  }
 
   function keysOf(subject: string, scope: string) {
     const base = subjectKey(prefix, scope, String(subject));
     return { base, keys: limits.map((l) => `${base}:${l.keySuffix}`) };
+  }
+
+  function fromBlock(base: string, cost: number): Decision | undefined {
+    const hit = blocks?.get(base, cost);
+    return hit && { ...hit.decision, reason: 'blocked', retryAfterMs: Math.ceil(hit.leftMs) };
   }
 
   async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
@@ -54,13 +113,13 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
     const { base, keys } = keysOf(subject, opts.scope ?? '');
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > maxCost) mode = 'peek';
-    if (blocks && mode === 'consume') {
-      const hit = blocks.get(base, cost);
-      if (hit) return { ...hit.decision, reason: 'blocked', retryAfterMs: Math.ceil(hit.leftMs) };
+    if (mode === 'consume') {
+      const hit = fromBlock(base, cost);
+      if (hit) return hit;
     }
-    const result = await store.evaluate({ keys, limits: storeLimits, cost, mode });
-    const decision = toDecision(limits, result.allowed, result.results, cost);
-    if (blocks && mode === 'consume' && !decision.allowed && decision.retryAfterMs > 0) {
+    const decision = await evaluate({ keys, limits: storeLimits, cost, mode });
+    // Only the shared store's denials are cached: a degraded one would outlive the outage.
+    if (blocks && mode === 'consume' && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
       blocks.set(base, cost, decision.retryAfterMs, decision);
     }
     return decision;
@@ -70,9 +129,16 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
     options: resolved,
     consume: (subject, opts = {}) => decide(subject, opts, 'consume'),
     peek: (subject, opts = {}) => decide(subject, opts, 'peek'),
+    blocked(subject, opts = {}) {
+      const cost = opts.cost ?? 1;
+      // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
+      if (!blocks || typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > maxCost) return undefined;
+      return fromBlock(subjectKey(prefix, opts.scope ?? '', String(subject)), cost);
+    },
     async reset(subject, opts = {}) {
       const { base, keys } = keysOf(subject, opts.scope ?? '');
       blocks?.delete(base);
+      fallback.reset(keys);
       await store.reset(keys);
     },
   };

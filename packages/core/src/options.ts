@@ -2,6 +2,7 @@
 import { ALGORITHMS, type AlgorithmName, type StoreLimit } from './algorithms/types';
 import { parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
+import { resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import type { Store } from './stores/store';
 import { MemoryStore } from './stores/memory-store';
 
@@ -23,7 +24,7 @@ export interface LimitOptions {
   refillPerSecond?: number;
 }
 
-export interface LimiterOptions extends LimitOptions {
+export interface LimiterOptions extends LimitOptions, FailureOptions {
   /** Where counts live. Default: a new MemoryStore (per process). */
   store?: Store;
   /** Key prefix. `[A-Za-z0-9_.-]{1,32}`. Default 'fg'. */
@@ -51,6 +52,8 @@ export interface ResolvedLimiterOptions {
   readonly limits: readonly ResolvedLimit[];
   /** The smallest limit: no request of a larger cost can ever be admitted. */
   readonly maxCost: number;
+  /** What happens when the store fails: failure mode, deadline, breaker, reporting. */
+  readonly failure: ResolvedFailureOptions;
 }
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -99,7 +102,8 @@ function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string,
     };
   }
   if (raw.burst !== undefined || raw.refillPerSecond !== undefined) {
-    invalidOption(`${option}.burst`, raw.burst ?? raw.refillPerSecond, `no burst or refillPerSecond with ${algorithm} (they belong to token-bucket and gcra)`);
+    const given = raw.burst !== undefined ? 'burst' : 'refillPerSecond';
+    invalidOption(`${option}.${given}`, raw[given], `no burst or refillPerSecond with ${algorithm} (they belong to token-bucket and gcra)`);
   }
   const limit = units(`${option}.limit`, get('limit'));
   return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, period: windowMs }, keySuffix };
@@ -133,5 +137,6 @@ export function resolveLimiterOptions(options: LimiterOptions = {}): ResolvedLim
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
-  return { store, prefix, limits, maxCost: Math.min(...limits.map((l) => l.limit)) };
+  const failure = resolveFailureOptions(options, store);
+  return { store, prefix, limits, maxCost: Math.min(...limits.map((l) => l.limit)), failure };
 }

@@ -1,47 +1,315 @@
-// Who is one caller: API key first, else the client IP (IPv4-mapped -> IPv4, IPv6 -> its /64).
-// FIRST VERSION: a minimal identity so the adapters can be built; the identity work replaces the
-// internals (ipaddr.js normalisation, resolveKey cache, hostile-input handling) behind this signature.
+// Who is one caller: API key first (hashed), else the client IP (IPv4-mapped -> IPv4, IPv6 -> its /64).
+import { parseDuration, type Duration } from '../duration';
+import { invalidOption } from '../errors';
+import type { Logger } from '../failure/policy';
+import type { LimitOptions } from '../options';
+import { findApiKey, type Headers } from './api-key';
+import { ipSubject } from './ip';
+import { KeyCache, type KeyRecord, type ResolveKey } from './key-cache';
+
+export type { ResolveKey, ResolvedKey } from './key-cache';
 
 /** The facts an adapter reads from its framework's request. */
 export interface RequestFacts {
   /** The client IP as the framework reports it under its own trust-proxy setting. */
   readonly ip: string | undefined;
   /** Request headers with lower-case names, as Node's IncomingHttpHeaders. */
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
+  readonly headers: Headers;
   readonly method: string;
   /** The matched route pattern ('/users/:id'), never the raw URL; undefined when none matched. */
   readonly route: string | undefined;
 }
 
+/** Warnings identity can write; each can be switched off by name in `warnings`. */
+export type IdentityWarning =
+  /** A request without a client IP reached the limiter (it is limited in the shared 'ip:unknown' bucket). */
+  | 'FG_IP_MISSING'
+  /** The framework reported something that is not an IP address (same fallback). */
+  | 'FG_IP_MALFORMED'
+  /** An API key longer than `maxApiKeyLength` (treated as an unknown key, without a lookup). */
+  | 'FG_API_KEY_TOO_LONG'
+  /** `resolveKey` threw, rejected, returned a bad value or timed out (the request falls back; see docs/identity.md). */
+  | 'FG_RESOLVE_KEY_FAILED'
+  /** `resolveKey` returned `limits` the limiter rejects (the key gets the route's limits). */
+  | 'FG_RESOLVE_KEY_BAD_PLAN';
+
 export interface IdentityOptions {
   /** Headers that carry an API key, checked in order. `Authorization: Bearer <key>` is read from 'authorization'. Default ['authorization', 'x-api-key']; false to key on IP only. */
   apiKeyHeaders?: string[] | false;
-  /** Prefix length IPv6 addresses are keyed on. Default 64. */
+  /** Prefix length IPv6 addresses are keyed on: a whole number from 1 to 128. Default 64. */
   ipv6Subnet?: number;
+  /**
+   * Longest API key, in characters. A longer one is not a key anyone was issued: it is treated as
+   * an unknown key without calling `resolveKey`. From 1 to 16384. Default 4096.
+   */
+  maxApiKeyLength?: number;
+  /**
+   * Looks an API key up (e.g. in your database): `{ account, limits? }` for a key you issued, null
+   * or undefined for one you did not. Called through a bounded cache (`keyCache`), one lookup in
+   * flight per key, and only when the caller is not already blocked. Default: none (every key is
+   * limited on its own bucket, unverified).
+   */
+  resolveKey?: ResolveKey;
+  /**
+   * What a request with a key `resolveKey` does not know gets: 'ip' limits it by its client IP, as
+   * if it carried no key; 'reject' marks it for a 401 answer (`Identity.rejected`). Needs
+   * `resolveKey`. Default 'ip'.
+   */
+  unknownKey?: 'ip' | 'reject';
+  /** The `resolveKey` cache. */
+  keyCache?: {
+    /** Most keys remembered (found and unknown together). Default 10_000. */
+    max?: number;
+    /** How long a found key's answer is reused: also how long a revoked key keeps its plan. Default '60s'. */
+    ttlMs?: Duration;
+    /** How long an unknown key's answer is reused: also how long a new key waits to be known. Default '10s'. */
+    unknownTtlMs?: Duration;
+  };
+  /** Longest wait for one `resolveKey` answer; past it the request goes on without it (the lookup still completes and is cached). Default '1s'. */
+  resolveTimeoutMs?: Duration;
+  /**
+   * Where warnings go: the limiter's logger (only `warn` is used). Each warning is written once;
+   * lookup failures once per outage. Default console.
+   */
+  logger?: Logger;
+  /** Switch single warnings off, e.g. `{ FG_IP_MISSING: false }`. Default: all on. */
+  warnings?: Partial<Record<IdentityWarning, boolean>>;
+  /** Monotonic clock in ms for the cache's TTLs. Default performance.now. */
+  clock?: () => number;
 }
 
 export interface Identity {
-  /** What the bucket is keyed on; hashed before it reaches any store. */
+  /** What the bucket is keyed on; hashed before it reaches any store. API keys are already a SHA-256 digest here. */
   readonly subject: string;
+  /** 'unknown': no usable client IP; the request is limited in the one shared bucket 'ip:unknown'. */
   readonly kind: 'api-key' | 'ip' | 'custom' | 'unknown';
   /** What `resolveKey` returned for this API key, when one is configured. */
   readonly account?: unknown;
+  /**
+   * The key's plan from `resolveKey` (validated): enforce these instead of the route's limits. The
+   * http layer keeps one limiter per `plan`.
+   */
+  readonly limits?: readonly LimitOptions[];
+  /** A stable name for `limits`: equal plans have equal names. Set exactly when `limits` is. */
+  readonly plan?: string;
+  /**
+   * When the request carried an API key: 'known' (resolveKey found it), 'unknown' (it did not, or
+   * the key was too long), 'unverified' (no resolveKey), 'lookup-failed' (resolveKey failed or
+   * timed out, and no earlier answer was cached).
+   */
+  readonly keyStatus?: 'known' | 'unknown' | 'unverified' | 'lookup-failed';
+  /** 'unknown-key': answer 401 without limiting (an unknown key with `unknownKey: 'reject'`). */
+  readonly rejected?: 'unknown-key';
 }
 
-export type Identify = (facts: RequestFacts) => Identity | Promise<Identity>;
+/** Lets the caller of `identify` skip the key lookup for a caller it already denies. */
+export interface IdentifyHooks {
+  /**
+   * Called only when a `resolveKey` lookup would follow, with the identity the request would most
+   * likely get (from the last, possibly expired, cached answer; else the hashed key). Return true
+   * when that identity is denied right now (the limiter's block cache has it): `identify` then
+   * returns that identity at once, with no lookup, and the limiter answers it from its block cache.
+   */
+  isBlocked?(identity: Identity): boolean;
+}
 
-export function createIdentify(options: IdentityOptions = {}): Identify {
-  const headers = options.apiKeyHeaders === false ? [] : (options.apiKeyHeaders ?? ['authorization', 'x-api-key']);
-  return (facts) => {
-    for (const name of headers) {
-      const raw = facts.headers[name];
-      const value = Array.isArray(raw) ? raw[0] : raw;
-      if (!value) continue;
-      const key = name === 'authorization' ? /^Bearer\s+(\S+)$/i.exec(value)?.[1] : value.trim();
-      if (key) return { subject: `key:${key}`, kind: 'api-key' };
+export type Identify = (facts: RequestFacts, hooks?: IdentifyHooks) => Identity | Promise<Identity>;
+
+/** The one bucket shared by every request without a usable client IP. */
+export const UNKNOWN_IP_SUBJECT = 'ip:unknown';
+
+const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
+// RFC 9110 token characters: what a header name may contain.
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+const WARNINGS: readonly IdentityWarning[] = [
+  'FG_IP_MISSING',
+  'FG_IP_MALFORMED',
+  'FG_API_KEY_TOO_LONG',
+  'FG_RESOLVE_KEY_FAILED',
+  'FG_RESOLVE_KEY_BAD_PLAN',
+];
+
+interface ResolvedIdentityOptions {
+  headers: readonly string[];
+  ipv6Subnet: number;
+  maxApiKeyLength: number;
+  resolveKey: ResolveKey | undefined;
+  unknownKey: 'ip' | 'reject';
+  cacheMax: number;
+  ttlMs: number;
+  unknownTtlMs: number;
+  timeoutMs: number;
+  logger: Pick<Logger, 'warn'>;
+  warnings: ReadonlySet<IdentityWarning>;
+  clock: () => number;
+}
+
+function wholeNumber(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    invalidOption(option, value, `a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/** Parses identity options once, at construction; throws FG_INVALID_OPTION naming the bad one. */
+function resolveIdentityOptions(options: IdentityOptions): ResolvedIdentityOptions {
+  if (!options || typeof options !== 'object') invalidOption('identity options', options, 'an object');
+  const rawHeaders = options.apiKeyHeaders ?? DEFAULT_HEADERS;
+  let headers: string[] = [];
+  if (rawHeaders !== false) {
+    if (!Array.isArray(rawHeaders) || rawHeaders.length > 16) {
+      invalidOption('apiKeyHeaders', rawHeaders, 'false or an array of up to 16 header names');
     }
-    if (!facts.ip) return { subject: 'ip:unknown', kind: 'unknown' };
-    const ip = facts.ip.startsWith('::ffff:') ? facts.ip.slice(7) : facts.ip;
-    return { subject: `ip:${ip}`, kind: 'ip' };
+    headers = rawHeaders.map((name, i) => {
+      if (typeof name !== 'string' || !HEADER_NAME.test(name)) {
+        invalidOption(`apiKeyHeaders[${i}]`, name, 'a header name (RFC 9110 token characters, 1 to 64)');
+      }
+      // Adapters hand over Node's headers, whose names are lower case.
+      return name.toLowerCase();
+    });
+  }
+  const ipv6Subnet = wholeNumber('ipv6Subnet', options.ipv6Subnet ?? 64, 1, 128);
+  const maxApiKeyLength = wholeNumber('maxApiKeyLength', options.maxApiKeyLength ?? 4096, 1, 16_384);
+  const resolveKey = options.resolveKey;
+  if (resolveKey !== undefined && typeof resolveKey !== 'function') {
+    invalidOption('resolveKey', resolveKey, 'a function (apiKey) => { account, limits? } | null, or a promise of it');
+  }
+  const unknownKey = options.unknownKey ?? 'ip';
+  if (unknownKey !== 'ip' && unknownKey !== 'reject') invalidOption('unknownKey', unknownKey, "'ip' or 'reject'");
+  if (options.unknownKey !== undefined && resolveKey === undefined) {
+    // Without a lookup no key is ever unknown: the setting would silently do nothing.
+    invalidOption('unknownKey', options.unknownKey, 'to be set only together with `resolveKey`');
+  }
+  const cache = options.keyCache ?? {};
+  if (!cache || typeof cache !== 'object') invalidOption('keyCache', cache, 'an object { max?, ttlMs?, unknownTtlMs? }');
+  const logger = options.logger ?? console;
+  if (!logger || typeof logger.warn !== 'function') {
+    invalidOption('logger', options.logger, 'an object with a warn(message) method, such as console');
+  }
+  const warningOptions = options.warnings ?? {};
+  if (!warningOptions || typeof warningOptions !== 'object') invalidOption('warnings', warningOptions, 'an object');
+  for (const [name, on] of Object.entries(warningOptions)) {
+    if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
+    if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
+  }
+  const clock = options.clock ?? (() => performance.now());
+  if (typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
+  return {
+    headers,
+    ipv6Subnet,
+    maxApiKeyLength,
+    resolveKey,
+    unknownKey,
+    cacheMax: wholeNumber('keyCache.max', cache.max ?? 10_000, 1, 10_000_000),
+    ttlMs: parseDuration('keyCache.ttlMs', cache.ttlMs ?? 60_000, 1, 86_400_000),
+    unknownTtlMs: parseDuration('keyCache.unknownTtlMs', cache.unknownTtlMs ?? 10_000, 1, 86_400_000),
+    timeoutMs: parseDuration('resolveTimeoutMs', options.resolveTimeoutMs ?? 1_000, 1, 60_000),
+    logger,
+    warnings: new Set(WARNINGS.filter((w) => warningOptions[w] !== false)),
+    clock,
+  };
+}
+
+/** A short, printable sample of a hostile value for a log line. */
+function sample(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value.slice(0, 64)) + (value.length > 64 ? '...' : '') : typeof value;
+}
+
+/**
+ * Builds the identify function once, from options parsed once. Cheapest first: header scan and
+ * digest, IP parse, a fresh cached key answer (all local); then `hooks.isBlocked`; only then a
+ * `resolveKey` lookup. It returns synchronously unless it has to wait for a lookup, and never
+ * throws or rejects for anything a request carries.
+ */
+export function createIdentify(options: IdentityOptions = {}): Identify {
+  const o = resolveIdentityOptions(options);
+  const warned = new Set<IdentityWarning>();
+  let lookupsFailing = false;
+
+  function warn(code: IdentityWarning, message: string, detail?: unknown): void {
+    if (!o.warnings.has(code) || warned.has(code)) return;
+    warned.add(code);
+    const line = `[floodgate] ${code}: ${message} (see docs/identity.md; written once)`;
+    try {
+      if (detail === undefined) o.logger.warn(line);
+      else o.logger.warn(line, { error: detail });
+    } catch {
+      // A broken logger must not break requests.
+    }
+  }
+
+  const cache = o.resolveKey
+    ? new KeyCache({
+        resolveKey: o.resolveKey,
+        max: o.cacheMax,
+        ttlMs: o.ttlMs,
+        unknownTtlMs: o.unknownTtlMs,
+        timeoutMs: o.timeoutMs,
+        clock: o.clock,
+        onBadPlan: (error) =>
+          warn('FG_RESOLVE_KEY_BAD_PLAN', 'resolveKey returned limits the limiter rejects; that key gets the route limits.', error),
+      })
+    : undefined;
+
+  function byIp(ip: unknown): Identity {
+    const found = ipSubject(ip, o.ipv6Subnet);
+    if (found.ok) return { subject: found.subject, kind: 'ip' };
+    if (found.problem === 'missing') {
+      warn('FG_IP_MISSING', `a request had no client IP; such requests share the bucket '${UNKNOWN_IP_SUBJECT}'. Check how the app is served and its trust-proxy setting.`);
+    } else {
+      warn('FG_IP_MALFORMED', `the framework reported ${sample(ip)} as the client IP; such requests share the bucket '${UNKNOWN_IP_SUBJECT}'. Check the trust-proxy setting.`);
+    }
+    return { subject: UNKNOWN_IP_SUBJECT, kind: 'unknown' };
+  }
+
+  function fromRecord(record: KeyRecord, subject: string, ip: unknown): Identity {
+    if (record.known) {
+      return record.limits
+        ? { subject, kind: 'api-key', account: record.account, limits: record.limits, plan: record.plan, keyStatus: 'known' }
+        : { subject, kind: 'api-key', account: record.account, keyStatus: 'known' };
+    }
+    if (o.unknownKey === 'reject') return { subject, kind: 'api-key', keyStatus: 'unknown', rejected: 'unknown-key' };
+    return { ...byIp(ip), keyStatus: 'unknown' };
+  }
+
+  return function identify(facts: RequestFacts, hooks?: IdentifyHooks): Identity | Promise<Identity> {
+    const ip = facts?.ip;
+    const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
+    if (!key?.found) return byIp(ip);
+    const subject = `key:${key.digest}`;
+    if (!cache) return { subject, kind: 'api-key', keyStatus: 'unverified' };
+    if (key.tooLong) {
+      warn('FG_API_KEY_TOO_LONG', `a request carried an API key longer than maxApiKeyLength (${o.maxApiKeyLength}); it is treated as unknown.`);
+      return fromRecord({ known: false }, subject, ip);
+    }
+    const fresh = cache.fresh(key.digest);
+    if (fresh) return fromRecord(fresh, subject, ip);
+
+    // A lookup would follow. A caller already denied is answered from the block cache, so ask
+    // first, with the identity its last answer predicts, and skip the lookup if it is blocked.
+    const last = cache.last(key.digest);
+    const predicted: Identity = last ? fromRecord(last, subject, ip) : { subject, kind: 'api-key' };
+    if (hooks?.isBlocked && predicted.rejected === undefined && hooks.isBlocked(predicted)) return predicted;
+
+    return cache.lookup(key.digest, key.key).then((outcome) => {
+      if (outcome.ok) {
+        lookupsFailing = false;
+        return fromRecord(outcome.record, subject, ip);
+      }
+      if (!lookupsFailing) {
+        lookupsFailing = true;
+        warned.delete('FG_RESOLVE_KEY_FAILED'); // once per outage, not once per process
+        warn(
+          'FG_RESOLVE_KEY_FAILED',
+          outcome.why === 'timeout'
+            ? `resolveKey took longer than resolveTimeoutMs (${o.timeoutMs} ms); requests use the last cached answer, else their IP.`
+            : 'resolveKey failed; requests use the last cached answer, else their IP.',
+          outcome.why === 'error' ? outcome.error : undefined,
+        );
+      }
+      // Serve the last answer, even expired, over none: an outage should not change who a caller is.
+      const stale = cache.last(key.digest);
+      return stale ? fromRecord(stale, subject, ip) : { ...byIp(ip), keyStatus: 'lookup-failed' as const };
+    });
   };
 }

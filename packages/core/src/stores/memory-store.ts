@@ -21,6 +21,8 @@ interface Entry {
 
 export class MemoryStore implements Store {
   readonly name = 'memory';
+  /** Never waits on I/O, so the limiter adds no deadline to its calls. */
+  readonly timeoutMs = 0;
   private readonly entries: LRUCache<string, Entry>;
   private readonly clock: () => number;
 

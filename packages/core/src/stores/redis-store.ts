@@ -4,6 +4,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { ALGORITHM_ID, type LimitResult } from '../algorithms/types';
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
+import { withDeadline } from '../failure/timeout';
 import { LUA_SCRIPTS } from '../lua/scripts.generated';
 import type { Store, StoreRequest, StoreResult } from './store';
 
@@ -18,11 +19,19 @@ const SCRIPTS = Object.fromEntries(
 ) as Record<ScriptName, { source: string; sha: string }>;
 
 export interface RedisStoreOptions {
-  /** An ioredis `Redis` or `Cluster` client. Floodgate never closes it. */
+  /**
+   * An ioredis `Redis` or `Cluster` client. Floodgate never closes it. Create it with
+   * `autoResendUnfulfilledCommands: false`: otherwise ioredis sends a command again after a
+   * reconnect, and a script Redis already ran counts twice (Floodgate warns at construction).
+   * Keep a reconnecting `retryStrategy` (the default): a client that gives up never recovers.
+   * Give the client an 'error' listener; ioredis prints unhandled connection errors otherwise.
+   */
   client: Redis | Cluster;
   /**
    * Longest wait for one decision, in ms (or a duration string). Past it the call fails with
-   * FG_STORE_TIMEOUT and is never retried: the script may already have counted. Default 100.
+   * FG_STORE_TIMEOUT and is never retried: the script may already have counted. Default 100: a
+   * Redis on the same network answers in about a millisecond, so 100 ms is far above a healthy
+   * answer yet caps what a hung Redis adds to a request (until the circuit breaker skips it).
    */
   timeoutMs?: number | string;
   /**
@@ -32,14 +41,17 @@ export interface RedisStoreOptions {
   UNSAFE_testClock?: () => number;
 }
 
-// ioredis statuses in which a command cannot be answered soon: fail now instead of queueing.
-const DOWN = new Set(['end', 'close', 'reconnecting']);
+// ioredis statuses of a client that is still making its first connection: a command waits in the
+// offline queue for it (bounded by timeoutMs). After the first 'ready', only 'ready' is sent.
+const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
 
 export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
+  readonly warnings: readonly string[];
   private readonly client: Redis | Cluster;
   private readonly testClock?: () => number;
+  private everReady = false;
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
@@ -53,9 +65,14 @@ export class RedisStore implements Store {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
     }
     this.testClock = options.UNSAFE_testClock;
+    this.warnings = clientWarnings(options.client);
+    // The public 'ready' event, not a private field: once connected, a command is sent only on a
+    // ready connection, never parked in the offline queue behind a reconnect.
+    if (client!.status === 'ready' || typeof client!.once !== 'function') this.everReady = true;
+    else client!.once('ready', () => (this.everReady = true));
   }
 
-  evaluate(request: StoreRequest): Promise<StoreResult> {
+  async evaluate(request: StoreRequest): Promise<StoreResult> {
     const first = request.limits[0].algorithm;
     const name: ScriptName = request.limits.every((l) => l.algorithm === first) ? first : 'all';
     const args: (string | number)[] = [
@@ -66,50 +83,59 @@ export class RedisStore implements Store {
     for (const limit of request.limits) {
       args.push(ALGORITHM_ID[limit.algorithm], limit.capacity, limit.period);
     }
-    return this.withTimeout(this.run(name, request.keys, args)).then((reply) =>
-      parseReply(reply, request.limits.length),
-    );
+    this.checkConnection();
+    const call = { expired: false };
+    const reply = await withDeadline(this.run(name, request.keys, args, call), this.timeoutMs, 'Redis', () => {
+      call.expired = true;
+    });
+    return parseReply(reply, request.limits.length);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
+    this.checkConnection();
     // One DEL per key: on a Cluster all keys of a subject share a slot, but be safe across subjects.
-    await this.withTimeout(Promise.all(keys.map((key) => this.client.del(key))));
+    await withDeadline(Promise.all(keys.map((key) => this.client.del(key))), this.timeoutMs, 'Redis');
   }
 
-  /** EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise. */
-  private async run(name: ScriptName, keys: readonly string[], args: (string | number)[]): Promise<unknown> {
+  /** Fails at once, without queueing, when the connection cannot answer now. */
+  private checkConnection(): void {
     const status = (this.client as { status?: string }).status;
-    if (status !== undefined && DOWN.has(status)) {
-      throw new FloodgateError('FG_STORE_UNAVAILABLE', `Redis connection is ${status}.`);
-    }
+    if (status === undefined || status === 'ready') return;
+    if (!this.everReady && FIRST_CONNECT.has(status)) return;
+    throw new FloodgateError('FG_STORE_UNAVAILABLE', `Redis connection is ${status}.`);
+  }
+
+  /**
+   * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise,
+   * and never after the deadline: a late NOSCRIPT (e.g. ioredis resending to a restarted Redis) is
+   * not followed by an EVAL that would count a request already answered.
+   */
+  private async run(name: ScriptName, keys: readonly string[], args: (string | number)[], call: { expired: boolean }): Promise<unknown> {
     const script = SCRIPTS[name];
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
-      if (error instanceof Error && error.message.startsWith('NOSCRIPT')) {
+      if (!call.expired && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
         return this.client.eval(script.source, keys.length, ...keys, ...args);
       }
       throw error;
     }
   }
+}
 
-  private withTimeout<T>(promise: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        reject(new FloodgateError('FG_STORE_TIMEOUT', `Redis did not answer within ${this.timeoutMs} ms.`));
-      }, this.timeoutMs);
-      promise.then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (error) => {
-          clearTimeout(timer);
-          reject(error);
-        },
-      );
-    });
-  }
+/** What in the client's own configuration can count one request twice. Read from its public `options`. */
+function clientWarnings(client: Redis | Cluster): string[] {
+  const own = (client as { options?: { autoResendUnfulfilledCommands?: boolean; redisOptions?: { autoResendUnfulfilledCommands?: boolean } } }).options;
+  if (!own) return [];
+  // A Cluster keeps its per-node connection options under redisOptions.
+  const resend = own.redisOptions ? own.redisOptions.autoResendUnfulfilledCommands : own.autoResendUnfulfilledCommands;
+  if (resend === false) return [];
+  return [
+    'RedisStore: the ioredis client resends unanswered commands after a reconnect ' +
+      '(autoResendUnfulfilledCommands is not false), so a script Redis already ran before the ' +
+      'connection dropped can run twice and count one request twice. Create the client with ' +
+      '{ autoResendUnfulfilledCommands: false } (see docs/failure-modes.md).',
+  ];
 }
 
 function parseReply(reply: unknown, n: number): StoreResult {

@@ -21,6 +21,13 @@ export interface StoreResult {
 export interface Store {
   /** 'memory', 'redis', or a custom store's name; shown in logs. */
   readonly name: string;
+  /**
+   * Set when the store bounds each call itself: the longest a call can take, in ms (RedisStore: its
+   * `timeoutMs`; MemoryStore: 0, it never waits). Left unset, the limiter puts its own `timeoutMs` on every call.
+   */
+  readonly timeoutMs?: number;
+  /** Configuration risks found at construction (e.g. a client that resends commands); the limiter logs them once. */
+  readonly warnings?: readonly string[];
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
   /** Deletes the state under these keys. */

@@ -10,19 +10,24 @@ export interface SlidingWindowCounterState {
 
 export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
   check(s, now, { capacity: cap, period: win }, cost) {
-    const w = Math.floor(now / win);
-    const elapsed = now - w * win;
-    let c = 0;
-    let p = 0;
-    if (s) {
-      if (s.w === w) {
-        c = s.c;
-        p = s.p;
-      } else if (s.w === w - 1) {
-        p = s.c;
+    // What this check sees at time `at`, from the stored state (also used to settle retry):
+    // the weighted estimate, the current and previous counts, the ms elapsed in the window, the window.
+    const view = (at: number) => {
+      const w = Math.floor(at / win);
+      const elapsed = at - w * win;
+      let c = 0;
+      let p = 0;
+      if (s) {
+        if (s.w === w) {
+          c = s.c;
+          p = s.p;
+        } else if (s.w === w - 1) {
+          p = s.c;
+        }
       }
-    }
-    const est = (p * (win - elapsed)) / win + c;
+      return { est: (p * (win - elapsed)) / win + c, c, p, elapsed, w };
+    };
+    const { est, c, p, elapsed, w } = view(now);
     if (est + cost <= cap + EPSILON) {
       const reset = c + cost > 0 ? win - elapsed + win : p > 0 ? win - elapsed : 0;
       return {
@@ -38,11 +43,20 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
     if (cost <= cap) {
       const room = cap - c - cost;
       if (room >= 0) {
-        retry = Math.max(1, Math.ceil(win - (room * win) / p - elapsed));
+        // still in this window: p * (win - e) / win + c + cost <= cap + EPSILON
+        retry = Math.max(1, Math.ceil(win - ((room + EPSILON) * win) / p - elapsed));
       } else {
-        let e2 = win - ((cap - cost) * win) / c;
+        // in the next window c becomes p: c * (win - e2) / win + cost <= cap + EPSILON
+        let e2 = win - ((cap - cost + EPSILON) * win) / c;
         if (e2 < 0) e2 = 0;
         retry = Math.max(1, Math.ceil(win - elapsed + e2));
+      }
+      // Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
+      // so that waiting retry admits and waiting retry - 1 does not.
+      if (retry > 1 && view(now + retry - 1).est + cost <= cap + EPSILON) {
+        retry = retry - 1;
+      } else if (view(now + retry).est + cost > cap + EPSILON) {
+        retry = retry + 1;
       }
     }
     return {

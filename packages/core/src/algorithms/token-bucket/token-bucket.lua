@@ -3,12 +3,14 @@
 -- TTL: until the bucket is full again, when the state says no more than an absent key.
 CHECK[4] = function(key, now, cap, rate, cost)
   local s = redis.call('HMGET', key, 't', 'ts')
-  local tokens = cap
-  if s[1] then
-    local elapsed = now - tonumber(s[2])
+  -- The tokens this check sees at time `at`, from the stored state (also used to settle retry).
+  local function tokensAt(at)
+    if not s[1] then return cap end
+    local elapsed = at - tonumber(s[2])
     if elapsed < 0 then elapsed = 0 end
-    tokens = math.min(cap, tonumber(s[1]) + elapsed * rate / 1000)
+    return math.min(cap, tonumber(s[1]) + elapsed * rate / 1000)
   end
+  local tokens = tokensAt(now)
   if tokens + EPSILON >= cost then
     local left = math.max(0, tokens - cost)
     local full = (cap - left) * 1000 / rate
@@ -18,6 +20,15 @@ CHECK[4] = function(key, now, cap, rate, cost)
     end
   end
   local retry = -1
-  if cost <= cap then retry = math.max(1, math.ceil((cost - tokens) * 1000 / rate)) end
+  if cost <= cap then
+    retry = math.max(1, math.ceil((cost - EPSILON - tokens) * 1000 / rate))
+    -- Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
+    -- so that waiting retry admits and waiting retry - 1 does not.
+    if retry > 1 and tokensAt(now + retry - 1) + EPSILON >= cost then
+      retry = retry - 1
+    elseif tokensAt(now + retry) + EPSILON < cost then
+      retry = retry + 1
+    end
+  end
   return 0, math.floor(tokens + EPSILON), math.ceil((cap - tokens) * 1000 / rate), retry, nil
 end

@@ -9,12 +9,14 @@ export interface TokenBucketState {
 
 export const tokenBucket: Twin<TokenBucketState> = {
   check(s, now, { capacity: cap, period: rate }, cost) {
-    let tokens = cap;
-    if (s) {
-      let elapsed = now - s.ts;
+    // The tokens this check sees at time `at`, from the stored state (also used to settle retry).
+    const tokensAt = (at: number): number => {
+      if (!s) return cap;
+      let elapsed = at - s.ts;
       if (elapsed < 0) elapsed = 0;
-      tokens = Math.min(cap, s.t + (elapsed * rate) / 1000);
-    }
+      return Math.min(cap, s.t + (elapsed * rate) / 1000);
+    };
+    const tokens = tokensAt(now);
     if (tokens + EPSILON >= cost) {
       const left = Math.max(0, tokens - cost);
       const full = ((cap - left) * 1000) / rate;
@@ -26,11 +28,22 @@ export const tokenBucket: Twin<TokenBucketState> = {
         next: { state: { t: left, ts: now }, ttlMs: ttl(full) },
       };
     }
+    let retry = -1;
+    if (cost <= cap) {
+      retry = Math.max(1, Math.ceil(((cost - EPSILON - tokens) * 1000) / rate));
+      // Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
+      // so that waiting retry admits and waiting retry - 1 does not.
+      if (retry > 1 && tokensAt(now + retry - 1) + EPSILON >= cost) {
+        retry = retry - 1;
+      } else if (tokensAt(now + retry) + EPSILON < cost) {
+        retry = retry + 1;
+      }
+    }
     return {
       allowed: false,
       remaining: Math.floor(tokens + EPSILON),
       resetMs: Math.ceil(((cap - tokens) * 1000) / rate),
-      retryAfterMs: cost <= cap ? Math.max(1, Math.ceil(((cost - tokens) * 1000) / rate)) : -1,
+      retryAfterMs: retry,
     };
   },
 };

@@ -1,0 +1,72 @@
+// What the report says about the run: machine, versions of everything measured, load average.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import { join } from 'node:path';
+
+export const BENCH_DIR = join(__dirname, '..');
+export const REPO_DIR = join(BENCH_DIR, '..');
+
+/** Packages whose versions the report prints, read from the installed package.json files. */
+const MEASURED = [
+  'express',
+  'fastify',
+  'koa',
+  'express-rate-limit',
+  'rate-limit-redis',
+  '@fastify/rate-limit',
+  'koa-ratelimit',
+  'rate-limiter-flexible',
+  'ioredis',
+  'autocannon',
+];
+
+function packageVersion(dir: string): string | undefined {
+  const file = join(dir, 'package.json');
+  if (!existsSync(file)) return undefined;
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version?: string }).version;
+}
+
+export function versions(): Record<string, string> {
+  const out: Record<string, string> = {};
+  out['@floodgate/core'] = packageVersion(join(REPO_DIR, 'packages', 'core')) ?? '?';
+  for (const fw of ['express', 'fastify', 'koa']) {
+    const v = packageVersion(join(REPO_DIR, 'packages', fw));
+    if (v) out[`@floodgate/${fw}`] = v;
+  }
+  for (const name of MEASURED) out[name] = packageVersion(join(BENCH_DIR, 'node_modules', name)) ?? '?';
+  return out;
+}
+
+export function redisVersion(): string {
+  try {
+    const text = execFileSync('redis-server', ['--version'], { encoding: 'utf8' });
+    return /v=(\S+)/.exec(text)?.[1] ?? text.trim();
+  } catch {
+    return '?';
+  }
+}
+
+export function machine() {
+  const cpus = os.cpus();
+  return {
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    cpu: cpus[0]?.model.trim() ?? '?',
+    cores: cpus.length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+  };
+}
+
+export const loadAverage = (): number[] => os.loadavg().map((v) => Math.round(v * 100) / 100);
+
+/** Whether an adapter package exists yet (it is built alongside this bench). */
+export function adapterExists(framework: string): boolean {
+  return existsSync(join(REPO_DIR, 'packages', framework, 'src', 'index.ts'));
+}
+
+/** Whether core has hot-key mode (`hotKeys` on createLimiter) yet. */
+export function coreHasHotKeys(): boolean {
+  const file = join(REPO_DIR, 'packages', 'core', 'src', 'limiter.ts');
+  return existsSync(file) && /\bhotKeys\??\s*:/.test(readFileSync(file, 'utf8'));
+}

@@ -1,0 +1,210 @@
+// Every contender's limiter, built the way its documentation shows, for Express, Fastify and Koa.
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Context, Middleware } from 'koa';
+import type { Redis } from 'ioredis';
+import { MemoryStore, RedisStore, createLimiter, type CreateLimiterOptions, type Decision } from '@floodgate/core';
+import { adapterExists } from './env';
+import type { LimiterSpec, Wiring } from './types';
+
+// Adapters and peers load with require(): an adapter may not exist yet, and peers are loaded only when measured.
+/* eslint-disable @typescript-eslint/no-require-imports */
+
+export interface Built<T> {
+  handler: T;
+  wiring: Wiring;
+}
+
+function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): CreateLimiterOptions & Record<string, unknown> {
+  const store = spec.store === 'redis' ? new RedisStore({ client: need(redis) }) : new MemoryStore();
+  const options: CreateLimiterOptions & Record<string, unknown> = {
+    store,
+    algorithm: spec.algorithm,
+    limit: spec.limit,
+    windowMs: spec.windowMs,
+    prefix: spec.prefix,
+  };
+  if (spec.hotKeyInstances) options.hotKeys = { instances: spec.hotKeyInstances };
+  return options;
+}
+
+function need(redis: Redis | undefined): Redis {
+  if (!redis) throw new Error('this contender needs Redis (redisPort)');
+  return redis;
+}
+
+/** draft-6 headers, as Floodgate's adapters send by default; only used by the inline-core fallback. */
+function draft6(decision: Decision): Record<string, string> {
+  if (decision.limit === null) return {};
+  const headers: Record<string, string> = {
+    'RateLimit-Limit': String(decision.limit),
+    'RateLimit-Remaining': String(decision.remaining),
+    'RateLimit-Reset': String(Math.ceil((decision.resetMs ?? 0) / 1000)),
+  };
+  if (!decision.allowed) headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
+  return headers;
+}
+
+function headerKey(header: string | undefined, value: unknown, ip: string | undefined): string {
+  if (header && typeof value === 'string' && value) return value;
+  return ip ?? 'unknown';
+}
+
+// ---------------------------------------------------------------- Express
+
+export function expressLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<RequestHandler> {
+  const key = (req: Request) => headerKey(spec.keyHeader, spec.keyHeader && req.headers[spec.keyHeader], req.ip);
+  switch (spec.kind) {
+    case 'floodgate': {
+      if (adapterExists('express')) {
+        const { rateLimit } = require('@floodgate/express');
+        const options = floodgateOptions(spec, redis);
+        if (spec.keyHeader) options.key = key;
+        return { handler: rateLimit(options), wiring: 'adapter' };
+      }
+      const limiter = createLimiter(floodgateOptions(spec, redis));
+      const handler: RequestHandler = (req, res, next) => {
+        limiter.consume(key(req)).then((decision) => {
+          res.set(draft6(decision));
+          if (decision.allowed) next();
+          else res.status(429).send('Too Many Requests');
+        }, next);
+      };
+      return { handler, wiring: 'inline-core' };
+    }
+    case 'express-rate-limit': {
+      const { rateLimit } = require('express-rate-limit');
+      const { RedisStore: ErlRedisStore } = require('rate-limit-redis');
+      const client = need(redis);
+      const handler = rateLimit({
+        windowMs: spec.windowMs,
+        limit: spec.limit,
+        keyGenerator: spec.keyHeader ? key : undefined,
+        store: new ErlRedisStore({
+          prefix: `${spec.prefix}:`,
+          sendCommand: (command: string, ...args: string[]) => client.call(command, ...args),
+        }),
+      });
+      return { handler, wiring: 'n/a' };
+    }
+    case 'rate-limiter-flexible': {
+      // The Express middleware from rate-limiter-flexible's own wiki.
+      const { RateLimiterRedis } = require('rate-limiter-flexible');
+      const limiter = new RateLimiterRedis({
+        storeClient: need(redis),
+        keyPrefix: spec.prefix,
+        points: spec.limit,
+        duration: Math.ceil(spec.windowMs / 1000),
+      });
+      const handler: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
+        limiter.consume(key(req)).then(
+          () => next(),
+          (rejection: unknown) => {
+            if (rejection instanceof Error) next(rejection);
+            else res.status(429).send('Too Many Requests');
+          },
+        );
+      };
+      return { handler, wiring: 'n/a' };
+    }
+    case 'naive': {
+      // GET, compare, INCR: the race every hand-rolled limiter has.
+      const client = need(redis);
+      const handler: RequestHandler = (req, res, next) => {
+        const k = `${spec.prefix}:${key(req)}`;
+        client
+          .get(k)
+          .then(async (value) => {
+            if (Number(value ?? 0) >= spec.limit) {
+              res.status(429).send('Too Many Requests');
+              return;
+            }
+            const n = await client.incr(k);
+            if (n === 1) await client.pexpire(k, spec.windowMs);
+            next();
+          })
+          .catch(next);
+      };
+      return { handler, wiring: 'n/a' };
+    }
+    default:
+      throw new Error(`${spec.kind} has no Express contender`);
+  }
+}
+
+// ---------------------------------------------------------------- Fastify
+
+/** Registers the limiter on `app` (an encapsulated context when there are several mounts). */
+export async function fastifyLimiter(app: FastifyInstance, spec: LimiterSpec, redis: Redis | undefined): Promise<Wiring> {
+  const key = (req: FastifyRequest) => headerKey(spec.keyHeader, spec.keyHeader && req.headers[spec.keyHeader], req.ip);
+  switch (spec.kind) {
+    case 'floodgate': {
+      if (adapterExists('fastify')) {
+        const mod = require('@floodgate/fastify');
+        const options = floodgateOptions(spec, redis);
+        if (spec.keyHeader) options.key = key;
+        await app.register(mod.rateLimit ?? mod.default, options);
+        return 'adapter';
+      }
+      const limiter = createLimiter(floodgateOptions(spec, redis));
+      app.addHook('onRequest', async (req, reply) => {
+        const decision = await limiter.consume(key(req));
+        reply.headers(draft6(decision));
+        if (!decision.allowed) return reply.code(429).send('Too Many Requests');
+      });
+      return 'inline-core';
+    }
+    case 'fastify-rate-limit': {
+      const mod = require('@fastify/rate-limit');
+      await app.register(mod.default ?? mod, {
+        max: spec.limit,
+        timeWindow: spec.windowMs,
+        redis: need(redis),
+        nameSpace: `${spec.prefix}-`,
+        keyGenerator: spec.keyHeader ? key : undefined,
+      });
+      return 'n/a';
+    }
+    default:
+      throw new Error(`${spec.kind} has no Fastify contender`);
+  }
+}
+
+// ---------------------------------------------------------------- Koa
+
+export function koaLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<Middleware> {
+  const key = (ctx: Context) => headerKey(spec.keyHeader, spec.keyHeader && ctx.get(spec.keyHeader), ctx.ip);
+  switch (spec.kind) {
+    case 'floodgate': {
+      if (adapterExists('koa')) {
+        const { rateLimit } = require('@floodgate/koa');
+        const options = floodgateOptions(spec, redis);
+        if (spec.keyHeader) options.key = key;
+        return { handler: rateLimit(options), wiring: 'adapter' };
+      }
+      const limiter = createLimiter(floodgateOptions(spec, redis));
+      const handler: Middleware = async (ctx, next) => {
+        const decision = await limiter.consume(key(ctx));
+        ctx.set(draft6(decision));
+        if (decision.allowed) return next();
+        ctx.status = 429;
+        ctx.body = 'Too Many Requests';
+      };
+      return { handler, wiring: 'inline-core' };
+    }
+    case 'koa-ratelimit': {
+      const ratelimit = require('koa-ratelimit');
+      const handler = ratelimit({
+        driver: 'redis',
+        db: need(redis),
+        duration: spec.windowMs,
+        max: spec.limit,
+        namespace: spec.prefix,
+        id: (ctx: Context) => key(ctx),
+      }) as Middleware;
+      return { handler, wiring: 'n/a' };
+    }
+    default:
+      throw new Error(`${spec.kind} has no Koa contender`);
+  }
+}

@@ -1,0 +1,345 @@
+// `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks.md and .svg.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import { runAccuracy } from './accuracy';
+import { childLogDir, killAllChildren } from './children';
+import { BENCH_DIR, REPO_DIR, adapterExists, coreHasHotKeys, loadAverage, machine, redisVersion, versions } from './env';
+import { runMemoryStore, runRedisMemory } from './memory';
+import { profileServer } from './profile';
+import { Progress } from './progress';
+import { runRace } from './race';
+import { runRedisCeiling } from './redis-ceiling';
+import { renderMarkdown, warnings } from './report';
+import { GOALS, renderSvg } from './svg';
+import { contendersFor, runThroughput, type ThroughputSettings } from './throughput';
+import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
+
+const SECTIONS = ['accuracy', 'ceiling', 'memory', 'race', 'throughput'] as const;
+type Section = (typeof SECTIONS)[number];
+
+const HELP = `Usage: pnpm bench [options]
+
+  --quick                 about a minute: one short round, the default algorithm only
+  --only LIST             sections, comma-separated: ${SECTIONS.join(',')} (default: all)
+  --frameworks LIST       express,fastify,koa (default: all)
+  --algorithms LIST       Floodgate algorithms on Redis for throughput and the ceiling
+                          (default: all; --quick: sliding-window-counter)
+  --rounds N              throughput rounds (default 4; --quick 1)
+  --seconds S             seconds per throughput run (default 4; --quick 1)
+  --warmup S              warm-up seconds per server (default 2; --quick 0.5)
+  --connections N         autocannon connections (default 10)
+  --profile / --no-profile  CPU-profile Floodgate contenders that miss a goal
+                          (default: on for full runs, off for --quick)
+  --profile-ids LIST      CPU-profile these throughput contenders (ids as in the results,
+                          e.g. koa/none,koa/floodgate-redis-sliding-window-counter/admit)
+                          and report them, whether or not they miss a goal
+  --max-minutes M         hard time budget; the run is stopped past it (default 40; --quick 4)
+  --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
+  --no-docs               write only bench/results/<date>.json
+  --report FILE           only re-render docs/benchmarks.md and .svg from a results JSON
+  --help`;
+
+interface Config {
+  quick: boolean;
+  sections: Set<Section>;
+  frameworks: Framework[];
+  algorithms: AlgorithmName[];
+  rounds: number;
+  seconds: number;
+  warmup: number;
+  connections: number;
+  profile: boolean;
+  profileIds: string[];
+  maxMinutes: number;
+  notes: string[];
+  docs: boolean;
+  report?: string;
+}
+
+function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) {
+    if (!allowed.includes(item as T)) throw new Error(`--${option}: "${item}" is not one of ${allowed.join(', ')}`);
+  }
+  return items as T[];
+}
+
+function positive(value: string | undefined, fallback: number, option: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`--${option}: expected a positive number, got "${value}"`);
+  return n;
+}
+
+export function parseConfig(argv: string[]): Config | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      quick: { type: 'boolean', default: false },
+      only: { type: 'string' },
+      frameworks: { type: 'string' },
+      algorithms: { type: 'string' },
+      rounds: { type: 'string' },
+      seconds: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      profile: { type: 'boolean' },
+      'no-profile': { type: 'boolean' },
+      'profile-ids': { type: 'string' },
+      'max-minutes': { type: 'string' },
+      note: { type: 'string', multiple: true },
+      'no-docs': { type: 'boolean', default: false },
+      report: { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) return 'help';
+  const quick = values.quick ?? false;
+  return {
+    quick,
+    sections: new Set(list(values.only, SECTIONS, 'only') ?? SECTIONS),
+    frameworks: list(values.frameworks, FRAMEWORKS, 'frameworks') ?? [...FRAMEWORKS],
+    algorithms: list(values.algorithms, ALGORITHMS, 'algorithms') ?? (quick ? ['sliding-window-counter'] : [...ALGORITHMS]),
+    rounds: Math.round(positive(values.rounds, quick ? 1 : 4, 'rounds')),
+    seconds: positive(values.seconds, quick ? 1 : 4, 'seconds'),
+    warmup: positive(values.warmup, quick ? 0.5 : 2, 'warmup'),
+    connections: Math.round(positive(values.connections, 10, 'connections')),
+    profile: values['no-profile'] ? false : (values.profile ?? !quick),
+    profileIds: values['profile-ids']?.split(',').map((s) => s.trim()).filter(Boolean) ?? [],
+    maxMinutes: positive(values['max-minutes'], quick ? 4 : 40, 'max-minutes'),
+    notes: values.note ?? [],
+    docs: !values['no-docs'],
+    report: values.report,
+  };
+}
+
+function writeDocs(results: BenchResults): string[] {
+  const docs = join(REPO_DIR, 'docs');
+  mkdirSync(docs, { recursive: true });
+  writeFileSync(join(docs, 'benchmarks.svg'), renderSvg(results));
+  writeFileSync(join(docs, 'benchmarks.md'), renderMarkdown(results, 'benchmarks.svg'));
+  return [join(docs, 'benchmarks.md'), join(docs, 'benchmarks.svg')];
+}
+
+async function profileOne(id: string, label: string, config: Config, redis: RedisServer, progress: Progress): Promise<ProfileRow> {
+  const framework = id.split('/')[0] as Framework;
+  if (!FRAMEWORKS.includes(framework)) throw new Error(`--profile-ids: "${id}" does not start with a framework`);
+  const contender = contendersFor(framework, { ...throughputSettings(config), algorithms: ALGORITHMS }).find((c) => c.id === id);
+  if (!contender) throw new Error(`--profile-ids: no contender "${id}"`);
+  progress.step(`profile: ${contender.id} (--cpu-prof)`, (config.warmup + config.seconds * 2) * 1000);
+  return profileServer(
+    contender.id,
+    label,
+    { framework, redisPort: redis.port, mounts: [{ path: '/', limiter: contender.limiter }] },
+    { seconds: config.seconds * 2, warmupSeconds: config.warmup, connections: config.connections },
+  );
+}
+
+async function profileShortfalls(results: BenchResults, config: Config, redis: RedisServer, progress: Progress): Promise<void> {
+  const settings: ThroughputSettings = { ...throughputSettings(config), hotKeys: false };
+  for (const framework of config.frameworks) {
+    for (const regime of ['admit', 'reject'] as const) {
+      const below = results.throughput.filter(
+        (r) => r.framework === framework && r.regime === regime && r.group === 'floodgate' && r.id.includes('floodgate-redis') && r.ratio < GOALS[regime],
+      );
+      if (below.length === 0) continue;
+      // The default algorithm if it fell short, else the worst.
+      const target = below.find((r) => r.id.includes('sliding-window-counter')) ?? below.reduce((a, b) => (b.ratio < a.ratio ? b : a));
+      const contender = contendersFor(framework, settings).find((c) => c.id === target.id);
+      if (!contender) continue;
+      const label = `${framework}: ${contender.label}, ${regime === 'admit' ? 'admitting' : 'rejecting'}`;
+      results.profiles.push(await profileOne(contender.id, label, config, redis, progress));
+      // The ceiling beside it: what the framework alone costs per request on this machine.
+      if (!results.profiles.some((p) => p.id === `${framework}/none`)) {
+        results.profiles.push(await profileOne(`${framework}/none`, `${framework}: no limiter (ceiling)`, config, redis, progress));
+      }
+    }
+  }
+}
+
+function throughputSettings(config: Config): ThroughputSettings {
+  return {
+    frameworks: config.frameworks,
+    rounds: config.rounds,
+    secondsPerRun: config.seconds,
+    warmupSeconds: config.warmup,
+    connections: config.connections,
+    algorithms: config.algorithms,
+    hotKeys: coreHasHotKeys(),
+  };
+}
+
+/** A rough length of the run, for the progress line's ETA. */
+function plannedMs(config: Config): number {
+  let ms = 5_000;
+  const t = throughputSettings(config);
+  if (config.sections.has('throughput')) {
+    for (const fw of config.frameworks) {
+      const n = contendersFor(fw, t).length;
+      ms += n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
+    }
+  }
+  if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
+  if (config.sections.has('race')) ms += 8_000 + (ALGORITHMS.length + 5) * (config.quick ? 1 : 3) * 1_000;
+  if (config.sections.has('memory')) ms += config.quick ? 6_000 : 25_000;
+  return ms;
+}
+
+async function main(): Promise<number> {
+  const config = parseConfig(process.argv.slice(2).filter((a) => a !== '--'));
+  if (config === 'help') {
+    console.log(HELP);
+    return 0;
+  }
+  if (config.report) {
+    const results = JSON.parse(readFileSync(config.report, 'utf8')) as BenchResults;
+    for (const file of writeDocs(results)) console.log(`wrote ${relative(process.cwd(), file)}`);
+    return 0;
+  }
+
+  const started = Date.now();
+  const loadStart = loadAverage();
+  const progress = new Progress(plannedMs(config));
+  const redis = await startRedis();
+  const watchdog = setTimeout(() => {
+    progress.finish(`bench: stopped after its ${config.maxMinutes}-minute budget (--max-minutes)`);
+    killAllChildren();
+    void redis.stop().finally(() => process.exit(2));
+  }, config.maxMinutes * 60_000);
+  watchdog.unref();
+  const interrupt = () => {
+    progress.finish('bench: interrupted');
+    killAllChildren();
+    void redis.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+
+  const hotKeys = coreHasHotKeys();
+  const results: BenchResults = {
+    meta: {
+      date: new Date().toISOString(),
+      mode: config.quick ? 'quick' : 'full',
+      durationS: 0,
+      ...machine(),
+      redis: redisVersion(),
+      loadAverageStart: loadStart,
+      loadAverageEnd: [],
+      versions: versions(),
+      settings: {
+        rounds: config.rounds,
+        secondsPerRun: config.seconds,
+        warmupSeconds: config.warmup,
+        connections: config.connections,
+        raceProcesses: config.quick ? 3 : 4,
+      },
+      hotKeys,
+      notes: [],
+    },
+    throughput: [],
+    redisCeiling: [],
+    race: [],
+    accuracy: [],
+    redisMemory: [],
+    memoryStore: [],
+    memoryStoreEmptyBytes: null,
+    profiles: [],
+  };
+  progress.note(
+    `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; adapters: ${FRAMEWORKS.map((f) => `${f} ${adapterExists(f) ? 'yes' : 'no'}`).join(', ')}; hot-key mode: ${hotKeys ? 'yes' : 'no'}; child logs in ${childLogDir()}`,
+  );
+
+  // A section that fails is reported and the others still run: one broken peer must not cost the whole run.
+  const failures: string[] = [];
+  const section = async (name: Section, run: () => Promise<void>) => {
+    if (!config.sections.has(name)) return;
+    try {
+      await run();
+    } catch (error) {
+      const message = `${name} failed: ${(error as Error).message.split('\n')[0]}`;
+      failures.push(message);
+      progress.note(`bench: ${(error as Error).stack ?? message}`);
+    }
+  };
+  try {
+    await section('accuracy', async () => {
+      progress.step('accuracy: adversarial patterns on MemoryStore with an injected clock', 1_000);
+      results.accuracy = await runAccuracy(100, 60_000);
+    });
+    await section('ceiling', async () => {
+      results.redisCeiling = await runRedisCeiling(
+        redis,
+        { algorithms: config.algorithms, seconds: config.quick ? 1 : 3, warmupSeconds: config.quick ? 0.3 : 1, connections: config.connections },
+        progress,
+      );
+    });
+    await section('memory', async () => {
+      results.redisMemory = await runRedisMemory(redis, [100, 1_000], progress);
+      const store = await runMemoryStore(
+        config.quick ? { callers: 4_000, filledCallers: 500, limit: 100 } : { callers: 50_000, filledCallers: 5_000, limit: 100 },
+        progress,
+      );
+      results.memoryStore = store.rows;
+      results.memoryStoreEmptyBytes = Math.round(store.emptyStoreBytes);
+    });
+    await section('race', async () => {
+      results.race = await runRace(
+        redis,
+        {
+          processes: results.meta.settings.raceProcesses,
+          limit: 50,
+          attemptsPerProcess: 100,
+          connections: 20,
+          repetitions: config.quick ? 1 : 3,
+          algorithms: ALGORITHMS,
+          hotKeys,
+        },
+        progress,
+      );
+    });
+    await section('throughput', async () => {
+      results.throughput = await runThroughput(redis, throughputSettings(config), progress);
+      if (config.profile) await profileShortfalls(results, config, redis, progress);
+    });
+    if (config.profileIds.length) {
+      try {
+        for (const id of config.profileIds) results.profiles.push(await profileOne(id, id, config, redis, progress));
+      } catch (error) {
+        failures.push(`profile failed: ${(error as Error).message.split('\n')[0]}`);
+      }
+    }
+  } finally {
+    clearTimeout(watchdog);
+    killAllChildren();
+    await redis.stop();
+  }
+
+  results.meta.durationS = (Date.now() - started) / 1000;
+  results.meta.loadAverageEnd = loadAverage();
+  results.meta.notes = [...config.notes, ...failures, ...warnings(results)];
+
+  const resultsDir = join(BENCH_DIR, 'results');
+  mkdirSync(resultsDir, { recursive: true });
+  const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
+  writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
+  const written = [resultsFile, ...(config.docs ? writeDocs(results) : [])];
+  progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
+  for (const note of results.meta.notes) console.error(`note: ${note}`);
+  return failures.length ? 1 : 0;
+}
+
+if (require.main === module) {
+  main().then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      killAllChildren();
+      console.error(`\nbench failed: ${error.stack ?? error.message}`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,334 @@
+// docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
+import { GOALS } from './svg';
+import { FRAMEWORKS, type BenchResults, type Framework, type ThroughputRow } from './types';
+
+const int = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
+const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
+const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(x > 0 && x < 0.01 ? 2 : 0)}%` : 'n/a');
+
+function table(head: string[], rows: string[][]): string {
+  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** The contenders of one framework as rows, both regimes side by side: throughput, then cost per request. */
+function throughputTables(results: BenchResults, framework: Framework): string[] | undefined {
+  const rows = results.throughput.filter((r) => r.framework === framework);
+  if (rows.length === 0) return undefined;
+  const ceiling = rows.find((r) => r.group === 'ceiling');
+  const labels = [...new Set(rows.filter((r) => r.group !== 'ceiling').map((r) => r.label))];
+  const pick = (label: string, regime: 'admit' | 'reject') => rows.find((r) => r.label === label && r.regime === regime);
+  const mark = (r: ThroughputRow | undefined, regime: 'admit' | 'reject') => {
+    if (!r) return 'n/a';
+    const goal = r.group === 'floodgate' && r.id.includes('floodgate-redis') ? (r.ratio >= GOALS[regime] ? ' ✓' : ' ✗') : '';
+    return `**${fix(r.ratio)}**${goal}`;
+  };
+  const pair = (a: ThroughputRow | undefined, b: ThroughputRow | undefined, get: (r: ThroughputRow) => number | null, digits: number) =>
+    `${a ? fix(get(a), digits) : 'n/a'} / ${b ? fix(get(b), digits) : 'n/a'}`;
+  const name = (a: ThroughputRow | undefined, b: ThroughputRow | undefined, label: string) =>
+    `${label}${(a ?? b)?.wiring === 'inline-core' ? ' (core inline: adapter not built)' : ''}`;
+
+  const speed = labels.map((label) => {
+    const a = pick(label, 'admit');
+    const b = pick(label, 'reject');
+    return [name(a, b, label), int(a?.medianRps), mark(a, 'admit'), fix(a?.cpuRatio), int(b?.medianRps), mark(b, 'reject'), fix(b?.cpuRatio)];
+  });
+  const cost = labels.map((label) => {
+    const a = pick(label, 'admit');
+    const b = pick(label, 'reject');
+    return [
+      name(a, b, label),
+      pair(a, b, (r) => r.serverCpuUsPerRequest, 0),
+      pair(a, b, (r) => r.redisCallsPerRequest, 1),
+      pair(a, b, (r) => r.redisCpuUsPerRequest, 1),
+      pair(a, b, (r) => r.latencyP99Ms, 1),
+      `${a ? pct(a.okShare) : 'n/a'} / ${b ? pct(b.limitedShare) : 'n/a'}`,
+    ];
+  });
+  if (ceiling) {
+    speed.unshift(['no limiter (ceiling)', int(ceiling.medianRps), '1.00', '1.00', int(ceiling.medianRps), '1.00', '1.00']);
+    cost.unshift(['no limiter (ceiling)', fix(ceiling.serverCpuUsPerRequest, 0), '0', '0', fix(ceiling.latencyP99Ms, 1), `${pct(ceiling.okShare)} 2xx`]);
+  }
+  return [
+    table(['contender', 'admitting req/s', '× ceiling', 'by CPU', 'rejecting req/s', '× ceiling', 'by CPU'], speed),
+    table(
+      [
+        'contender',
+        'server CPU µs per request (admit / reject)',
+        'Redis commands per request',
+        'Redis CPU µs per request',
+        'p99 latency ms',
+        '2xx when admitting / 429 when rejecting',
+      ],
+      cost,
+    ),
+  ];
+}
+
+function goalSummary(results: BenchResults): string[] {
+  const lines: string[] = [];
+  for (const framework of FRAMEWORKS) {
+    for (const regime of ['admit', 'reject'] as const) {
+      const fg = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'floodgate' && r.id.includes('floodgate-redis'));
+      if (fg.length === 0) continue;
+      const peers = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'peer');
+      const best = fg.reduce((a, b) => (b.ratio > a.ratio ? b : a));
+      const worst = fg.reduce((a, b) => (b.ratio < a.ratio ? b : a));
+      const verdict = worst.ratio >= GOALS[regime] ? 'meets' : best.ratio >= GOALS[regime] ? 'partly meets' : 'misses';
+      const range = fg.length > 1 ? `${fix(worst.ratio)} to ${fix(best.ratio)}` : fix(best.ratio);
+      const cpuValues = fg.map((r) => r.cpuRatio).filter(Number.isFinite);
+      const cpu = cpuValues.length
+        ? ` (${cpuValues.length > 1 ? `${fix(Math.min(...cpuValues))} to ${fix(Math.max(...cpuValues))}` : fix(cpuValues[0])} by server CPU per request)`
+        : '';
+      const peerText = peers.map((p) => `${p.label} ${fix(p.ratio)}`).join(', ');
+      lines.push(
+        `- **${framework}, ${regime === 'admit' ? 'admitting' : 'rejecting'}**: Floodgate on Redis keeps ${range} of the ceiling${cpu}: ${verdict} the goal of ${GOALS[regime]}` +
+          (peerText ? ` (peers: ${peerText}).` : '.'),
+      );
+    }
+    const hot = results.throughput.filter((r) => r.framework === framework && r.group === 'floodgate-hot');
+    for (const h of hot) {
+      lines.push(`- ${framework}, hot-key mode, ${h.regime === 'admit' ? 'admitting' : 'rejecting'}: ${fix(h.ratio)} (${fix(h.cpuRatio)} by server CPU).`);
+    }
+  }
+  return lines;
+}
+
+export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'): string {
+  const { meta } = results;
+  const out: string[] = [];
+  out.push('# Benchmarks');
+  out.push('');
+  out.push(
+    `Measured ${meta.date.slice(0, 10)} by \`pnpm bench${meta.mode === 'quick' ? ' --quick' : ''}\` (a ${meta.mode} run, ${Math.round(meta.durationS)} s) on ${meta.cpu}, ` +
+      `${meta.cores} cores, ${meta.memoryGiB} GiB; Node ${meta.node}, Redis ${meta.redis}. Every contender ran in the same run, on the same machine, against the same redis-server; ` +
+      'throughput is reported as a share of the same framework with no limiter, measured in the same rounds.',
+  );
+  if (meta.notes.length) {
+    out.push('');
+    for (const note of meta.notes) out.push(`> ${note}`);
+  }
+  out.push('');
+  out.push(`![Throughput kept by each limiter, race and accuracy results](${svgFile})`);
+  out.push('');
+
+  if (results.throughput.length) {
+    out.push('## Goals');
+    out.push('');
+    out.push(
+      `Floodgate on Redis (hot-key mode off) should keep at least ${GOALS.admit} of its framework's no-limiter throughput when admitting and at least ${GOALS.reject} when rejecting.`,
+    );
+    out.push('');
+    out.push(...goalSummary(results));
+    out.push('');
+    out.push('## Throughput');
+    out.push('');
+    out.push(
+      `${meta.settings.connections} connections on one subject (all requests come from 127.0.0.1), every limiter on the same Redis; ` +
+        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
+        'medians over rounds. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
+        'Each server is its own Node process; autocannon runs in the bench process. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
+        "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response. " +
+        "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). ✓/✗: Floodgate on Redis against the goal. " +
+        '"by CPU" is the ceiling\'s server CPU time per request divided by the contender\'s (each server\'s own user + system time over the measured runs): ' +
+        'the ratio a CPU-bound server shows, and steadier than req/s when other processes share the machine.',
+    );
+    for (const framework of FRAMEWORKS) {
+      const tables = throughputTables(results, framework);
+      if (!tables) continue;
+      out.push('');
+      out.push(`### ${framework}`);
+      for (const t of tables) {
+        out.push('');
+        out.push(t);
+      }
+    }
+    out.push('');
+  }
+
+  if (results.redisCeiling.length) {
+    out.push('## The Redis ceiling');
+    out.push('');
+    out.push(
+      "How many decisions per second one Redis gives on one subject: `redis-benchmark` sending Floodgate's own script as EVALSHA (with the arguments RedisStore sends), " +
+        'a raw ioredis EVALSHA loop from Node, and Floodgate core (`createLimiter` + `RedisStore`, `consume()`), each with the same number of calls in flight.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['algorithm', 'in flight', 'redis-benchmark EVALSHA/s', 'ioredis EVALSHA/s', 'Floodgate core decisions/s', 'core / redis-benchmark'],
+        results.redisCeiling.map((r) => [r.algorithm, String(r.connections), int(r.redisBenchmarkRps), int(r.ioredisRps), int(r.coreRps), `**${fix(r.ratio)}**`]),
+      ),
+    );
+    out.push('');
+  }
+
+  if (results.race.length) {
+    const r0 = results.race[0];
+    out.push('## Races');
+    out.push('');
+    out.push(
+      `${r0.processes} server processes share one Redis and one subject (limit ${r0.limit} per 10 minutes); ${r0.attemptsPerRepetition} requests arrive at once, ` +
+        'spread over the processes. Admitted / limit should be 1.00; above it, the limiter let a race through. A fresh subject per repetition.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['contender', 'admitted per repetition', 'admitted / limit (median)', '(worst)'],
+        results.race.map((r) => [r.label, r.admitted.join(', '), `**${fix(r.medianRatio)}**`, fix(r.maxRatio)]),
+      ),
+    );
+    out.push('');
+  }
+
+  if (results.accuracy.length) {
+    const a0 = results.accuracy[0];
+    const patterns = a0.patterns.map((p) => p.pattern);
+    out.push('## Accuracy');
+    out.push('');
+    out.push(
+      `The most requests each algorithm admits in any ${a0.windowMs / 1000} s span, as a multiple of the limit (${a0.limit}), counted from the exact log of admission times. ` +
+        'Simulated on MemoryStore with an injected clock (the Lua scripts decide identically: core checks both against one conformance suite). ' +
+        'token-bucket and gcra are configured as burst = limit, refilling the limit per window, so a full burst plus a window of refill is their designed maximum.',
+    );
+    out.push('');
+    out.push(
+      table(
+        ['algorithm', ...patterns, 'worst'],
+        results.accuracy.map((a) => [a.algorithm, ...a.patterns.map((p) => fix(p.ratio)), `**${fix(a.worstRatio)}**`]),
+      ),
+    );
+    out.push('');
+    out.push('- boundary-burst: 2× limit attempts in the last ms of a fixed window, 2× limit in the first ms of the next.');
+    out.push(
+      "- late-burst-pair: 2× limit attempts at the end of one window and again 2 ms before the end of the next (W − 1 ms apart). sliding-window-counter's interpolation assumes the first burst was spread evenly over its window and counts almost none of it; this is its worst case.",
+    );
+    out.push('- steady-flood: an attempt every window / (4 × limit) for four windows.');
+    out.push('');
+  }
+
+  if (results.redisMemory.length || results.memoryStore.length) {
+    out.push('## Memory per caller');
+    out.push('');
+    if (results.redisMemory.length) {
+      const limits = [...new Set(results.redisMemory.map((r) => r.limit))].sort((a, b) => a - b);
+      const libs = [...new Set(results.redisMemory.map((r) => `${r.library}\u0000${r.algorithm}`))];
+      out.push('Redis `MEMORY USAGE` (exact, `SAMPLES 0`) of one subject drawn to its limit, summed over its keys, per minute-long window.');
+      out.push('');
+      out.push(
+        table(
+          ['library', 'algorithm', ...limits.map((l) => `bytes at ${l.toLocaleString('en-US')}/min`), 'keys'],
+          libs.map((key) => {
+            const [library, algorithm] = key.split('\u0000');
+            const cells = limits.map((l) => int(results.redisMemory.find((r) => r.library === library && r.algorithm === algorithm && r.limit === l)?.bytes));
+            const keys = results.redisMemory.find((r) => r.library === library && r.algorithm === algorithm)?.keys ?? 0;
+            return [library, algorithm, ...cells, String(keys)];
+          }),
+        ),
+      );
+      out.push('');
+    }
+    if (results.memoryStore.length) {
+      const algorithms = [...new Set(results.memoryStore.map((r) => r.algorithm))];
+      const one = (a: string) => results.memoryStore.find((r) => r.algorithm === a && r.unitsPerCaller === 1);
+      const filled = (a: string) => results.memoryStore.find((r) => r.algorithm === a && r.unitsPerCaller > 1);
+      const f0 = results.memoryStore.find((r) => r.unitsPerCaller > 1);
+      const o0 = results.memoryStore.find((r) => r.unitsPerCaller === 1);
+      out.push(
+        `MemoryStore: V8 heap growth per caller (node --expose-gc, heap after full GCs), over ${int(o0?.callers)} callers with one request each` +
+          (f0 ? ` and ${int(f0.callers)} callers filled to ${f0.unitsPerCaller}` : '') +
+          '. Includes the key string, the LRU entry and the algorithm state.' +
+          (results.memoryStoreEmptyBytes !== null ? ` An empty MemoryStore with default options holds ${int(results.memoryStoreEmptyBytes)} bytes.` : ''),
+      );
+      out.push('');
+      out.push(
+        table(
+          ['algorithm', 'bytes per caller (1 request)', `bytes per caller (filled to ${f0?.unitsPerCaller ?? 'limit'})`],
+          algorithms.map((a) => [a, int(one(a)?.bytesPerCaller), int(filled(a)?.bytesPerCaller)]),
+        ),
+      );
+      out.push('');
+    }
+  }
+
+  if (results.profiles.length) {
+    out.push('## Profiles');
+    out.push('');
+    out.push(
+      'CPU profiles (`node --cpu-prof` on the server process, warm-up cut out) of Floodgate contenders that missed a goal, with the no-limiter server beside them. ' +
+        'Self time as a share of all samples; "(native)" is time in C++ (mostly socket writes: writev for HTTP responses, writeUtf8String for Redis commands).',
+    );
+    for (const p of results.profiles) {
+      out.push('');
+      out.push(`### ${p.label} (${int(p.rps)} req/s while profiled${p.cpuUsPerRequest ? `, ${int(p.cpuUsPerRequest)} µs of server CPU per request` : ''})`);
+      out.push('');
+      out.push(`By area: ${p.byArea.slice(0, 8).map((a) => `${a.area} ${fix(a.selfPercent, 1)}%`).join(', ')}.`);
+      out.push('');
+      out.push(
+        table(
+          ['self %', 'function', 'where'],
+          p.top.slice(0, 10).map((f) => [fix(f.selfPercent, 1), `\`${f.functionName}\``, f.url ? `${f.url}:${f.line}` : '']),
+        ),
+      );
+    }
+    out.push('');
+  }
+
+  out.push('## How this was measured');
+  out.push('');
+  out.push(
+    table(
+      ['', ''],
+      [
+        ['date', meta.date],
+        ['mode', `${meta.mode} (${Math.round(meta.durationS)} s)`],
+        ['machine', `${meta.cpu}, ${meta.cores} cores, ${meta.memoryGiB} GiB, ${meta.os}`],
+        ['load average (1, 5, 15 min) at start / end', `${meta.loadAverageStart.join(', ')} / ${meta.loadAverageEnd.join(', ')}`],
+        ['Node / Redis', `${meta.node} / ${meta.redis}`],
+        ['hot-key mode in core', meta.hotKeys ? 'yes (measured on its own line)' : 'not yet (not measured)'],
+        ['settings', Object.entries(meta.settings).map(([k, v]) => `${k} ${v}`).join(', ')],
+        ...Object.entries(meta.versions).map(([name, version]) => [name, version]),
+      ],
+    ),
+  );
+  out.push('');
+  out.push(
+    'Run it: `pnpm bench` (full, about 15 minutes) or `pnpm bench --quick` (about a minute); `pnpm bench --help` lists the options. ' +
+      'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
+      'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
+  );
+  out.push('');
+  return out.join('\n');
+}
+
+/** What the reader must know before trusting the numbers: noise, missing adapters, misbehaving contenders. */
+export function warnings(results: BenchResults): string[] {
+  const notes: string[] = [];
+  if (results.meta.mode === 'quick') {
+    notes.push('Quick run: one short round per contender. Good for checking the harness; quote only full runs.');
+  }
+  const load = results.meta.loadAverageStart[0];
+  if (load !== undefined && load > 0.5) {
+    notes.push(
+      `The machine was not idle (1-minute load average ${load} at start, ${results.meta.loadAverageEnd[0]} at the end, on ${results.meta.cores} cores): ` +
+        'other processes competed for the CPU, so ratios are rough.',
+    );
+  }
+  const inline = [...new Set(results.throughput.filter((r) => r.wiring === 'inline-core').map((r) => r.framework))];
+  if (inline.length) {
+    notes.push(
+      `No Floodgate adapter for ${inline.join(', ')} existed at run time: those Floodgate rows use core in a few lines of middleware (no adapter overhead, same headers).`,
+    );
+  }
+  for (const r of results.throughput) {
+    if (r.errors > 0) notes.push(`${r.id}: ${r.errors} connection errors or timeouts.`);
+    if (r.regime === 'admit' && r.okShare < 0.99) notes.push(`${r.id}: only ${(r.okShare * 100).toFixed(1)}% 2xx while it should admit everything.`);
+    if (r.regime === 'reject' && r.limitedShare < 0.9) notes.push(`${r.id}: only ${(r.limitedShare * 100).toFixed(1)}% 429 while it should reject nearly everything.`);
+    // Hot-key mode answers most requests from a lease, so few Redis calls is its point: not checked.
+    const onRedis = r.group === 'peer' || (r.group === 'floodgate' && r.id.includes('floodgate-redis'));
+    if (onRedis && r.regime === 'admit' && (r.redisCallsPerRequest ?? 0) < 0.5) {
+      notes.push(`${r.id}: ${r.redisCallsPerRequest?.toFixed(2)} Redis commands per admitted request; it may not be using Redis.`);
+    }
+  }
+  return notes;
+}

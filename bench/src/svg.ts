@@ -1,0 +1,185 @@
+// The chart: bars drawn from the results (ratios to the ceiling, race and accuracy multiples), as one SVG.
+import { FRAMEWORKS, type BenchResults, type Regime, type ThroughputRow } from './types';
+
+export const GOALS: Record<Regime, number> = { admit: 0.75, reject: 0.95 };
+
+interface Bar {
+  label: string;
+  value: number;
+  /** Fill colour key. */
+  kind: 'floodgate' | 'floodgate-memory' | 'floodgate-hot' | 'peer' | 'naive';
+}
+
+interface Group {
+  title: string;
+  bars: Bar[];
+}
+
+interface Panel {
+  title: string;
+  subtitle: string;
+  groups: Group[];
+  /** Vertical reference lines: the ideal (1.0) and goals. */
+  marks: { at: number; label: string; dashed: boolean; color: string }[];
+}
+
+const COLORS: Record<Bar['kind'], string> = {
+  floodgate: '#0f766e',
+  'floodgate-memory': '#5eead4',
+  'floodgate-hot': '#7c3aed',
+  peer: '#9ca3af',
+  naive: '#dc2626',
+};
+
+const LEGEND: { kind: Bar['kind']; text: string }[] = [
+  { kind: 'floodgate', text: 'Floodgate on Redis' },
+  { kind: 'floodgate-memory', text: 'Floodgate, memory store' },
+  { kind: 'floodgate-hot', text: 'Floodgate, hot-key mode' },
+  { kind: 'peer', text: 'peer library on Redis' },
+  { kind: 'naive', text: 'naive GET then INCR' },
+];
+
+export function escapeXml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&apos;' })[c]!);
+}
+
+const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
+
+function barKind(row: ThroughputRow): Bar['kind'] {
+  if (row.group === 'floodgate-hot') return 'floodgate-hot';
+  if (row.group === 'peer') return 'peer';
+  return row.id.includes('floodgate-memory') ? 'floodgate-memory' : 'floodgate';
+}
+
+function throughputPanel(results: BenchResults, regime: Regime): Panel {
+  const groups: Group[] = [];
+  for (const framework of FRAMEWORKS) {
+    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime);
+    if (rows.length === 0) continue;
+    const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling');
+    groups.push({
+      title: `${framework}${ceiling ? ` (ceiling ${Math.round(ceiling.medianRps).toLocaleString('en-US')} req/s)` : ''}`,
+      bars: rows.map((r) => ({ label: r.label, value: r.ratio, kind: barKind(r) })),
+    });
+  }
+  return {
+    title: regime === 'admit' ? 'Every request admitted: throughput kept' : 'Nearly every request rejected (429): throughput kept',
+    subtitle: "median req/s as a share of the same framework with no limiter (1.0); longer is better",
+    groups,
+    marks: [
+      { at: 1, label: 'no limiter', dashed: false, color: '#111827' },
+      { at: GOALS[regime], label: `goal ${GOALS[regime]}`, dashed: true, color: '#b91c1c' },
+    ],
+  };
+}
+
+function racePanel(results: BenchResults): Panel | undefined {
+  if (results.race.length === 0) return undefined;
+  const r0 = results.race[0];
+  return {
+    title: `Race: ${r0.processes} processes on one subject, admitted / limit`,
+    subtitle: `limit ${r0.limit}, ${r0.attemptsPerRepetition} attempts at once; worst repetition; 1.0 is exact, shorter is not better`,
+    groups: [
+      {
+        title: 'admitted / limit',
+        bars: results.race.map((r) => ({
+          label: r.label,
+          value: r.maxRatio,
+          kind: r.group === 'naive' ? 'naive' : r.group === 'peer' ? 'peer' : r.group === 'floodgate-hot' ? 'floodgate-hot' : 'floodgate',
+        })),
+      },
+    ],
+    marks: [{ at: 1, label: 'exact', dashed: false, color: '#111827' }],
+  };
+}
+
+function accuracyPanel(results: BenchResults): Panel | undefined {
+  if (results.accuracy.length === 0) return undefined;
+  const a0 = results.accuracy[0];
+  return {
+    title: 'Accuracy: most admitted in any window-long span, as a multiple of the limit',
+    subtitle: `worst adversarial pattern, limit ${a0.limit} per ${a0.windowMs / 1000} s, against the exact log; 1.0 is exact`,
+    groups: [
+      {
+        title: 'worst pattern',
+        bars: results.accuracy.map((a) => ({ label: a.algorithm, value: a.worstRatio, kind: 'floodgate' as const })),
+      },
+    ],
+    marks: [{ at: 1, label: 'exact', dashed: false, color: '#111827' }],
+  };
+}
+
+const WIDTH = 960;
+const LABEL_W = 330;
+const PLOT_W = WIDTH - LABEL_W - 70;
+const ROW_H = 18;
+const BAR_H = 12;
+
+function renderPanel(panel: Panel, top: number): { svg: string; height: number } {
+  const max = Math.max(1.1, ...panel.groups.flatMap((g) => g.bars.map((b) => (Number.isFinite(b.value) ? b.value : 0)))) * 1.05;
+  const x = (v: number) => LABEL_W + (Math.max(0, v) / max) * PLOT_W;
+  const parts: string[] = [];
+  let y = top;
+  parts.push(`<text x="10" y="${y + 14}" class="title">${escapeXml(panel.title)}</text>`);
+  parts.push(`<text x="10" y="${y + 30}" class="sub">${escapeXml(panel.subtitle)}</text>`);
+  y += 44;
+  const plotTop = y;
+  for (const group of panel.groups) {
+    parts.push(`<text x="10" y="${y + 12}" class="group">${escapeXml(group.title)}</text>`);
+    y += ROW_H;
+    for (const bar of group.bars) {
+      const ok = Number.isFinite(bar.value);
+      const w = ok ? Math.max(1, x(bar.value) - LABEL_W) : 0;
+      parts.push(`<text x="${LABEL_W - 8}" y="${y + 11}" class="label" text-anchor="end">${escapeXml(bar.label)}</text>`);
+      parts.push(`<rect x="${LABEL_W}" y="${y + 2}" width="${w.toFixed(1)}" height="${BAR_H}" fill="${COLORS[bar.kind]}" data-value="${fmt(bar.value)}"/>`);
+      parts.push(`<text x="${(LABEL_W + w + 5).toFixed(1)}" y="${y + 12}" class="value">${fmt(bar.value)}</text>`);
+      y += ROW_H;
+    }
+    y += 4;
+  }
+  for (const mark of panel.marks) {
+    const mx = x(mark.at).toFixed(1);
+    parts.push(
+      `<line x1="${mx}" y1="${plotTop - 4}" x2="${mx}" y2="${y}" stroke="${mark.color}" stroke-width="1"${mark.dashed ? ' stroke-dasharray="4 3"' : ''}/>`,
+    );
+    parts.push(`<text x="${mx}" y="${plotTop - 6}" class="mark" text-anchor="middle" fill="${mark.color}">${escapeXml(mark.label)}</text>`);
+  }
+  return { svg: parts.join('\n'), height: y - top + 16 };
+}
+
+/** The whole chart. Pure: the same results always give the same SVG. */
+export function renderSvg(results: BenchResults): string {
+  const panels = [
+    throughputPanel(results, 'admit'),
+    throughputPanel(results, 'reject'),
+    racePanel(results),
+    accuracyPanel(results),
+  ].filter((p): p is Panel => p !== undefined && p.groups.some((g) => g.bars.length > 0));
+  const body: string[] = [];
+  let y = 10;
+  body.push(
+    `<text x="10" y="${y + 16}" class="head">Floodgate benchmarks, ${escapeXml(results.meta.date.slice(0, 10))} (${results.meta.mode} run, ${escapeXml(results.meta.cpu)}, ${results.meta.cores} cores)</text>`,
+  );
+  y += 30;
+  let lx = 10;
+  for (const item of LEGEND) {
+    body.push(`<rect x="${lx}" y="${y}" width="12" height="12" fill="${COLORS[item.kind]}"/>`);
+    body.push(`<text x="${lx + 16}" y="${y + 10}" class="label">${escapeXml(item.text)}</text>`);
+    lx += 24 + item.text.length * 6.6;
+  }
+  y += 24;
+  for (const panel of panels) {
+    const { svg, height } = renderPanel(panel, y);
+    body.push(svg);
+    y += height;
+  }
+  const height = Math.ceil(y + 10);
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="system-ui, -apple-system, Segoe UI, Helvetica, Arial, sans-serif">`,
+    '<style>.head{font-size:16px;font-weight:600}.title{font-size:14px;font-weight:600}.sub{font-size:11px;fill:#4b5563}.group{font-size:12px;font-weight:600;fill:#111827}.label{font-size:11px;fill:#1f2937}.value{font-size:11px;fill:#111827}.mark{font-size:10px}</style>',
+    `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
+    ...body,
+    '</svg>',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,194 @@
+// Shared shapes: what a server under test runs, and the results file the report is rendered from.
+import type { AlgorithmName } from '@floodgate/core';
+
+export type Framework = 'express' | 'fastify' | 'koa';
+export const FRAMEWORKS: readonly Framework[] = ['express', 'fastify', 'koa'];
+
+/** admit: a huge limit, every request allowed (the limiter's overhead). reject: limit 1, nearly all 429. */
+export type Regime = 'admit' | 'reject';
+export const REGIMES: readonly Regime[] = ['admit', 'reject'];
+
+export type LimiterKind =
+  | 'none'
+  | 'floodgate'
+  | 'express-rate-limit'
+  | 'fastify-rate-limit'
+  | 'koa-ratelimit'
+  | 'rate-limiter-flexible'
+  | 'naive';
+
+/** One limiter as a server mounts it. */
+export interface LimiterSpec {
+  kind: LimiterKind;
+  store?: 'memory' | 'redis';
+  algorithm?: AlgorithmName;
+  /** Floodgate hot-key mode with this many instances sharing the limit (only when core has it). */
+  hotKeyInstances?: number;
+  limit: number;
+  windowMs: number;
+  /** Redis key prefix / namespace, unique per contender so no two share state. */
+  prefix: string;
+  /** When set, the subject is this request header (race runs use a fresh subject per repetition); else the IP. */
+  keyHeader?: string;
+}
+
+/** A child process serving one or more limiters on loopback. */
+export interface ServerSpec {
+  framework: Framework;
+  /** One mount at '/' is applied app-wide (as users mount it); several are mounted per route. */
+  mounts: { path: string; limiter: LimiterSpec }[];
+  redisPort?: number;
+  /** ioredis `enableAutoPipelining`: commands issued in one event-loop turn go out in one write. Default false. */
+  autoPipelining?: boolean;
+}
+
+/** How Floodgate was wired in a server: through its adapter, or (adapter not built yet) core in a few lines. */
+export type Wiring = 'adapter' | 'inline-core' | 'n/a';
+
+export interface ThroughputRow {
+  framework: Framework;
+  /** null for the no-limiter ceiling, which serves both regimes. */
+  regime: Regime | null;
+  id: string;
+  label: string;
+  group: 'ceiling' | 'floodgate' | 'floodgate-hot' | 'peer';
+  wiring: Wiring;
+  /** Requests per second, one sample per round. */
+  samples: number[];
+  medianRps: number;
+  /** medianRps / the framework's ceiling medianRps; 1 for the ceiling itself. */
+  ratio: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  /** Shares of all responses over every round. */
+  okShare: number;
+  limitedShare: number;
+  errors: number;
+  /** Redis commands per HTTP response (INFO commandstats delta over the measured runs; a script's own commands count). */
+  redisCallsPerRequest: number | null;
+  /** redis-server CPU time per HTTP response, in µs (INFO cpu delta over the measured runs). */
+  redisCpuUsPerRequest: number | null;
+  /** The server process's own CPU time (user + system) per response, in µs. */
+  serverCpuUsPerRequest: number | null;
+  /**
+   * The ceiling's server CPU per request / this one's: the throughput ratio a CPU-bound server would
+   * show, and steadier than req/s when other processes share the machine.
+   */
+  cpuRatio: number;
+}
+
+export interface RedisCeilingRow {
+  algorithm: AlgorithmName;
+  /** redis-benchmark EVALSHA of Floodgate's script, `connections` clients, one subject. */
+  redisBenchmarkRps: number;
+  /** A raw ioredis EVALSHA loop from Node, same concurrency: what any Node client can reach. */
+  ioredisRps: number;
+  /** createLimiter + RedisStore consume() loop, same concurrency. */
+  coreRps: number;
+  ratio: number;
+  connections: number;
+}
+
+export interface RaceRow {
+  id: string;
+  label: string;
+  group: 'floodgate' | 'floodgate-hot' | 'peer' | 'naive';
+  processes: number;
+  limit: number;
+  attemptsPerRepetition: number;
+  /** Admitted count in each repetition. */
+  admitted: number[];
+  medianRatio: number;
+  maxRatio: number;
+}
+
+export interface AccuracyPatternResult {
+  pattern: string;
+  attempts: number;
+  admitted: number;
+  /** The most admitted in any window-long span, from the exact log of admission times. */
+  maxInWindow: number;
+  ratio: number;
+}
+
+export interface AccuracyRow {
+  algorithm: AlgorithmName;
+  limit: number;
+  windowMs: number;
+  patterns: AccuracyPatternResult[];
+  worstRatio: number;
+}
+
+export interface RedisMemoryRow {
+  library: string;
+  algorithm: string;
+  limit: number;
+  keys: number;
+  bytes: number;
+}
+
+export interface MemoryStoreRow {
+  algorithm: AlgorithmName;
+  /** Units each caller drew: 1, or the limit (filled). */
+  unitsPerCaller: number;
+  limit: number;
+  callers: number;
+  bytesPerCaller: number;
+}
+
+export interface ProfileFrame {
+  functionName: string;
+  url: string;
+  line: number;
+  selfPercent: number;
+}
+
+export interface ProfileRow {
+  id: string;
+  label: string;
+  rps: number;
+  /** Busy (non-idle) CPU time of the server per request while profiled, in µs. */
+  cpuUsPerRequest?: number | null;
+  top: ProfileFrame[];
+  /** Self time by package or area (node internals, ioredis, express, floodgate core, ...). */
+  byArea: { area: string; selfPercent: number }[];
+  /** The .cpuprofile (open it in Chrome DevTools or speedscope). */
+  file?: string;
+}
+
+export interface BenchMeta {
+  date: string;
+  mode: 'quick' | 'full';
+  durationS: number;
+  node: string;
+  redis: string;
+  os: string;
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+  loadAverageStart: number[];
+  loadAverageEnd: number[];
+  versions: Record<string, string>;
+  settings: {
+    rounds: number;
+    secondsPerRun: number;
+    warmupSeconds: number;
+    connections: number;
+    raceProcesses: number;
+  };
+  hotKeys: boolean;
+  notes: string[];
+}
+
+export interface BenchResults {
+  meta: BenchMeta;
+  throughput: ThroughputRow[];
+  redisCeiling: RedisCeilingRow[];
+  race: RaceRow[];
+  accuracy: AccuracyRow[];
+  redisMemory: RedisMemoryRow[];
+  memoryStore: MemoryStoreRow[];
+  /** Heap of one empty MemoryStore with default options (its LRU preallocates per slot). */
+  memoryStoreEmptyBytes: number | null;
+  profiles: ProfileRow[];
+}

@@ -1,0 +1,158 @@
+// The playground in real Chromium: the boundary preset, the live panel's headers and the race panel, read from the page.
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import { startPlayground, type Playground } from '../src/server';
+
+const CHROMIUM = '/usr/bin/chromium';
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+/** Gitignored; CI keeps it as an artifact. */
+const ARTIFACTS = join(__dirname, '..', '..', '..', '.artifacts');
+
+jest.setTimeout(60_000);
+
+describe('playground in Chromium', () => {
+  let redis: RedisServer;
+  let pg: Playground;
+  let profile: string;
+  let context: BrowserContext;
+  let page: Page;
+  const pageErrors: string[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    pg = await startPlayground({ port: 0, redisUrl: redis.url, log: () => {} });
+    profile = mkdtempSync(join(tmpdir(), 'pg-chromium-'));
+    // A persistent context on a fresh directory: Chromium gets exactly this --user-data-dir.
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      viewport: { width: 1320, height: 900 },
+      timeout: 30_000,
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page.on('console', (message) => {
+      // Chromium logs every non-2xx fetch; the live panel's 429s are the point, not a fault.
+      if (message.type() === 'error' && !/status of 429/.test(message.text())) pageErrors.push(message.text());
+    });
+    await page.goto(pg.url);
+  });
+
+  afterAll(async () => {
+    await context?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await pg?.close();
+    await redis?.stop();
+  });
+
+  const row = (algorithm: string) => page.locator(`.row[data-algorithm="${algorithm}"]`);
+
+  it('boundary preset: fixed window admits 2x the limit in one window-long span, the log exactly the limit', async () => {
+    await page.selectOption('#speed', '16');
+    await page.fill('#limit', '10');
+    await page.fill('#window', '10');
+    await page.locator('button[data-preset="boundary"]').click();
+    await page.locator('#app[data-preset="boundary"][data-run-state="running"], #app[data-preset="boundary"][data-run-state="done"]').waitFor();
+    await page.locator('#app[data-run-state="done"]').waitFor({ timeout: 30_000 });
+
+    expect(await page.getAttribute('#app', 'data-limit')).toBe('10');
+    expect(await page.getAttribute('#app', 'data-requests')).toBe('20');
+    expect(await row('fixed-window').getAttribute('data-max-in-window')).toBe('20');
+    expect(await row('fixed-window').locator('.max-value').textContent()).toBe('20');
+    expect(await row('fixed-window').locator('.ratio').textContent()).toContain('2.0× the limit');
+    expect(await row('sliding-window-log').getAttribute('data-max-in-window')).toBe('10');
+    expect(await row('sliding-window-log').locator('.max-value').textContent()).toBe('10');
+    expect(await row('sliding-window-log').getAttribute('data-denied')).toBe('10');
+    // Every request is drawn on every row: 20 ticks, admitted plus denied.
+    for (const algorithm of ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra']) {
+      expect(await row(algorithm).locator('.tick').count()).toBe(20);
+    }
+  });
+
+  it('shows the library option error for a bad setting, and recovers', async () => {
+    await page.selectOption('#speed', '0');
+    await page.fill('#limit', '2.5');
+    await page.locator('#limit').dispatchEvent('change');
+    await page.locator('#app[data-run-state="error"]').waitFor();
+    expect(await page.locator('#sim-error').textContent()).toMatch(/Invalid option `options.limit`: got 2.5.*FG_INVALID_OPTION/);
+    await page.fill('#limit', '10');
+    await page.locator('#limit').dispatchEvent('change');
+    await page.locator('#app[data-run-state="done"]').waitFor();
+    expect(await page.locator('#sim-error').isHidden()).toBe(true);
+    expect(await row('fixed-window').getAttribute('data-max-in-window')).toBe('20');
+  });
+
+  it('live panel: each adapter answers with Floodgate headers, then 429 with Retry-After', async () => {
+    for (const fw of ['express', 'fastify', 'koa']) {
+      const card = page.locator(`.card[data-framework="${fw}"]`);
+      await card.locator('button[data-send="6"]').click();
+      await page.locator(`.card[data-framework="${fw}"][data-sent="6"]`).waitFor();
+      expect(await card.getAttribute('data-last-status')).toBe('429');
+      expect(await card.locator('.chip').allTextContents()).toEqual(['200', '200', '200', '200', '200', '429']);
+      expect(await card.locator('[data-header="ratelimit-limit"] dd').textContent()).toBe('5');
+      expect(await card.locator('[data-header="ratelimit-remaining"] dd').textContent()).toBe('0');
+      expect(Number(await card.locator('[data-header="retry-after"] dd').textContent())).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it('race panel: the naive limiter over-admits, Floodgate admits exactly the limit', async () => {
+    await page.locator('#race[data-race-state="ready"]').waitFor();
+    await page.fill('#race-requests', '200');
+    await page.fill('#race-limit', '20');
+    await page.locator('#race-run').click();
+    await page.locator('#race[data-race-state="done"]').waitFor({ timeout: 30_000 });
+    const naive = Number(await page.getAttribute('[data-naive-admitted]', 'data-naive-admitted'));
+    const floodgate = Number(await page.getAttribute('[data-floodgate-admitted]', 'data-floodgate-admitted'));
+    expect(naive).toBeGreaterThan(20);
+    expect(floodgate).toBe(20);
+  });
+
+  it('saves a screenshot of the boundary run with every panel filled', async () => {
+    await page.selectOption('#speed', '0');
+    await page.locator('button[data-preset="boundary"]').click();
+    await page.locator('#app[data-run-state="done"]').waitFor();
+    mkdirSync(ARTIFACTS, { recursive: true });
+    const path = join(ARTIFACTS, 'playground.png');
+    const png = await page.screenshot({ path, fullPage: true });
+    expect(png.length).toBeGreaterThan(10_000);
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe('playground in Chromium without Redis', () => {
+  it('the race panel says how to enable it', async () => {
+    const pg = await startPlayground({ port: 0, log: () => {} });
+    const profile = mkdtempSync(join(tmpdir(), 'pg-chromium-'));
+    const context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ARGS,
+      timeout: 30_000,
+    });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(pg.url);
+      await page.locator('#race[data-race-state="disabled"]').waitFor();
+      const text = await page.locator('#race-body').textContent();
+      expect(text).toContain('No Redis configured');
+      expect(text).toContain('REDIS_URL=redis://127.0.0.1:6390 pnpm demo');
+    } finally {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+      await pg.close();
+    }
+  });
+});

@@ -1,0 +1,146 @@
+// The playground server over HTTP: the page, the live Express/Fastify/Koa routes with Floodgate's headers, and the race API.
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import { parsePort } from '../src/main';
+import { startPlayground, type Playground } from '../src/server';
+
+const FRAMEWORKS = ['express', 'fastify', 'koa'] as const;
+
+describe('playground server without Redis', () => {
+  let pg: Playground;
+  beforeAll(async () => {
+    pg = await startPlayground({ port: 0, log: () => {} });
+  });
+  afterAll(() => pg?.close());
+
+  it('binds loopback and serves the page, its bundle and its styles', async () => {
+    expect(pg.url).toBe(`http://127.0.0.1:${pg.port}/`);
+    const page = await fetch(pg.url);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toMatch(/text\/html/);
+    expect(await page.text()).toContain('<script src="/app.js">');
+    const script = await fetch(new URL('/app.js', pg.url));
+    expect(script.headers.get('content-type')).toMatch(/javascript/);
+    expect(await script.text()).toContain('evaluateTwins');
+    expect((await fetch(new URL('/style.css', pg.url))).headers.get('content-type')).toMatch(/text\/css/);
+    expect((await fetch(new URL('/nope', pg.url))).status).toBe(404);
+  });
+
+  it.each(FRAMEWORKS)('%s: the live route answers with draft-6 RateLimit headers, then 429 with Retry-After', async (fw) => {
+    const url = new URL(`/api/${fw}/hello`, pg.url);
+    for (let i = 0; i < 5; i++) {
+      const res = await fetch(url);
+      expect(res.status).toBe(200);
+      expect((await res.json()).framework).toBe(fw);
+      expect(res.headers.get('ratelimit-limit')).toBe('5');
+      expect(res.headers.get('ratelimit-remaining')).toBe(String(4 - i));
+      expect(Number(res.headers.get('ratelimit-reset'))).toBeGreaterThan(0);
+      expect(res.headers.get('retry-after')).toBeNull();
+    }
+    const denied = await fetch(url);
+    expect(denied.status).toBe(429);
+    await denied.text();
+    expect(denied.headers.get('ratelimit-remaining')).toBe('0');
+    expect(Number(denied.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+  });
+
+  it('gives each framework its own bucket', async () => {
+    const fresh = await startPlayground({ port: 0, log: () => {} });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const res = await fetch(new URL('/api/express/hello', fresh.url));
+        await res.text();
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 429]);
+      for (const fw of ['fastify', 'koa']) {
+        const res = await fetch(new URL(`/api/${fw}/hello`, fresh.url));
+        await res.text();
+        expect(res.status).toBe(200);
+        expect(res.headers.get('ratelimit-remaining')).toBe('4');
+      }
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('describes the routes and says how to enable the race', async () => {
+    const info = await (await fetch(new URL('/api/info', pg.url))).json();
+    expect(info.live.map((r: { framework: string }) => r.framework)).toEqual([...FRAMEWORKS]);
+    expect(info.liveLimit).toEqual({ algorithm: 'sliding-window-counter', limit: 5, windowMs: 10_000 });
+    expect(info.race.enabled).toBe(false);
+    expect(info.race.command).toContain('REDIS_URL=');
+    const race = await fetch(new URL('/api/race', pg.url), { method: 'POST', body: '{"requests":10,"limit":5}' });
+    expect(race.status).toBe(503);
+    expect((await race.json()).error).toMatch(/REDIS_URL/);
+  });
+
+  it('refuses a port already in use', async () => {
+    await expect(startPlayground({ port: pg.port, log: () => {} })).rejects.toMatchObject({ code: 'EADDRINUSE' });
+  });
+});
+
+describe('playground server with a real Redis', () => {
+  let redis: RedisServer;
+  let pg: Playground;
+  beforeAll(async () => {
+    redis = await startRedis();
+    pg = await startPlayground({ port: 0, redisUrl: redis.url, log: () => {} });
+  });
+  afterAll(async () => {
+    await pg?.close();
+    await redis?.stop();
+  });
+
+  it('POST /api/race: the naive limiter over-admits, Floodgate admits exactly the limit', async () => {
+    const res = await fetch(new URL('/api/race', pg.url), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ requests: 150, limit: 15 }),
+    });
+    expect(res.status).toBe(200);
+    const result = await res.json();
+    expect(result.naive.errors + result.floodgate.errors).toBe(0);
+    expect(result.naive.admitted).toBeGreaterThan(15);
+    expect(result.floodgate.admitted).toBe(15);
+    expect(result.floodgate.denied).toBe(135);
+  });
+
+  it('answers bad race input with 400, and the info names the Redis', async () => {
+    for (const body of ['{"requests":0,"limit":5}', '{"requests":10}', 'not json']) {
+      const res = await fetch(new URL('/api/race', pg.url), { method: 'POST', body });
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toBeTruthy();
+    }
+    const info = await (await fetch(new URL('/api/info', pg.url))).json();
+    expect(info.race).toMatchObject({ enabled: true, target: `redis://127.0.0.1:${redis.port}` });
+  });
+
+  it('answers 503 with the reason when Redis goes away', async () => {
+    await redis.kill();
+    try {
+      const res = await fetch(new URL('/api/race', pg.url), { method: 'POST', body: '{"requests":10,"limit":5}' });
+      expect(res.status).toBe(503);
+      expect((await res.json()).error).toMatch(/not reachable/);
+    } finally {
+      await redis.restart();
+    }
+  });
+});
+
+describe('parsePort', () => {
+  it('takes --port, --port=, -p, then PORT, then 3000', () => {
+    expect(parsePort([], {})).toBe(3000);
+    expect(parsePort([], { PORT: '4100' })).toBe(4100);
+    expect(parsePort(['--port', '4200'], { PORT: '4100' })).toBe(4200);
+    expect(parsePort(['--port=0'], {})).toBe(0);
+    expect(parsePort(['-p', '65535'], {})).toBe(65535);
+  });
+  it('rejects what is not a port', () => {
+    for (const bad of ['abc', '-1', '65536', '3.5', '0x10']) {
+      expect(() => parsePort(['--port', bad], {})).toThrow(/port must be a whole number/);
+    }
+    expect(() => parsePort(['--port'], { PORT: '4100' })).toThrow(/got undefined/);
+  });
+});
+

@@ -1,0 +1,421 @@
+// The playground page's script: plays the simulation, drives the live adapter panel and the Redis race panel.
+import {
+  BOUNDS,
+  DEFAULT_SETTINGS,
+  PRESETS,
+  PRESET_TEXT,
+  Simulation,
+  describeLimit,
+  formatSeconds,
+  scenario,
+  type Lane,
+  type PresetName,
+  type Scenario,
+  type Settings,
+} from './simulation';
+
+const ABOUT: Record<string, string> = {
+  'fixed-window': 'One counter per clock window, reset at each edge.',
+  'sliding-window-log': 'A timestamp per admitted request: exact.',
+  'sliding-window-counter': 'Two counters, the previous one weighted: the default.',
+  'token-bucket': 'Tokens refill continuously; burst = limit.',
+  gcra: "Token bucket's behaviour in one timestamp.",
+};
+
+/** Why an algorithm passed the limit within one window-long span. */
+const WHY_OVER: Record<string, string> = {
+  'fixed-window': ': across a window edge',
+  'sliding-window-counter': ': an estimate',
+  'token-bucket': ': burst + refill',
+  gcra: ': burst + refill',
+};
+/** Overshoot that is the algorithm's known weakness (red), not its design (amber). */
+const FLAWED = new Set(['fixed-window']);
+
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (k === 'class') node.className = v;
+    else node.setAttribute(k, v);
+  }
+  node.append(...children);
+  return node;
+}
+
+function byId<T extends HTMLElement>(id: string): T {
+  const node = document.getElementById(id);
+  if (!node) throw new Error(`#${id} missing from index.html`);
+  return node as T;
+}
+
+const app = byId<HTMLElement>('app');
+
+// ---------------------------------------------------------------- simulation panel
+
+interface RowView {
+  lane: Lane;
+  root: HTMLElement;
+  track: HTMLElement;
+  band: HTMLElement;
+  playhead: HTMLElement;
+  admitted: HTMLElement;
+  denied: HTMLElement;
+  max: HTMLElement;
+  ratio: HTMLElement;
+  drawn: number;
+}
+
+let preset: PresetName = 'boundary';
+let runId = 0;
+
+function readSettings(): Settings {
+  const num = (id: string) => Number(byId<HTMLInputElement>(id).value);
+  return { limit: num('limit'), windowMs: Math.round(num('window') * 1000), ratePerSecond: num('rate') };
+}
+
+/** The page's own bounds; values inside them go to the library, whose option errors are shown as they are. */
+function checkBounds(s: Settings): string | undefined {
+  if (!(s.limit >= BOUNDS.limit.min && s.limit <= BOUNDS.limit.max)) {
+    return `Limit: the page shows ${BOUNDS.limit.min} to ${BOUNDS.limit.max}.`;
+  }
+  const ws = s.windowMs / 1000;
+  if (!(ws >= BOUNDS.windowSeconds.min && ws <= BOUNDS.windowSeconds.max)) {
+    return `Window: the page shows ${BOUNDS.windowSeconds.min} to ${BOUNDS.windowSeconds.max} seconds.`;
+  }
+  if (!(s.ratePerSecond >= BOUNDS.ratePerSecond.min && s.ratePerSecond <= BOUNDS.ratePerSecond.max)) {
+    return `Rate: the page shows ${BOUNDS.ratePerSecond.min} to ${BOUNDS.ratePerSecond.max} requests per second.`;
+  }
+  return undefined;
+}
+
+function pct(t: number, duration: number): string {
+  return `${((t / duration) * 100).toFixed(3)}%`;
+}
+
+function buildRows(sim: Simulation, sc: Scenario): RowView[] {
+  const rows = byId<HTMLElement>('rows');
+  rows.replaceChildren();
+  const w = sim.settings.windowMs;
+  const views = sim.lanes.map((lane) => {
+    const track = el('div', { class: 'track' });
+    for (let edge = w; edge < sc.durationMs; edge += w) {
+      track.append(el('span', { class: 'edge', style: `left:${pct(edge, sc.durationMs)}` }));
+    }
+    const band = el('span', { class: 'band', hidden: '' });
+    const playhead = el('span', { class: 'playhead', style: 'left:0%' });
+    track.append(band, el('span', { class: 'lane-line ok-line' }), el('span', { class: 'lane-line no-line' }), playhead);
+    const admitted = el('b', {}, '0');
+    const denied = el('b', {}, '0');
+    const max = el('strong', { class: 'max-value' }, '0');
+    const ratio = el('span', { class: 'ratio' });
+    const root = el(
+      'section',
+      { class: 'row', 'data-algorithm': lane.algorithm, 'aria-label': lane.algorithm },
+      el(
+        'div',
+        { class: 'row-label' },
+        el('h3', {}, lane.algorithm),
+        el('p', { class: 'config' }, describeLimit(lane.storeLimit)),
+        el('p', { class: 'about' }, ABOUT[lane.algorithm] ?? ''),
+      ),
+      track,
+      el(
+        'div',
+        { class: 'row-stats' },
+        el('div', { class: 'max' }, max, el('span', { class: 'max-label' }, `most admitted in any ${formatSeconds(w)}`), ratio),
+        el('div', { class: 'counts' }, admitted, ' admitted · ', denied, ' denied'),
+      ),
+    );
+    rows.append(root);
+    return { lane, root, track, band, playhead, admitted, denied, max, ratio, drawn: 0 };
+  });
+
+  const axis = el('div', { class: 'axis' });
+  for (let edge = 0; edge <= sc.durationMs; edge += w) {
+    axis.append(el('span', { style: `left:${pct(edge, sc.durationMs)}` }, formatSeconds(edge)));
+  }
+  rows.append(el('div', { class: 'axis-row' }, el('div'), axis, el('div')));
+  return views;
+}
+
+function paint(views: RowView[], sim: Simulation, sc: Scenario, clockMs: number): void {
+  const limit = sim.settings.limit;
+  for (const v of views) {
+    const fresh = v.lane.outcomes.slice(v.drawn);
+    for (const o of fresh) {
+      v.track.append(
+        el('i', {
+          class: o.allowed ? 'tick ok' : 'tick no',
+          style: `left:${pct(o.t, sc.durationMs)}`,
+          title: `${formatSeconds(o.t)}: ${o.allowed ? 'admitted' : 'denied'}, ${o.remaining} left`,
+        }),
+      );
+    }
+    v.drawn = v.lane.outcomes.length;
+    const best = sim.maxAdmittedInWindow(v.lane);
+    v.admitted.textContent = String(v.lane.admitted);
+    v.denied.textContent = String(v.lane.denied);
+    v.max.textContent = String(best.count);
+    const over = best.count > limit;
+    const far = over && FLAWED.has(v.lane.algorithm);
+    let note = best.count === 0 ? '' : 'within the limit';
+    if (over) note = `${(best.count / limit).toFixed(1)}× the limit${WHY_OVER[v.lane.algorithm] ?? ''}`;
+    v.ratio.textContent = note;
+    v.ratio.className = far ? 'ratio over' : over ? 'ratio near' : 'ratio';
+    v.root.classList.toggle('is-over', far);
+    v.root.classList.toggle('is-near', over && !far);
+    v.root.dataset.admitted = String(v.lane.admitted);
+    v.root.dataset.denied = String(v.lane.denied);
+    v.root.dataset.maxInWindow = String(best.count);
+    if (best.count > 0) {
+      const from = best.fromMs;
+      const to = Math.min(sc.durationMs, from + sim.settings.windowMs);
+      v.band.hidden = false;
+      v.band.style.left = pct(from, sc.durationMs);
+      v.band.style.width = pct(to - from, sc.durationMs);
+    } else {
+      v.band.hidden = true;
+    }
+    v.playhead.style.left = pct(Math.min(clockMs, sc.durationMs), sc.durationMs);
+  }
+  byId('clock').textContent = `t = ${formatSeconds(Math.min(clockMs, sc.durationMs))} of ${formatSeconds(sc.durationMs)}`;
+}
+
+function showError(message: string | undefined): void {
+  const box = byId<HTMLElement>('sim-error');
+  box.hidden = message === undefined;
+  box.textContent = message ?? '';
+}
+
+function run(): void {
+  const id = ++runId;
+  const settings = readSettings();
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
+    button.setAttribute('aria-pressed', String(button.dataset.preset === preset));
+  }
+  byId('preset-text').textContent = PRESET_TEXT[preset];
+  app.dataset.preset = preset;
+  const bad = checkBounds(settings);
+  let sim: Simulation;
+  try {
+    if (bad) throw new Error(bad);
+    sim = new Simulation(settings);
+  } catch (error) {
+    // The library's FG_INVALID_OPTION message, or the page's bounds.
+    showError(error instanceof Error ? error.message : String(error));
+    app.dataset.runState = 'error';
+    return;
+  }
+  showError(undefined);
+  const sc = scenario(preset, settings);
+  app.dataset.limit = String(settings.limit);
+  app.dataset.windowMs = String(settings.windowMs);
+  app.dataset.requests = String(sc.times.length);
+  app.dataset.runState = 'running';
+  const views = buildRows(sim, sc);
+  const speed = Number(byId<HTMLSelectElement>('speed').value);
+  let next = 0;
+  const finish = () => {
+    paint(views, sim, sc, sc.durationMs);
+    for (const v of views) v.playhead.hidden = true;
+    app.dataset.runState = 'done';
+  };
+  if (speed <= 0) {
+    for (const t of sc.times) sim.request(t);
+    finish();
+    return;
+  }
+  const started = performance.now();
+  const frame = (now: number) => {
+    if (id !== runId) return;
+    const clock = (now - started) * speed;
+    while (next < sc.times.length && sc.times[next] <= clock) sim.request(sc.times[next++]);
+    paint(views, sim, sc, clock);
+    if (clock >= sc.durationMs) finish();
+    else requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}
+
+function setupSimulation(): void {
+  const params = new URLSearchParams(location.search);
+  const wanted = params.get('preset');
+  if (wanted && (PRESETS as readonly string[]).includes(wanted)) preset = wanted as PresetName;
+  byId<HTMLInputElement>('limit').value = params.get('limit') ?? String(DEFAULT_SETTINGS.limit);
+  byId<HTMLInputElement>('window').value = params.get('window') ?? String(DEFAULT_SETTINGS.windowMs / 1000);
+  byId<HTMLInputElement>('rate').value = params.get('rate') ?? String(DEFAULT_SETTINGS.ratePerSecond);
+  const speed = params.get('speed');
+  if (speed) byId<HTMLSelectElement>('speed').value = speed;
+  for (const button of document.querySelectorAll<HTMLButtonElement>('[data-preset]')) {
+    button.addEventListener('click', () => {
+      preset = button.dataset.preset as PresetName;
+      run();
+    });
+  }
+  for (const id of ['limit', 'window', 'rate', 'speed']) byId(id).addEventListener('change', run);
+  byId('run').addEventListener('click', run);
+  run();
+}
+
+// ---------------------------------------------------------------- live panel
+
+interface Info {
+  live: { framework: string; title: string; path: string; usage: string }[];
+  liveLimit: { limit: number; windowMs: number; algorithm: string };
+  race: { enabled: boolean; target?: string; hint: string; command: string };
+}
+
+const SHOWN_HEADER = /^(ratelimit|x-ratelimit|retry-after)/i;
+
+function setupLive(info: Info): void {
+  const cards = byId('live-cards');
+  const { limit, windowMs, algorithm } = info.liveLimit;
+  byId('live-text').textContent =
+    `Three routes in this server, each behind Floodgate (${algorithm}, ${limit} per ${formatSeconds(windowMs)}, ` +
+    'one bucket per framework for your IP). Send requests and read the status and rate-limit headers that come back.';
+  for (const route of info.live) {
+    const history = el('div', { class: 'history', 'aria-label': 'statuses' });
+    const headers = el('dl', { class: 'headers' }, el('div', { class: 'muted' }, 'Status and rate-limit headers show here.'));
+    const status = el('span', { class: 'status' }, 'not sent yet');
+    const one = el('button', { type: 'button', 'data-send': '1' }, 'Send 1');
+    const burst = el('button', { type: 'button', 'data-send': String(limit + 1) }, `Send ${limit + 1}`);
+    const card = el(
+      'article',
+      { class: 'card', 'data-framework': route.framework },
+      el('div', { class: 'card-head' }, el('h3', {}, route.title), status),
+      el('code', { class: 'usage' }, route.usage),
+      el('div', { class: 'card-actions' }, one, burst, el('span', { class: 'path' }, `GET ${route.path}`)),
+      history,
+      headers,
+    );
+    cards.append(card);
+    const send = async (count: number) => {
+      one.disabled = burst.disabled = true;
+      try {
+        for (let i = 0; i < count; i++) {
+          let res: Response;
+          try {
+            res = await fetch(route.path, { cache: 'no-store' });
+          } catch (error) {
+            status.textContent = 'network error';
+            card.dataset.lastStatus = 'error';
+            break;
+          }
+          await res.text();
+          status.textContent = `${res.status} ${res.statusText}`;
+          status.className = res.ok ? 'status ok' : 'status no';
+          card.dataset.lastStatus = String(res.status);
+          history.append(el('span', { class: res.ok ? 'chip ok' : 'chip no', title: res.statusText }, String(res.status)));
+          while (history.childElementCount > 24) history.firstElementChild?.remove();
+          const rows: HTMLElement[] = [];
+          res.headers.forEach((value, name) => {
+            if (SHOWN_HEADER.test(name)) {
+              rows.push(el('div', { 'data-header': name.toLowerCase() }, el('dt', {}, name), el('dd', {}, value)));
+            }
+          });
+          headers.replaceChildren(...(rows.length ? rows : [el('div', { class: 'muted' }, 'no rate-limit headers')]));
+        }
+      } finally {
+        one.disabled = burst.disabled = false;
+        card.dataset.sent = String(Number(card.dataset.sent ?? 0) + count);
+      }
+    };
+    one.addEventListener('click', () => void send(1));
+    burst.addEventListener('click', () => void send(limit + 1));
+  }
+}
+
+// ---------------------------------------------------------------- race panel
+
+interface RaceResult {
+  requests: number;
+  limit: number;
+  naive: { admitted: number; errors: number };
+  floodgate: { admitted: number; errors: number };
+}
+
+function bar(label: string, admitted: number, requests: number, limit: number, key: string): HTMLElement {
+  const over = admitted > limit;
+  return el(
+    'div',
+    { class: `race-row ${over ? 'over' : 'exact'}`, [`data-${key}-admitted`]: String(admitted) },
+    el('div', { class: 'race-label' }, label),
+    el(
+      'div',
+      { class: 'race-track' },
+      el('span', { class: 'race-fill', style: `width:${pct(admitted, requests)}` }),
+      el('span', { class: 'race-limit', style: `left:${pct(limit, requests)}`, title: `limit ${limit}` }),
+    ),
+    el('div', { class: 'race-num' }, el('b', {}, String(admitted)), ` admitted of ${requests}`, over ? ` (limit ${limit})` : ''),
+  );
+}
+
+function setupRace(info: Info): void {
+  const panel = byId('race');
+  const body = byId('race-body');
+  if (!info.race.enabled) {
+    panel.dataset.raceState = 'disabled';
+    body.replaceChildren(
+      el('div', { class: 'notice' }, el('b', {}, 'No Redis configured. '), info.race.hint, el('pre', {}, info.race.command)),
+    );
+    return;
+  }
+  panel.dataset.raceState = 'ready';
+  const requests = el('input', { id: 'race-requests', type: 'number', min: '2', max: '1000', value: '200' });
+  const limit = el('input', { id: 'race-limit', type: 'number', min: '1', max: '1000', value: '20' });
+  const go = el('button', { type: 'button', id: 'race-run', class: 'primary' }, 'Race');
+  const out = el('div', { class: 'race-out' });
+  body.replaceChildren(
+    el(
+      'div',
+      { class: 'fields' },
+      el('label', {}, 'Requests ', requests),
+      el('label', {}, 'Limit ', limit),
+      go,
+      el('span', { class: 'muted' }, `Redis at ${info.race.target}`),
+    ),
+    out,
+  );
+  go.addEventListener('click', async () => {
+    go.disabled = true;
+    panel.dataset.raceState = 'running';
+    try {
+      const res = await fetch('/api/race', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ requests: Number(requests.value), limit: Number(limit.value) }),
+      });
+      const data = (await res.json()) as RaceResult & { error?: string };
+      if (!res.ok) throw new Error(data.error ?? `HTTP ${res.status}`);
+      const errors = data.naive.errors + data.floodgate.errors;
+      out.replaceChildren(
+        bar('naive: GET, then INCR', data.naive.admitted, data.requests, data.limit, 'naive'),
+        bar('Floodgate: RedisStore', data.floodgate.admitted, data.requests, data.limit, 'floodgate'),
+        el('p', { class: 'muted' }, errors ? `${errors} calls failed.` : `${data.requests} concurrent requests each; the line marks the limit.`),
+      );
+      panel.dataset.raceState = 'done';
+    } catch (error) {
+      out.replaceChildren(el('p', { class: 'error' }, error instanceof Error ? error.message : String(error)));
+      panel.dataset.raceState = 'error';
+    } finally {
+      go.disabled = false;
+    }
+  });
+}
+
+// ---------------------------------------------------------------- start
+
+setupSimulation();
+fetch('/api/info')
+  .then((res) => res.json() as Promise<Info>)
+  .then((info) => {
+    setupLive(info);
+    setupRace(info);
+  })
+  .catch((error: unknown) => {
+    byId('live-cards').append(el('p', { class: 'error' }, `Could not reach the server: ${String(error)}`));
+  });

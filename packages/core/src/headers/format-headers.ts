@@ -1,0 +1,105 @@
+// Rate-limit response headers: one function per dialect, plus Retry-After with jitter. Pure formatting.
+import type { Decision } from '../decision';
+
+/** 'draft-6': RateLimit-Limit/-Remaining/-Reset. 'draft-10': RateLimit-Policy + RateLimit. 'legacy': X-RateLimit-*. */
+export const HEADER_DIALECTS = ['draft-6', 'draft-10', 'legacy'] as const;
+export type HeaderDialect = (typeof HEADER_DIALECTS)[number];
+/** One response header: [name, value]. */
+export type HeaderPair = [name: string, value: string];
+
+export interface FormatHeadersOptions {
+  /** Add Retry-After to a denied decision (never to -1, "can never be admitted"). Default true. */
+  retryAfter?: boolean;
+  /** Up to this many ms of random delay added to Retry-After before it is rounded up. Default 0. */
+  retryAfterJitterMs?: number;
+  /** Uniform in [0, 1). Default Math.random. */
+  random?: () => number;
+  /** Wall clock in ms, for the legacy dialect's epoch-seconds reset. Default Date.now. */
+  now?: () => number;
+}
+
+interface Quota {
+  readonly allowed: boolean;
+  readonly resetMs: number;
+  readonly retryAfterMs: number;
+}
+
+const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));
+const count = (n: number): string => String(Math.max(0, Math.floor(n)));
+
+/**
+ * Ms until this limit gives back quota the caller can use. On a denial that is the retry time, not
+ * the full reset: a sliding window restores fully only after up to two windows, and Retry-After
+ * must never point earlier than the reset it is sent with (draft-ietf-httpapi-ratelimit-headers-10 s6).
+ */
+function untilMs(q: Quota): number {
+  return !q.allowed && q.retryAfterMs > 0 ? q.retryAfterMs : q.resetMs;
+}
+
+/** SF String (RFC 9651 s3.3.3): policy names are [A-Za-z0-9_.-], escaping is for safety only. */
+function sfString(value: string): string {
+  return `"${value.replace(/[^\x20-\x7e]/g, '').replace(/["\\]/g, '\\$&')}"`;
+}
+
+function draft6(d: Decision): HeaderPair[] {
+  return [
+    ['RateLimit-Limit', count(d.limit!)],
+    ['RateLimit-Remaining', count(d.remaining!)],
+    ['RateLimit-Reset', String(seconds(untilMs(d as Quota)))],
+  ];
+}
+
+/** Every policy: `"name";q=100;w=60` and `"name";r=50;t=30`; w only when the window is whole seconds. */
+function draft10(d: Decision): HeaderPair[] {
+  const policy = d.limits.map((l) => {
+    const w = l.windowMs % 1000 === 0 && l.windowMs > 0 ? `;w=${l.windowMs / 1000}` : '';
+    return `${sfString(l.policy)};q=${count(l.limit)}${w}`;
+  });
+  const current = d.limits.map((l) => `${sfString(l.policy)};r=${count(l.remaining)};t=${seconds(untilMs(l))}`);
+  return [
+    ['RateLimit-Policy', policy.join(', ')],
+    ['RateLimit', current.join(', ')],
+  ];
+}
+
+/** As GitHub and express-rate-limit send them: X-RateLimit-Reset is a Unix time in seconds. */
+function legacy(d: Decision, now: number): HeaderPair[] {
+  return [
+    ['X-RateLimit-Limit', count(d.limit!)],
+    ['X-RateLimit-Remaining', count(d.remaining!)],
+    ['X-RateLimit-Reset', String(Math.ceil((now + untilMs(d as Quota)) / 1000))],
+  ];
+}
+
+/**
+ * Whole seconds to send in Retry-After: jitter in [0, jitterMs] is added before rounding up, so the
+ * value lies in [ceil(retryAfterMs / 1000), ceil((retryAfterMs + jitterMs) / 1000)] and is never
+ * earlier than the moment the request would be admitted. At least 1.
+ */
+export function retryAfterSeconds(retryAfterMs: number, jitterMs = 0, random: () => number = Math.random): number {
+  const jitter = jitterMs > 0 ? Math.floor(random() * (jitterMs + 1)) : 0;
+  return Math.max(1, Math.ceil((Math.max(0, retryAfterMs) + Math.min(jitter, jitterMs)) / 1000));
+}
+
+/**
+ * The headers for one decision in the given dialects. Degraded decisions (the shared store did not
+ * decide) carry no quota headers: a made-up quota is worse than none.
+ */
+export function formatHeaders(
+  decision: Decision,
+  dialects: readonly HeaderDialect[],
+  options: FormatHeadersOptions = {},
+): HeaderPair[] {
+  const out: HeaderPair[] = [];
+  if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
+    for (const dialect of dialects) {
+      if (dialect === 'draft-6') out.push(...draft6(decision));
+      else if (dialect === 'draft-10') out.push(...draft10(decision));
+      else if (dialect === 'legacy') out.push(...legacy(decision, (options.now ?? Date.now)()));
+    }
+  }
+  if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {
+    out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random))]);
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+// The default 429 and 503 bodies: RFC 9457 problem details, with the draft's quota-exceeded type.
+import type { Decision } from '../decision';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+/** draft-ietf-httpapi-ratelimit-headers-10 s5.1. */
+export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+export interface ProblemDetails {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  /** Names of the policies this request exceeded (the draft's extension member). */
+  readonly 'violated-policies'?: readonly string[];
+}
+
+/**
+ * 429 for a limited decision (with the Retry-After seconds it was sent with), 429 saying "never"
+ * for a cost above the limit, 503 when the store failed and the failure mode is closed.
+ */
+export function problemDetails(decision: Decision, cost: number, retryAfterSeconds?: number): ProblemDetails {
+  if (decision.reason === 'fail-closed') {
+    return {
+      type: 'about:blank',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: `Rate limiting is unavailable, so this endpoint refuses requests for now; retry in ${retryAfterSeconds ?? 1} seconds.`,
+    };
+  }
+  const violated = decision.limits.filter((l) => !l.allowed).map((l) => l.policy);
+  if (decision.retryAfterMs < 0) {
+    const smallest = decision.limits.length > 0 ? Math.min(...decision.limits.map((l) => l.limit)) : decision.limit;
+    return {
+      type: QUOTA_EXCEEDED_TYPE,
+      title: 'Quota Exceeded',
+      status: 429,
+      detail: `This request costs ${cost} units, more than the limit of ${smallest}: it can never be admitted, so retrying will not help.`,
+      'violated-policies': violated,
+    };
+  }
+  return {
+    type: QUOTA_EXCEEDED_TYPE,
+    title: 'Quota Exceeded',
+    status: 429,
+    detail: `Too many requests: retry in ${retryAfterSeconds ?? Math.ceil(decision.retryAfterMs / 1000)} seconds.`,
+    'violated-policies': violated,
+  };
+}

@@ -1,0 +1,343 @@
+// HotKeyStore: a Store wrapper that serves hot subjects from quota leased in blocks from the real store.
+import { LRUCache } from 'lru-cache';
+import type { LimitResult, StoreLimit } from '../algorithms/types';
+import { parseDuration, type Duration } from '../duration';
+import { invalidOption } from '../errors';
+import type { Store, StoreRequest, StoreResult } from '../stores/store';
+
+/**
+ * Hot-key mode. A subject this instance sees at `threshold` requests per second or more is served
+ * from a lease: `leaseSize` units drawn from the shared store in ONE atomic consume of that cost,
+ * then handed out locally until used up or expired. Leases only come out of the real budget, so
+ * the window algorithms never admit more than their limit; see docs/scaling.md for the bounds.
+ */
+export interface HotKeyOptions {
+  /**
+   * How many instances (processes, pods) share the limit. An instance never leases more than its
+   * share, `limit / instances`, at once, and the default lease is sized from it. Default: the
+   * limiter's `instances` (the one `failMode: 'local'` uses), else 1. Set it: with 1, each
+   * instance may lease up to the whole limit.
+   */
+  instances?: number;
+  /** Requests per second this instance must see for one subject before it leases quota for it. Default 100. */
+  threshold?: number;
+  /**
+   * Most units drawn per lease (each lease is one store call). Capped at the share. Default a
+   * tenth of the share: `max(1, floor(smallest limit / instances / 10))`, so the worst case of the
+   * algorithms without a window edge (instances x leaseSize) is a tenth of the limit.
+   */
+  leaseSize?: number;
+  /**
+   * Longest a lease is served, in ms or as a duration string. A lease also ends at its window's
+   * edge for fixed-window and sliding-window-counter. Default 1000.
+   */
+  leaseMs?: Duration;
+  /** Subjects tracked at once (least recently used dropped, with their unused lease). Default 10_000. */
+  maxSubjects?: number;
+  /** Monotonic clock in ms for rates and lease expiry (decisions keep the store's clock). Default performance.now. */
+  clock?: () => number;
+}
+
+export interface HotKeyStoreOptions extends HotKeyOptions {
+  /** The shared store the leases are drawn from. */
+  store: Store;
+}
+
+/** What the wrapper did, for logs, metrics and tests. Counters only grow. */
+export interface HotKeyStats {
+  /** Requests answered from a lease, with no store call. */
+  local: number;
+  /** Leases drawn (store calls of cost leaseSize that were admitted). */
+  leases: number;
+  /** Lease draws the store denied (the rest is held by other instances, or the limit is reached). */
+  deniedLeases: number;
+  /** Requests denied from the last denied lease, with no store call, until a whole lease fits again. */
+  localDenials: number;
+  /** Requests sent to the store unchanged (cold subject, peek, or a cost of a whole lease or more). */
+  passThrough: number;
+}
+
+/** A lease the store denied: its figures (for `size` units), when, and how long until `size` fits. */
+interface Miss {
+  results: readonly LimitResult[];
+  size: number;
+  at: number;
+  untilMs: number;
+}
+
+interface Subject {
+  limits: readonly StoreLimit[];
+  /** Whole second (of the clock) that `count` belongs to, and the count in the second before. */
+  second: number;
+  count: number;
+  previous: number;
+  /** Leased units not yet handed out, valid until `expiresAt`. */
+  units: number;
+  expiresAt: number;
+  leasedAt: number;
+  /** The store's figures just after the lease was charged. */
+  figures: readonly LimitResult[] | undefined;
+  /** The store's answer to the last lease that did not fit, until a whole lease fits again. */
+  miss: Miss | undefined;
+  /** The lease draw in flight, if any: concurrent requests wait for it instead of drawing their own. */
+  drawing: Promise<void> | undefined;
+}
+
+const MAX_INSTANCES = 10_000;
+const MAX_UNITS = 1_000_000_000;
+
+function whole(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    invalidOption(option, value, `a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function sameLimits(a: readonly StoreLimit[], b: readonly StoreLimit[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  return a.every((l, i) => l.algorithm === b[i].algorithm && l.capacity === b[i].capacity && l.period === b[i].period);
+}
+
+export class HotKeyStore implements Store {
+  readonly name: string;
+  readonly store: Store;
+  readonly instances: number;
+  readonly threshold: number;
+  readonly leaseSize: number | undefined;
+  readonly leaseMs: number;
+  readonly stats: HotKeyStats = { local: 0, leases: 0, deniedLeases: 0, localDenials: 0, passThrough: 0 };
+  private readonly clock: () => number;
+  private readonly subjects: LRUCache<string, Subject>;
+
+  constructor(options: HotKeyStoreOptions, optionPrefix = '') {
+    if (!options || typeof options !== 'object') invalidOption('HotKeyStore', options, 'an options object { store, instances }');
+    const store = options.store;
+    if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
+      invalidOption(`${optionPrefix}store`, store, 'a Store such as new RedisStore({ client })');
+    }
+    const o = (name: string) => `${optionPrefix}${name}`;
+    this.store = store;
+    this.name = `hot-keys:${store.name}`;
+    this.instances = whole(o('instances'), options.instances ?? 1, 1, MAX_INSTANCES);
+    this.threshold = whole(o('threshold'), options.threshold ?? 100, 1, MAX_UNITS);
+    this.leaseSize = options.leaseSize === undefined ? undefined : whole(o('leaseSize'), options.leaseSize, 1, MAX_UNITS);
+    this.leaseMs = parseDuration(o('leaseMs'), options.leaseMs ?? 1000, 1, 3_600_000);
+    const maxSubjects = whole(o('maxSubjects'), options.maxSubjects ?? 10_000, 1, 10_000_000);
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      invalidOption(o('clock'), options.clock, 'a function returning monotonic ms');
+    }
+    this.clock = options.clock ?? (() => performance.now());
+    this.subjects = new LRUCache<string, Subject>({ max: maxSubjects });
+  }
+
+  async evaluate(request: StoreRequest): Promise<StoreResult> {
+    if (request.keys.length === 0) return this.store.evaluate(request);
+    const key = request.keys.join('\n');
+    let s = this.subjects.get(key);
+    if (s === undefined || !sameLimits(s.limits, request.limits)) {
+      s = {
+        limits: request.limits,
+        second: 0,
+        count: 0,
+        previous: 0,
+        units: 0,
+        expiresAt: -Infinity,
+        leasedAt: 0,
+        figures: undefined,
+        miss: undefined,
+        drawing: undefined,
+      };
+      this.subjects.set(key, s);
+    }
+    const cost = request.cost;
+    if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);
+
+    const hot = this.touch(s);
+    for (;;) {
+      const local = this.serve(s, cost, true);
+      if (local) return local;
+      // One draw per subject at a time: the others wait and are then served from it.
+      if (s.drawing) {
+        await s.drawing;
+        continue;
+      }
+      if (!hot || cost === 0) return this.passThrough(request);
+      if (s.miss && this.stillDenied(s.miss, cost)) {
+        this.stats.localDenials++;
+        return this.denial(s.miss, cost);
+      }
+      const size = this.leaseSizeFor(request);
+      if (size <= cost) return this.passThrough(request);
+      const first = await this.draw(s, request, size);
+      if (!('untilMs' in first)) return first;
+      // The whole lease did not fit. Deny until it does (Retry-After says when) if that is within
+      // leaseMs; if it is further off (e.g. a long fixed window's last units), lease what is left
+      // when this request fits in it, rather than strand those units for so long.
+      if (this.denies(first, cost)) return this.denial(first, cost);
+      const rest = await this.draw(s, request, smallestRemaining(first.results));
+      return 'untilMs' in rest ? this.denial(rest, cost) : rest;
+    }
+  }
+
+  async reset(keys: readonly string[]): Promise<void> {
+    // Only this instance's lease is dropped; other instances' leases run out or expire (see docs).
+    this.subjects.delete(keys.join('\n'));
+    await this.store.reset(keys);
+  }
+
+  /** Counts this request in its second; true when the subject is hot now. */
+  private touch(s: Subject): boolean {
+    const second = Math.floor(this.clock() / 1000);
+    if (second !== s.second) {
+      s.previous = second === s.second + 1 ? s.count : 0;
+      s.count = 0;
+      s.second = second;
+    }
+    s.count++;
+    return s.count >= this.threshold || s.previous >= this.threshold;
+  }
+
+  /** Admits `cost` from the live lease (taking it unless peeking), or undefined when the lease cannot. */
+  private serve(s: Subject, cost: number, take: boolean): StoreResult | undefined {
+    const figures = s.figures;
+    if (figures === undefined || s.units < cost) return undefined;
+    const now = this.clock();
+    if (now >= s.expiresAt) {
+      // Expired units stay charged in the store: they are under-admission, never over-admission.
+      s.units = 0;
+      s.figures = undefined;
+      return undefined;
+    }
+    const left = s.units - cost;
+    if (take) {
+      s.units = left;
+      this.stats.local++;
+    }
+    const elapsed = now - s.leasedAt;
+    return {
+      allowed: true,
+      results: figures.map((r) => ({
+        allowed: true,
+        // What the store had left after the lease, plus what this instance still holds.
+        remaining: r.remaining + left,
+        resetMs: Math.max(0, Math.ceil(r.resetMs - elapsed)),
+        retryAfterMs: 0,
+      })),
+    };
+  }
+
+  /** A lease: at most the share (limit / instances) of the smallest limit, and at least the cost. */
+  private leaseSizeFor(request: StoreRequest): number {
+    let smallest = Infinity;
+    for (const l of request.limits) smallest = Math.min(smallest, l.capacity);
+    const share = Math.max(1, Math.floor(smallest / this.instances));
+    return Math.max(request.cost, Math.min(this.leaseSize ?? Math.max(1, Math.floor(share / 10)), share));
+  }
+
+  private passThrough(request: StoreRequest): Promise<StoreResult> {
+    this.stats.passThrough++;
+    return this.store.evaluate(request);
+  }
+
+  /** Draws a lease of `size`: resolves with this request's answer from it, or with the miss. */
+  private async draw(s: Subject, request: StoreRequest, size: number): Promise<StoreResult | Miss> {
+    const sentAt = this.clock();
+    let outcome: StoreResult | Miss | undefined;
+    const drawing = this.store.evaluate({ keys: request.keys, limits: request.limits, cost: size, mode: 'consume' }).then(
+      (result) => {
+        if (!result.allowed) {
+          this.stats.deniedLeases++;
+          let untilMs = 0;
+          for (const r of result.results) if (!r.allowed) untilMs = r.retryAfterMs < 0 ? -1 : Math.max(untilMs, r.retryAfterMs);
+          s.miss = outcome = { results: result.results, size, at: this.clock(), untilMs };
+          return;
+        }
+        this.stats.leases++;
+        s.miss = undefined;
+        // Taken here, synchronously, so that no waiter is served before the request that drew it.
+        s.units = size - request.cost;
+        s.leasedAt = sentAt;
+        // Measured from the send time, which is no later than the script's clock read: the lease
+        // ends no later than the window it was charged to.
+        s.expiresAt = sentAt + this.lifetime(request.limits, result.results);
+        s.figures = result.results;
+        outcome = {
+          allowed: true,
+          results: result.results.map((r) => ({ ...r, remaining: r.remaining + s.units })),
+        };
+      },
+    );
+    s.drawing = drawing.then(
+      () => undefined,
+      () => undefined,
+    );
+    try {
+      await drawing;
+    } finally {
+      s.drawing = undefined;
+    }
+    return outcome!;
+  }
+
+  /** Whether a missed lease means no for this cost: it did not fit either, or a whole lease fits within leaseMs. */
+  private denies(miss: Miss, cost: number): boolean {
+    return smallestRemaining(miss.results) < cost || (miss.untilMs >= 0 && miss.untilMs <= this.leaseMs);
+  }
+
+  /** True while a missed lease still says no to this cost (until a whole lease fits). */
+  private stillDenied(miss: Miss, cost: number): boolean {
+    return miss.untilMs >= 0 && this.clock() - miss.at < miss.untilMs && this.denies(miss, cost);
+  }
+
+  /** A missed lease's answer as this request's denial, its times counted from the miss. */
+  private denial(miss: Miss, cost: number): StoreResult {
+    const elapsed = this.clock() - miss.at;
+    return {
+      allowed: false,
+      results: miss.results.map((r) => ({
+        allowed: r.allowed,
+        // A limit that admitted the lease reported what would be left after it; the limiter adds
+        // this request's cost back for such limits, so report what is left after `cost` instead.
+        remaining: r.allowed ? r.remaining + miss.size - cost : r.remaining,
+        resetMs: Math.max(0, Math.ceil(r.resetMs - elapsed)),
+        retryAfterMs: r.allowed ? 0 : r.retryAfterMs < 0 ? -1 : Math.max(1, Math.ceil(r.retryAfterMs - elapsed)),
+      })),
+    };
+  }
+
+  /** How long a lease may be served: leaseMs, and never past the edge of the window it was charged to. */
+  private lifetime(limits: readonly StoreLimit[], results: readonly LimitResult[]): number {
+    let ms = this.leaseMs;
+    limits.forEach((limit, i) => {
+      // resetMs after an admitted consume: fixed-window, time to the window's end; sliding-window-
+      // counter, the end of the NEXT window (when the charged units stop counting).
+      if (limit.algorithm === 'fixed-window') ms = Math.min(ms, results[i].resetMs);
+      else if (limit.algorithm === 'sliding-window-counter') ms = Math.min(ms, results[i].resetMs - limit.period);
+    });
+    return ms;
+  }
+}
+
+function smallestRemaining(results: readonly LimitResult[]): number {
+  let smallest = Infinity;
+  for (const r of results) smallest = Math.min(smallest, r.remaining);
+  return smallest;
+}
+
+/**
+ * createLimiter's hook: the store wrapped for hot-key mode, or the store itself when `options` is
+ * undefined. `defaults` (the limiter's clock and instances) apply where the hot-key options are silent.
+ */
+export function withHotKeys(
+  store: Store,
+  options: HotKeyOptions | undefined,
+  defaults: Pick<HotKeyOptions, 'clock' | 'instances'> = {},
+): Store {
+  if (options === undefined) return store;
+  if (!options || typeof options !== 'object') invalidOption('hotKeys', options, 'an object such as { instances: 4 }');
+  return new HotKeyStore(
+    { ...options, store, clock: options.clock ?? defaults.clock, instances: options.instances ?? defaults.instances },
+    'hotKeys.',
+  );
+}

@@ -1,0 +1,157 @@
+// HTTP options: every adapter option parsed once, and per-route overrides merged with the global ones, here only.
+import type { Decision } from '../decision';
+import { invalidOption } from '../errors';
+import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
+import type { Identity, IdentityOptions } from '../identity';
+import type { CreateLimiterOptions } from '../limiter';
+
+/** What the hooks and the 429 handler are told about one decision. */
+export interface RateLimitEvent<Req = unknown> {
+  /** The framework's request (Express req, Fastify request, Koa ctx). */
+  readonly request: Req;
+  readonly decision: Decision;
+  /** The bucket's scope: the group name, `METHOD /route/:pattern`, or '<unmatched>'. */
+  readonly scope: string;
+  readonly cost: number;
+  /** What the bucket was keyed on. Never the raw key or address. */
+  readonly identity: Identity['kind'];
+  /** True when the decision was only reported, never enforced. */
+  readonly shadow: boolean;
+}
+
+/**
+ * The options every adapter takes, globally and per route: everything createLimiter takes (limits,
+ * store, prefix, failMode, ...) and createIdentify takes (apiKeyHeaders, resolveKey, ...), plus these.
+ */
+export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOptions, Omit<IdentityOptions, 'logger' | 'clock'> {
+  /**
+   * Units one request draws: a whole number from 0, or a function of the framework's request that
+   * returns one. A function that throws or returns anything else fails the request with
+   * FG_INVALID_COST through the framework's error handling. Default 1.
+   */
+  cost?: number | ((request: Req) => number | Promise<number>);
+  /**
+   * A custom identity: the bucket is keyed on what this returns (hashed before it reaches a store).
+   * Return undefined (or '') to fall back to the default identity (API key, else client IP).
+   * Default: the default identity.
+   */
+  key?: (request: Req) => string | number | undefined | Promise<string | number | undefined>;
+  /**
+   * Share one bucket between every route with this group name (`[A-Za-z0-9_.-]{1,64}`).
+   * Default: none, so each route (method + pattern) has its own bucket.
+   */
+  group?: string;
+  /**
+   * Which rate-limit headers to send: 'draft-6' (RateLimit-Limit/-Remaining/-Reset), 'draft-10'
+   * (RateLimit-Policy and RateLimit), 'legacy' (X-RateLimit-*), a list of them, true for
+   * 'draft-6', or false for none. Retry-After is sent on 429 and 503 either way. Default 'draft-6'.
+   */
+  headers?: boolean | HeaderDialect | readonly HeaderDialect[];
+  /**
+   * Up to this many ms of random delay added to Retry-After (before rounding up to whole seconds),
+   * so that limited clients do not all return at once. 0 turns it off. Default 1000.
+   */
+  retryAfterJitterMs?: number;
+  /** Evaluate, report through the hooks and headers, and never block. Default false. */
+  shadow?: boolean;
+  /**
+   * Replaces the default 429 body (application/problem+json): return the body to send, which the
+   * framework serialises as it would any other body. The status and headers stay. Default: none.
+   */
+  handler?: (request: Req, event: RateLimitEvent<Req>) => unknown;
+  /** Called for every denied decision (also in shadow mode). Default: none. */
+  onLimited?: (event: RateLimitEvent<Req>) => void;
+  /** Called for every decision. Default: none. */
+  onDecision?: (event: RateLimitEvent<Req>) => void;
+}
+
+export interface ResolvedHttpOptions<Req = unknown> {
+  /** What createLimiter is given (limits, store, prefix, failMode, ...). */
+  readonly limiter: CreateLimiterOptions;
+  /** What createIdentify is given. */
+  readonly identity: IdentityOptions;
+  readonly cost: number | ((request: Req) => number | Promise<number>);
+  readonly key: HttpRateLimitOptions<Req>['key'];
+  readonly group: string | undefined;
+  readonly dialects: readonly HeaderDialect[];
+  readonly retryAfterJitterMs: number;
+  readonly shadow: boolean;
+  readonly handler: HttpRateLimitOptions<Req>['handler'];
+  readonly onLimited: HttpRateLimitOptions<Req>['onLimited'];
+  readonly onDecision: HttpRateLimitOptions<Req>['onDecision'];
+}
+
+/** The limit when none is given: 60 requests per minute per caller per route. */
+export const DEFAULT_LIMIT = 60;
+/** Options the HTTP layer reads itself; the rest go to createLimiter and createIdentify. */
+export const HTTP_KEYS = ['cost', 'key', 'group', 'headers', 'retryAfterJitterMs', 'shadow', 'handler', 'onLimited', 'onDecision'] as const;
+const SHAPE_ONE = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
+
+function fn(option: string, value: unknown): void {
+  if (value !== undefined && typeof value !== 'function') invalidOption(option, value, 'a function');
+}
+
+function dialectsOf(value: HttpRateLimitOptions['headers']): HeaderDialect[] {
+  if (value === undefined || value === true) return ['draft-6'];
+  if (value === false) return [];
+  const list = typeof value === 'string' ? [value] : value;
+  if (!Array.isArray(list)) invalidOption('headers', value, `true, false, one of ${HEADER_DIALECTS.join(', ')}, or a list of them`);
+  for (const d of list) {
+    if (!HEADER_DIALECTS.includes(d)) invalidOption('headers', d, `one of ${HEADER_DIALECTS.join(', ')}`);
+  }
+  return [...new Set(list)];
+}
+
+/**
+ * Merges a route's overrides over the global options and parses the result. A route that sets
+ * `limits` drops the global single limit (and the reverse), so the two never clash; everything else
+ * is overridden key by key. The caller's objects are never mutated.
+ */
+export function resolveHttpOptions<Req = unknown>(
+  global: HttpRateLimitOptions<Req> = {},
+  route?: HttpRateLimitOptions<Req>,
+): ResolvedHttpOptions<Req> {
+  if (!global || typeof global !== 'object') invalidOption('options', global, 'an object');
+  if (route !== undefined && (!route || typeof route !== 'object')) invalidOption('route options', route, 'an object, or false for no limit');
+  const merged: Record<string, unknown> = { ...global };
+  if (route) {
+    if (route.limits !== undefined) for (const k of SHAPE_ONE) delete merged[k];
+    if (route.limit !== undefined || route.burst !== undefined) delete merged.limits;
+    for (const [k, v] of Object.entries(route)) if (v !== undefined) merged[k] = v;
+  }
+  const o = merged as HttpRateLimitOptions<Req>;
+
+  const cost = o.cost ?? 1;
+  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 1_000_000_000)) {
+    invalidOption('cost', cost, 'a whole number from 0, or a function of the request returning one');
+  }
+  if (o.group !== undefined && (typeof o.group !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.group))) {
+    invalidOption('group', o.group, 'a string matching [A-Za-z0-9_.-]{1,64}');
+  }
+  const jitter = o.retryAfterJitterMs ?? 1000;
+  if (typeof jitter !== 'number' || !Number.isInteger(jitter) || jitter < 0 || jitter > 3_600_000) {
+    invalidOption('retryAfterJitterMs', jitter, 'a whole number of ms from 0 to 3600000');
+  }
+  if (o.shadow !== undefined && typeof o.shadow !== 'boolean') invalidOption('shadow', o.shadow, 'true or false');
+  fn('key', o.key);
+  fn('handler', o.handler);
+  fn('onLimited', o.onLimited);
+  fn('onDecision', o.onDecision);
+
+  const rest: Record<string, unknown> = { ...merged };
+  for (const k of HTTP_KEYS) delete rest[k];
+  if (rest.limit === undefined && rest.burst === undefined && rest.limits === undefined) rest.limit = DEFAULT_LIMIT;
+  return {
+    limiter: rest as CreateLimiterOptions,
+    identity: rest as IdentityOptions,
+    cost,
+    key: o.key,
+    group: o.group,
+    dialects: dialectsOf(o.headers),
+    retryAfterJitterMs: jitter,
+    shadow: o.shadow ?? false,
+    handler: o.handler,
+    onLimited: o.onLimited,
+    onDecision: o.onDecision,
+  };
+}

@@ -1,0 +1,81 @@
+// The shared conformance table against RedisStore on a real 3-master Redis Cluster, with its subjects spread over every master.
+import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
+import type { Cluster, Redis } from 'ioredis';
+import { RedisStore, type Store, type StoreRequest, type StoreResult } from '../src';
+import { describeConformance } from './conformance/scenarios';
+
+let cluster: RedisClusterHandle;
+let client: Cluster;
+const prefix = `cconf-${Math.random().toString(36).slice(2, 10)}`;
+
+beforeAll(async () => {
+  cluster = await startRedisCluster({ masters: 3 });
+  client = cluster.client({ scaleReads: 'master', retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
+}, 60_000);
+
+afterAll(async () => {
+  client?.disconnect();
+  await cluster?.stop();
+});
+
+/**
+ * The scenarios use the same few subjects ('s'), and a subject's slot depends only on its digest
+ * (not on the prefix), so on their own they would all land on one master. This wrapper salts the
+ * hash tag per store (one store per scenario): `{digest}` becomes `{n.digest}`, which moves every
+ * key of a subject to another slot together, and leaves the keys otherwise as RedisStore gets them.
+ */
+class SlotSpreadingStore implements Store {
+  readonly name = 'redis';
+  // RedisStore bounds its own calls; saying so keeps the limiter from adding a deadline of its own.
+  readonly timeoutMs: number;
+  constructor(
+    private readonly inner: RedisStore,
+    private readonly salt: string,
+  ) {
+    this.timeoutMs = inner.timeoutMs;
+  }
+  private salted(keys: readonly string[]): string[] {
+    return keys.map((key) => key.replace('{', `{${this.salt}.`));
+  }
+  evaluate(request: StoreRequest): Promise<StoreResult> {
+    return this.inner.evaluate({ ...request, keys: this.salted(request.keys) });
+  }
+  reset(keys: readonly string[]): Promise<void> {
+    return this.inner.reset(this.salted(keys));
+  }
+}
+
+let stores = 0;
+describeConformance(
+  'conformance: RedisStore on Redis Cluster',
+  (clock) => new SlotSpreadingStore(new RedisStore({ client, timeoutMs: 5_000, UNSAFE_testClock: clock }), String(stores++)),
+  { prefix },
+);
+
+describe('after the conformance suite on the cluster', () => {
+  it('spread its subjects over every master, each key in its subject\'s slot and with a TTL', async () => {
+    const perNode: string[][] = [];
+    for (const node of cluster.nodes) {
+      const direct: Redis = node.client();
+      try {
+        const keys: string[] = [];
+        let cursor = '0';
+        do {
+          const [next, batch] = await direct.scan(cursor, 'MATCH', `${prefix}-*`, 'COUNT', 1000);
+          cursor = next;
+          keys.push(...batch);
+        } while (cursor !== '0');
+        const ttls = await Promise.all(keys.map((key) => direct.pttl(key)));
+        expect(keys.filter((_, i) => ttls[i] === -1)).toEqual([]);
+        perNode.push(keys);
+      } finally {
+        direct.disconnect();
+      }
+    }
+    expect(perNode.map((keys) => keys.length > 0)).toEqual(cluster.nodes.map(() => true));
+    // Every key lives on the master that owns its slot (no stray copies left by redirections).
+    for (const [index, keys] of perNode.entries()) {
+      for (const key of keys) expect({ key, owner: await cluster.ownerOf(keySlot(key)) }).toEqual({ key, owner: index });
+    }
+  });
+});

@@ -1,0 +1,450 @@
+// The conformance table: one set of scenarios with exact expected decisions, run against any Store.
+import { createLimiter, subjectKey } from '../../src';
+import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, Store } from '../../src';
+import { prng } from '../support/prng';
+import { FakeClock, T0 } from './fake-clock';
+
+export interface ConformanceContext {
+  /** Drives the store: MemoryStore's `clock`, RedisStore's `UNSAFE_testClock`. Starts at T0. */
+  readonly clock: FakeClock;
+  readonly store: Store;
+  /**
+   * A limiter on this store under a prefix of its own. Block cache off and failMode 'closed', so
+   * every decision is the store's and a store failure can never pass for an admission.
+   */
+  limiter(options: LimiterOptions): Limiter;
+}
+
+export interface Scenario {
+  readonly name: string;
+  run(ctx: ConformanceContext): Promise<void>;
+}
+
+export interface ConformanceOptions {
+  /** Key prefix of this run; every key written starts with `${prefix}-` (SCAN it after). Default: random. */
+  prefix?: string;
+}
+
+/**
+ * Runs every scenario of the table, each with a fresh FakeClock at T0 and the store `makeStore`
+ * builds on it (a new store per scenario, or one per clock: the scenarios use separate keys).
+ * For a Redis store: Redis still expires keys in real time, so the scenarios only write states
+ * that matter for far longer (fake ms) than the real ms a scenario takes.
+ */
+export function describeConformance(
+  label: string,
+  makeStore: (clock: () => number) => Store | Promise<Store>,
+  options: ConformanceOptions = {},
+): void {
+  const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
+  describe(label, () => {
+    SCENARIOS.forEach((scenario, n) => {
+      it(scenario.name, async () => {
+        const clock = new FakeClock();
+        const store = await makeStore(clock.now);
+        let limiters = 0;
+        await scenario.run({
+          clock,
+          store,
+          limiter: (o) =>
+            createLimiter({ ...o, store, prefix: `${prefix}-${n}-${limiters++}`, blockCacheSize: 0, failMode: 'closed' }),
+        });
+      });
+    });
+  });
+}
+
+type Want = Partial<Pick<Decision, 'allowed' | 'reason' | 'remaining' | 'resetMs' | 'retryAfterMs' | 'policy'>>;
+
+/** Checks the named fields of a decision; every decision must come from the store, never degraded. */
+async function expectDecision(label: string, got: Decision | Promise<Decision>, want: Want): Promise<Decision> {
+  const d = await got;
+  const seen: Record<string, unknown> = { label, degraded: d.degraded };
+  for (const key of Object.keys(want)) seen[key] = d[key as keyof Want];
+  expect(seen).toEqual({ label, degraded: false, ...want });
+  return d;
+}
+
+function limitOf(d: Decision, policy: string) {
+  const found = d.limits.find((l) => l.policy === policy);
+  if (!found) throw new Error(`no limit named ${policy} in ${JSON.stringify(d.limits)}`);
+  return found;
+}
+
+/**
+ * retryAfterMs is exact: a request of `cost` is denied now with retry r > 0; after r - 1 ms it is
+ * still denied (and told 1 ms); after r ms it is admitted. Leaves the clock r ms later. Returns r.
+ */
+async function expectExactRetry(ctx: ConformanceContext, l: Limiter, subject: string, cost: number, label: string): Promise<number> {
+  const d = await l.peek(subject, { cost });
+  expect({ label, allowed: d.allowed, degraded: d.degraded, positive: d.retryAfterMs > 0 }).toEqual({
+    label,
+    allowed: false,
+    degraded: false,
+    positive: true,
+  });
+  const r = d.retryAfterMs;
+  if (r > 1) {
+    ctx.clock.advance(r - 1);
+    await expectDecision(`${label}: after retryAfterMs - 1 = ${r - 1} ms`, l.peek(subject, { cost }), { allowed: false, retryAfterMs: 1 });
+    ctx.clock.advance(1);
+  } else {
+    ctx.clock.advance(r);
+  }
+  await expectDecision(`${label}: after retryAfterMs = ${r} ms`, l.peek(subject, { cost }), { allowed: true, retryAfterMs: 0 });
+  return r;
+}
+
+const WINDOWED: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter'];
+const isWindowed = (a: AlgorithmName) => WINDOWED.includes(a);
+
+/** Limit 5: per 60 s for window algorithms; burst 5 refilled at 1/s for token-bucket and gcra. */
+function five(algorithm: AlgorithmName): LimitOptions {
+  return isWindowed(algorithm) ? { algorithm, limit: 5, windowMs: 60_000 } : { algorithm, burst: 5, refillPerSecond: 1 };
+}
+
+/**
+ * Expected figures for limit 5 exhausted at T0, one unit at a time: resetMs after the k-th
+ * admission, then the denial of one more. sliding-window-counter: 5 units in this window weigh
+ * fully until it ends and then fade over the next; one more fits once 5 * (1 - e / 60000) <= 4,
+ * e = 12000 ms into the next window: 72000 ms.
+ */
+const EXHAUST: Record<AlgorithmName, { reset: (k: number) => number; deniedReset: number; retry: number }> = {
+  'fixed-window': { reset: () => 60_000, deniedReset: 60_000, retry: 60_000 },
+  'sliding-window-log': { reset: () => 60_000, deniedReset: 60_000, retry: 60_000 },
+  'sliding-window-counter': { reset: () => 120_000, deniedReset: 120_000, retry: 72_000 },
+  'token-bucket': { reset: (k) => k * 1000, deniedReset: 5000, retry: 1000 },
+  gcra: { reset: (k) => k * 1000, deniedReset: 5000, retry: 1000 },
+};
+
+/**
+ * After cost 3 at T0, a request of cost 3 (2 remain). sliding-window-counter: 3 * (1 - e / 60000) + 3
+ * <= 5 at e = 20000 into the next window: 80000 ms. token-bucket and gcra: one unit at 1/s.
+ */
+const OVERDRAW: Record<AlgorithmName, { resetMs: number; retryAfterMs: number }> = {
+  'fixed-window': { resetMs: 60_000, retryAfterMs: 60_000 },
+  'sliding-window-log': { resetMs: 60_000, retryAfterMs: 60_000 },
+  'sliding-window-counter': { resetMs: 120_000, retryAfterMs: 80_000 },
+  'token-bucket': { resetMs: 3000, retryAfterMs: 1000 },
+  gcra: { resetMs: 3000, retryAfterMs: 1000 },
+};
+
+const ALL: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
+
+/**
+ * Odd parameters for the retry walk: windows and rates that do not divide evenly. On Redis, keys
+ * expire in real time while the scenarios run on the fake clock, so every state written here
+ * lives at least ~1 s (fake), far longer than the few real ms until it is read again.
+ */
+const ODD: Record<AlgorithmName, LimitOptions> = {
+  'fixed-window': { algorithm: 'fixed-window', limit: 4, windowMs: 10_000 },
+  'sliding-window-log': { algorithm: 'sliding-window-log', limit: 4, windowMs: 7_777 },
+  'sliding-window-counter': { algorithm: 'sliding-window-counter', limit: 7, windowMs: 7_777 },
+  'token-bucket': { algorithm: 'token-bucket', burst: 4, refillPerSecond: 0.7 },
+  gcra: { algorithm: 'gcra', burst: 4, refillPerSecond: 0.7 },
+};
+
+/**
+ * Long windows and slow refills, where the floating-point slack of the admission test (1e-9
+ * units) spans several ms and rounding noise decides the last ms. unitMs: time for one unit.
+ */
+const EXTREME: readonly { label: string; options: LimitOptions; unitMs: number }[] = [
+  { label: 'sliding-window-counter, 100 per 30 days', options: { algorithm: 'sliding-window-counter', limit: 100, windowMs: '30d' }, unitMs: 30 * 86_400_000 },
+  { label: 'sliding-window-counter, 2 per 365 days', options: { algorithm: 'sliding-window-counter', limit: 2, windowMs: '365d' }, unitMs: 365 * 86_400_000 },
+  { label: 'token-bucket, burst 1000 refilled 1 per hour', options: { algorithm: 'token-bucket', burst: 1000, refillPerSecond: 1 / 3600 }, unitMs: 3_600_000 },
+  { label: 'token-bucket, burst 7 refilled 0.3/s', options: { algorithm: 'token-bucket', burst: 7, refillPerSecond: 0.3 }, unitMs: 3334 },
+  { label: 'gcra, burst 1000 refilled 1 per hour', options: { algorithm: 'gcra', burst: 1000, refillPerSecond: 1 / 3600 }, unitMs: 3_600_000 },
+  { label: 'sliding-window-log, 1000 per day', options: { algorithm: 'sliding-window-log', limit: 1000, windowMs: '1d' }, unitMs: 86_400_000 },
+  { label: 'fixed-window, 1000 per 365 days', options: { algorithm: 'fixed-window', limit: 1000, windowMs: '365d' }, unitMs: 365 * 86_400_000 },
+];
+
+/** Multi-limit pairs: a short limit (10 per 10 s) and a long one (25 per hour), mixed algorithms (the `all` script). */
+const PAIRS: readonly [AlgorithmName, AlgorithmName][] = [
+  ['fixed-window', 'fixed-window'],
+  ['sliding-window-log', 'sliding-window-counter'],
+  ['token-bucket', 'gcra'],
+  ['gcra', 'sliding-window-log'],
+  ['sliding-window-counter', 'token-bucket'],
+];
+
+/** `limit` per `windowMs` for any algorithm: token-bucket and gcra take it as burst and refill rate. */
+function per(name: string, algorithm: AlgorithmName, limit: number, windowMs: number): LimitOptions {
+  return { name, algorithm, limit, windowMs };
+}
+
+export const SCENARIOS: readonly Scenario[] = [
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: the limit is reached exactly, then denied; remaining, resetMs and retryAfterMs exact`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        const want = EXHAUST[algorithm];
+        for (let k = 1; k <= 5; k++) {
+          await expectDecision(`request ${k}`, l.consume('s'), { allowed: true, reason: 'allowed', remaining: 5 - k, resetMs: want.reset(k), retryAfterMs: 0 });
+        }
+        for (const label of ['request 6', 'request 7']) {
+          await expectDecision(label, l.consume('s'), { allowed: false, reason: 'limited', remaining: 0, resetMs: want.deniedReset, retryAfterMs: want.retry });
+        }
+        expect(await expectExactRetry(ctx, l, 's', 1, 'after the limit')).toBe(want.retry);
+        await expectDecision('request at retry', l.consume('s'), { allowed: true });
+      },
+    }),
+  ),
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: a cost larger than what remains is denied and consumes nothing`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        await expectDecision('cost 3', l.consume('s', { cost: 3 }), { allowed: true, remaining: 2 });
+        const denied = { allowed: false, reason: 'limited' as const, remaining: 2, ...OVERDRAW[algorithm] };
+        await expectDecision('cost 3 with 2 left', l.consume('s', { cost: 3 }), denied);
+        await expectDecision('again: the denial changed nothing', l.consume('s', { cost: 3 }), denied);
+        await expectDecision('cost 2 fits exactly', l.consume('s', { cost: 2 }), { allowed: true, remaining: 0 });
+        await expectDecision('then 1 more', l.consume('s'), { allowed: false, remaining: 0 });
+      },
+    }),
+  ),
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: a cost above the limit is never admitted (retryAfterMs -1) and consumes nothing, cost 0 is free`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        await expectDecision('cost 6 via the limiter', l.consume('s', { cost: 6 }), { allowed: false, reason: 'cost-exceeds-limit', retryAfterMs: -1, remaining: 5 });
+        // The limiter only peeks such a cost; the store must refuse it in consume mode too.
+        const keys = l.options.limits.map((limit) => `${subjectKey(l.options.prefix, '', 's')}:${limit.keySuffix}`);
+        const direct = await ctx.store.evaluate({ keys, limits: l.options.limits.map((x) => x.store), cost: 6, mode: 'consume' });
+        expect(direct).toEqual({ allowed: false, results: [expect.objectContaining({ allowed: false, remaining: 5, retryAfterMs: -1 })] });
+        await expectDecision('cost 0', l.consume('s', { cost: 0 }), { allowed: true, remaining: 5 });
+        await expectDecision('cost 5: nothing was taken', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0 });
+        await expectDecision('cost 0 when empty', l.consume('s', { cost: 0 }), { allowed: true, remaining: 0 });
+        await expectDecision('cost 1 when empty', l.consume('s'), { allowed: false, remaining: 0 });
+      },
+    }),
+  ),
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: peek never consumes`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        for (let i = 0; i < 8; i++) await expectDecision(`peek ${i}`, l.peek('s'), { allowed: true, remaining: 4 });
+        for (let k = 1; k <= 5; k++) await expectDecision(`consume ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k });
+        await expectDecision('consume 6', l.consume('s'), { allowed: false });
+        await expectDecision('peek when empty', l.peek('s'), { allowed: false, remaining: 0 });
+      },
+    }),
+  ),
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: retryAfterMs is exact along an irregular walk (odd windows and rates)`,
+      async run(ctx) {
+        const l = ctx.limiter(ODD[algorithm]);
+        ctx.clock.advance(337); // not on a window edge
+        const costs = [2, 1, 1, 3, 1, 2, 2, 4, 3, 1, 1, 2];
+        const gaps = [0, 0, 1, 0, 137, 0, 1, 0, 333, 0, 59, 0];
+        let denials = 0;
+        for (let i = 0; i < costs.length; i++) {
+          ctx.clock.advance(gaps[i]);
+          const d = await l.consume('s', { cost: costs[i] });
+          expect(d.degraded).toBe(false);
+          if (!d.allowed) {
+            denials++;
+            await expectExactRetry(ctx, l, 's', costs[i], `step ${i} (cost ${costs[i]})`);
+            await expectDecision(`step ${i} at retry`, l.consume('s', { cost: costs[i] }), { allowed: true });
+          }
+        }
+        expect(denials).toBeGreaterThanOrEqual(3);
+      },
+    }),
+  ),
+  ...EXTREME.map(
+    ({ label, options, unitMs }): Scenario => ({
+      name: `retryAfterMs is exact at extreme parameters: ${label}`,
+      async run(ctx) {
+        const l = ctx.limiter(options);
+        const limit = l.options.limits[0].limit;
+        // Costs and gaps as fractions of the limit and of the time one unit takes to come back.
+        const costs = [0.91, 0.69, 0.3, 1, 0.5, 0.77, 0.13, 1];
+        const gaps = [0, 0.37, 0, 1.3, 0, 0.61, 0, 0];
+        let denials = 0;
+        for (let i = 0; i < costs.length; i++) {
+          ctx.clock.advance(Math.round(gaps[i] * unitMs));
+          const cost = Math.max(1, Math.round(costs[i] * limit));
+          const d = await l.consume('s', { cost });
+          expect(d.degraded).toBe(false);
+          if (!d.allowed) {
+            denials++;
+            await expectExactRetry(ctx, l, 's', cost, `step ${i} (cost ${cost})`);
+            await expectDecision(`step ${i} at retry`, l.consume('s', { cost }), { allowed: true });
+          }
+        }
+        expect(denials).toBeGreaterThanOrEqual(2);
+      },
+    }),
+  ),
+  {
+    name: 'fixed-window admits 2x the limit in a span straddling a window boundary',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'fixed-window', limit: 5, windowMs: 60_000 });
+      ctx.clock.advance(59_000);
+      for (let k = 1; k <= 5; k++) await expectDecision(`late in window 1: ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k, resetMs: 1000 });
+      await expectDecision('late in window 1: 6', l.consume('s'), { allowed: false, retryAfterMs: 1000 });
+      ctx.clock.advance(1000);
+      for (let k = 1; k <= 5; k++) await expectDecision(`start of window 2: ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k, resetMs: 60_000 });
+      await expectDecision('start of window 2: 6', l.consume('s'), { allowed: false, retryAfterMs: 60_000 });
+      // 10 admitted within 1001 ms, inside one window-long span.
+    },
+  },
+  {
+    name: 'sliding-window-log admits exactly the limit in any window-long span, straddling or not',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-log', limit: 5, windowMs: 60_000 });
+      ctx.clock.advance(59_000);
+      for (let k = 1; k <= 5; k++) await expectDecision(`late in window 1: ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k, resetMs: 60_000 });
+      ctx.clock.advance(1000);
+      await expectDecision('a window edge changes nothing', l.consume('s'), { allowed: false, remaining: 0, resetMs: 59_000, retryAfterMs: 59_000 });
+      expect(await expectExactRetry(ctx, l, 's', 5, 'all five leave together')).toBe(59_000);
+      for (let k = 1; k <= 5; k++) await expectDecision(`60 s after the first five: ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k });
+    },
+  },
+  {
+    name: 'sliding-window-log and fixed-window under random arrivals: each admits exactly by its own rule',
+    async run(ctx) {
+      const win = 60_000;
+      const cap = 5;
+      const log = ctx.limiter({ algorithm: 'sliding-window-log', limit: cap, windowMs: win });
+      const fixed = ctx.limiter({ algorithm: 'fixed-window', limit: cap, windowMs: win });
+      const rnd = prng(20240607);
+      const logAdmitted: number[] = [];
+      const fixedAdmitted: number[] = [];
+      for (let i = 0; i < 250; i++) {
+        ctx.clock.advance(rnd.chance(0.2) ? 0 : rnd.int(1, 2500));
+        const t = ctx.clock.now();
+        const [a, b] = await Promise.all([log.consume('s'), fixed.consume('s')]);
+        expect([a.degraded, b.degraded]).toEqual([false, false]);
+        // sliding-window-log: admitted iff fewer than cap were admitted in (t - win, t].
+        const inLog = logAdmitted.filter((x) => x > t - win).length;
+        expect({ i, t, allowed: a.allowed }).toEqual({ i, t, allowed: inLog < cap });
+        if (a.allowed) logAdmitted.push(t);
+        // fixed-window: admitted iff fewer than cap were admitted in t's window.
+        const inWindow = fixedAdmitted.filter((x) => Math.floor(x / win) === Math.floor(t / win)).length;
+        expect({ i, t, allowed: b.allowed }).toEqual({ i, t, allowed: inWindow < cap });
+        if (b.allowed) fixedAdmitted.push(t);
+      }
+      const busiest = (times: number[]) => Math.max(...times.map((s) => times.filter((x) => x >= s && x < s + win).length));
+      expect(busiest(logAdmitted)).toBe(cap);
+      expect(logAdmitted.length).toBeGreaterThanOrEqual(4 * cap); // the run covers several windows
+      expect(busiest(fixedAdmitted)).toBeLessThanOrEqual(2 * cap);
+    },
+  },
+  {
+    name: 'sliding-window-counter interpolates the previous window (exact values)',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-counter', limit: 10, windowMs: 60_000 });
+      await expectDecision('8 at T0', l.consume('a', { cost: 8 }), { allowed: true, remaining: 2, resetMs: 120_000 });
+      ctx.clock.advance(75_000); // 15 s into the next window: 8 * 0.75 = 6 still count
+      await expectDecision('peek at 25%', l.peek('a'), { allowed: true, remaining: 3, resetMs: 105_000 });
+      await expectDecision('4 fit exactly (6 + 4)', l.consume('a', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 105_000 });
+      // 8 * (1 - e / 60000) + 4 + 1 <= 10 at e = 22500: 7500 ms from now.
+      await expectDecision('one more', l.consume('a'), { allowed: false, remaining: 0, resetMs: 105_000, retryAfterMs: 7500 });
+      expect(await expectExactRetry(ctx, l, 'a', 1, 'interpolated')).toBe(7500);
+      await expectDecision('at 37.5%: 5 + 4 + 1', l.consume('a'), { allowed: true, remaining: 0, resetMs: 97_500 });
+    },
+  },
+  {
+    name: 'sliding-window-counter with a fractional estimate, and a window two back forgotten',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-counter', limit: 10, windowMs: 60_000 });
+      await expectDecision('8 at T0', l.consume('s', { cost: 8 }), { allowed: true, remaining: 2 });
+      ctx.clock.advance(80_000); // 20 s into the next window: 8 * 40000 / 60000 = 5.333 still count
+      await expectDecision('peek', l.peek('s'), { allowed: true, remaining: 3, resetMs: 100_000 });
+      // 5.333 + 5 > 10; room 5 -> 8 * (1 - e / 60000) <= 5 at e = 22500: 2500 ms from now.
+      await expectDecision('cost 5', l.consume('s', { cost: 5 }), { allowed: false, remaining: 4, resetMs: 40_000, retryAfterMs: 2500 });
+      await expectDecision('cost 4 fits (9.333)', l.consume('s', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 100_000 });
+      ctx.clock.advance(120_000); // two windows on: both counts are forgotten
+      await expectDecision('fresh', l.peek('s'), { allowed: true, remaining: 9, resetMs: 100_000 });
+      await expectDecision('10 fit again', l.consume('s', { cost: 10 }), { allowed: true, remaining: 0 });
+    },
+  },
+  {
+    name: 'token-bucket: the burst, then refill at the rate (exact values)',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: 2 });
+      for (let k = 1; k <= 5; k++) await expectDecision(`burst ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k, resetMs: k * 500 });
+      await expectDecision('burst spent', l.consume('s'), { allowed: false, remaining: 0, resetMs: 2500, retryAfterMs: 500 });
+      ctx.clock.advance(499);
+      await expectDecision('0.998 tokens', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 1 });
+      ctx.clock.advance(1);
+      await expectDecision('one token after 500 ms', l.consume('s'), { allowed: true, remaining: 0, resetMs: 2500 });
+      ctx.clock.advance(1250); // 2.5 tokens
+      await expectDecision('2.5 tokens', l.peek('s'), { allowed: true, remaining: 1, resetMs: 1750 });
+      await expectDecision('take 2', l.consume('s', { cost: 2 }), { allowed: true, remaining: 0, resetMs: 2250 });
+      await expectDecision('0.5 left', l.consume('s'), { allowed: false, remaining: 0, resetMs: 2250, retryAfterMs: 250 });
+      ctx.clock.advance(3_600_000); // refill stops at the burst
+      await expectDecision('full after an hour', l.peek('s'), { allowed: true, remaining: 4, resetMs: 500 });
+      await expectDecision('the whole burst', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0, resetMs: 2500 });
+      await expectDecision('and no more', l.consume('s'), { allowed: false, retryAfterMs: 500 });
+    },
+  },
+  {
+    name: 'gcra: the burst, then one per emission interval (exact values)',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'gcra', burst: 5, refillPerSecond: 2 }); // emission interval 500 ms
+      for (let k = 1; k <= 5; k++) await expectDecision(`burst ${k}`, l.consume('s'), { allowed: true, remaining: 5 - k, resetMs: k * 500 });
+      await expectDecision('burst spent', l.consume('s'), { allowed: false, remaining: 0, resetMs: 2500, retryAfterMs: 500 });
+      for (let i = 0; i < 4; i++) {
+        ctx.clock.advance(499);
+        await expectDecision(`interval ${i}: 1 ms early`, l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 1 });
+        ctx.clock.advance(1);
+        await expectDecision(`interval ${i}: on time`, l.consume('s'), { allowed: true, remaining: 0, resetMs: 2500 });
+        await expectDecision(`interval ${i}: one more`, l.consume('s'), { allowed: false, retryAfterMs: 500 });
+      }
+      ctx.clock.advance(1250); // 2.5 intervals
+      await expectDecision('after 1250 ms: 1st', l.consume('s'), { allowed: true, remaining: 1, resetMs: 1750 });
+      await expectDecision('after 1250 ms: 2nd', l.consume('s'), { allowed: true, remaining: 0, resetMs: 2250 });
+      await expectDecision('after 1250 ms: 3rd', l.consume('s'), { allowed: false, remaining: 0, resetMs: 2250, retryAfterMs: 250 });
+      ctx.clock.advance(3_600_000);
+      await expectDecision('the whole burst again', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0, resetMs: 2500 });
+    },
+  },
+  {
+    name: 'gcra with an emission interval that is not a whole ms (3/s): burst, then every 333.333 ms',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'gcra', burst: 3, refillPerSecond: 3 });
+      await expectDecision('burst', l.consume('s', { cost: 3 }), { allowed: true, remaining: 0, resetMs: 1000 });
+      // TAT = T0 + 999.999 ms: the next unit fits at T0 + 333.333 ms, i.e. after 334 whole ms.
+      await expectDecision('spent', l.consume('s'), { allowed: false, retryAfterMs: 334 });
+      const admittedAt: number[] = [];
+      for (let i = 0; i < 9; i++) {
+        await expectExactRetry(ctx, l, 's', 1, `unit ${i}`);
+        await expectDecision(`unit ${i}`, l.consume('s'), { allowed: true });
+        admittedAt.push(ctx.clock.now() - T0);
+      }
+      // 9 units at 3/s: the k-th fits at ceil(k * 333.333) ms.
+      expect(admittedAt).toEqual([334, 667, 1000, 1334, 1667, 2000, 2334, 2667, 3000]);
+    },
+  },
+  ...PAIRS.map(
+    ([a, b]): Scenario => ({
+      name: `all-or-nothing multi-limit (${a} 10 per 10 s + ${b} 25 per hour): if either denies, neither is consumed`,
+      async run(ctx) {
+        const l = ctx.limiter({ limits: [per('short', a, 10, 10_000), per('hour', b, 25, 3_600_000)] });
+        for (let k = 1; k <= 10; k++) {
+          const d = await expectDecision(`at 0 s: ${k}`, l.consume('s'), { allowed: true });
+          expect(limitOf(d, 'hour').remaining).toBe(25 - k);
+        }
+        let d = await expectDecision('11th: the short limit denies', l.consume('s'), { allowed: false, policy: 'short' });
+        expect(limitOf(d, 'hour')).toMatchObject({ allowed: true, remaining: 15 });
+        ctx.clock.advance(20_000); // two short windows: every short algorithm is full again
+        d = await expectDecision('cost 10, 20 s later', l.consume('s', { cost: 10 }), { allowed: true });
+        expect([limitOf(d, 'short').remaining, limitOf(d, 'hour').remaining]).toEqual([0, 5]);
+        ctx.clock.advance(20_000); // two short windows: every short algorithm is full again
+        d = await expectDecision('cost 6: the hour denies', l.consume('s', { cost: 6 }), { allowed: false, policy: 'hour' });
+        expect(limitOf(d, 'short')).toMatchObject({ allowed: true, remaining: 10 });
+        d = await expectDecision('cost 5: the short limit was not charged for the denial', l.consume('s', { cost: 5 }), { allowed: true });
+        expect([limitOf(d, 'short').remaining, limitOf(d, 'hour').remaining]).toEqual([5, 0]);
+        d = await expectDecision('cost 1: the hour denies again', l.consume('s'), { allowed: false, policy: 'hour' });
+        expect(limitOf(d, 'short')).toMatchObject({ allowed: true, remaining: 5 });
+      },
+    }),
+  ),
+];

@@ -1,0 +1,111 @@
+// Bad options throw at construction: FloodgateError FG_INVALID_OPTION naming the option, the value given and the valid range.
+import { Redis } from 'ioredis';
+import { createLimiter, FloodgateError, MemoryStore, RedisStore } from '../src';
+import type { CreateLimiterOptions, MemoryStoreOptions, RedisStoreOptions } from '../src';
+
+interface Row {
+  /** What is wrong. */
+  label: string;
+  build: () => unknown;
+  /** The option the error must name. */
+  option: string;
+  /** How the bad value must appear after "got ". */
+  shown: string;
+  /** A fragment of the valid range the message must state. */
+  range: string;
+}
+
+const UNITS = 'a whole number from 1 to 1000000000';
+const DURATION = 'a whole number of milliseconds from 1 to 31536000000';
+const RATE = 'a number above 0 and at most 1000000';
+
+const limiter = (options: unknown) => () => createLimiter(options as CreateLimiterOptions);
+const memory = (options: unknown) => () => new MemoryStore(options as MemoryStoreOptions);
+// A client that never connects (lazyConnect, and no command is sent): only its shape is checked.
+const idle = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, autoResendUnfulfilledCommands: false });
+const redis = (options: unknown) => () => new RedisStore(options as RedisStoreOptions);
+
+const ROWS: Row[] = [
+  { label: 'limit 0', build: limiter({ limit: 0 }), option: 'options.limit', shown: '0', range: UNITS },
+  { label: 'negative limit', build: limiter({ limit: -5 }), option: 'options.limit', shown: '-5', range: UNITS },
+  { label: 'fractional limit', build: limiter({ limit: 1.5 }), option: 'options.limit', shown: '1.5', range: UNITS },
+  { label: 'NaN limit', build: limiter({ limit: Number.NaN }), option: 'options.limit', shown: 'NaN', range: UNITS },
+  { label: 'limit as a string', build: limiter({ limit: '10' }), option: 'options.limit', shown: '"10"', range: UNITS },
+  { label: 'limit above the maximum', build: limiter({ limit: 1_000_000_001 }), option: 'options.limit', shown: '1000000001', range: UNITS },
+  { label: 'no limit for a window algorithm', build: limiter({ algorithm: 'fixed-window' }), option: 'options.limit', shown: 'undefined', range: UNITS },
+  { label: 'windowMs 0', build: limiter({ limit: 5, windowMs: 0 }), option: 'options.windowMs', shown: '0', range: DURATION },
+  { label: 'negative windowMs', build: limiter({ limit: 5, windowMs: -1000 }), option: 'options.windowMs', shown: '-1000', range: DURATION },
+  { label: 'fractional windowMs', build: limiter({ limit: 5, windowMs: 1.5 }), option: 'options.windowMs', shown: '1.5', range: DURATION },
+  { label: 'infinite windowMs', build: limiter({ limit: 5, windowMs: Infinity }), option: 'options.windowMs', shown: 'Infinity', range: DURATION },
+  { label: 'unknown duration unit', build: limiter({ limit: 5, windowMs: '1 fortnight' }), option: 'options.windowMs', shown: '"1 fortnight"', range: "'30s'" },
+  { label: 'windowMs over a year', build: limiter({ limit: 5, windowMs: '366d' }), option: 'options.windowMs', shown: '"366d"', range: DURATION },
+  { label: 'unknown algorithm', build: limiter({ limit: 5, algorithm: 'leaky-bucket' }), option: 'options.algorithm', shown: '"leaky-bucket"', range: 'one of fixed-window, sliding-window-log, sliding-window-counter, token-bucket, gcra' },
+  { label: 'burst 0', build: limiter({ algorithm: 'token-bucket', burst: 0, refillPerSecond: 1 }), option: 'options.burst', shown: '0', range: UNITS },
+  { label: 'fractional burst', build: limiter({ algorithm: 'gcra', burst: 2.5, refillPerSecond: 1 }), option: 'options.burst', shown: '2.5', range: UNITS },
+  { label: 'no burst nor limit', build: limiter({ algorithm: 'gcra', refillPerSecond: 1 }), option: 'options.burst', shown: 'undefined', range: 'a whole number from 1' },
+  { label: 'refill 0', build: limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: 0 }), option: 'options.refillPerSecond', shown: '0', range: RATE },
+  { label: 'negative refill', build: limiter({ algorithm: 'gcra', burst: 5, refillPerSecond: -1 }), option: 'options.refillPerSecond', shown: '-1', range: RATE },
+  { label: 'infinite refill', build: limiter({ algorithm: 'gcra', burst: 5, refillPerSecond: Infinity }), option: 'options.refillPerSecond', shown: 'Infinity', range: RATE },
+  { label: 'NaN refill', build: limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: Number.NaN }), option: 'options.refillPerSecond', shown: 'NaN', range: RATE },
+  { label: 'refill above the maximum', build: limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: 2e6 }), option: 'options.refillPerSecond', shown: '2000000', range: RATE },
+  { label: 'burst with a window algorithm', build: limiter({ algorithm: 'fixed-window', limit: 5, burst: 10 }), option: 'options.burst', shown: '10', range: 'token-bucket and gcra' },
+  { label: 'refillPerSecond with a window algorithm', build: limiter({ algorithm: 'sliding-window-log', limit: 5, refillPerSecond: 2 }), option: 'options.refillPerSecond', shown: '2', range: 'token-bucket and gcra' },
+  { label: 'name with a space', build: limiter({ limit: 5, name: 'per minute' }), option: 'options.name', shown: '"per minute"', range: '[A-Za-z0-9_.-]{1,64}' },
+  { label: 'empty name', build: limiter({ limit: 5, name: '' }), option: 'options.name', shown: '""', range: '[A-Za-z0-9_.-]{1,64}' },
+  { label: 'prefix with a colon', build: limiter({ limit: 5, prefix: 'a:b' }), option: 'prefix', shown: '"a:b"', range: '[A-Za-z0-9_.-]{1,32}' },
+  { label: 'prefix too long', build: limiter({ limit: 5, prefix: 'p'.repeat(33) }), option: 'prefix', shown: `"${'p'.repeat(33)}"`, range: '[A-Za-z0-9_.-]{1,32}' },
+  { label: 'prefix a number', build: limiter({ limit: 5, prefix: 5 }), option: 'prefix', shown: '5', range: '[A-Za-z0-9_.-]{1,32}' },
+  { label: 'empty limits', build: limiter({ limits: [] }), option: 'limits', shown: '[]', range: 'an array of 1 to 16 limit objects' },
+  { label: 'limits not an array', build: limiter({ limits: 'many' }), option: 'limits', shown: '"many"', range: 'an array of 1 to 16 limit objects' },
+  { label: '17 limits', build: limiter({ limits: Array.from({ length: 17 }, (_, i) => ({ name: `l${i}`, limit: 5 })) }), option: 'limits', shown: '[{"name":"l0"', range: 'an array of 1 to 16 limit objects' },
+  { label: 'a bad limit inside limits', build: limiter({ limits: [{ limit: 5 }, { limit: 0 }] }), option: 'limits[1].limit', shown: '0', range: UNITS },
+  { label: 'a bad window inside limits', build: limiter({ limits: [{ limit: 5, windowMs: '5 s' }, { limit: 5, windowMs: 'soon' }] }), option: 'limits[1].windowMs', shown: '"soon"', range: DURATION },
+  { label: 'duplicate limit names', build: limiter({ limits: [{ name: 'a', limit: 5 }, { name: 'a', limit: 9 }] }), option: 'limits', shown: '"a"', range: 'unique `name`s' },
+  { label: 'top-level limit with limits', build: limiter({ limit: 5, limits: [{ limit: 5 }] }), option: 'limit', shown: '5', range: 'when `limits` is given' },
+  { label: 'a store that is not one', build: limiter({ limit: 5, store: {} }), option: 'store', shown: '{}', range: 'a Store such as new MemoryStore()' },
+  { label: 'unknown failMode', build: limiter({ limit: 5, failMode: 'sideways' }), option: 'failMode', shown: '"sideways"', range: 'one of open, closed, local' },
+  { label: 'instances 0', build: limiter({ limit: 5, instances: 0 }), option: 'instances', shown: '0', range: 'a whole number from 1 to 10000' },
+  { label: 'negative blockCacheSize', build: limiter({ limit: 5, blockCacheSize: -1 }), option: 'blockCacheSize', shown: '-1', range: 'a whole number from 0' },
+  { label: 'fractional blockCacheSize', build: limiter({ limit: 5, blockCacheSize: 1.5 }), option: 'blockCacheSize', shown: '1.5', range: 'a whole number from 0' },
+  { label: 'blockCacheSize as a string', build: limiter({ limit: 5, blockCacheSize: 'big' }), option: 'blockCacheSize', shown: '"big"', range: 'a whole number from 0' },
+  { label: 'clock not a function', build: limiter({ limit: 5, clock: 'now' }), option: 'clock', shown: '"now"', range: 'a function' },
+  { label: 'MemoryStore maxKeys 0', build: memory({ maxKeys: 0 }), option: 'maxKeys', shown: '0', range: 'a whole number from 1 to 100000000' },
+  { label: 'MemoryStore fractional maxKeys', build: memory({ maxKeys: 2.5 }), option: 'maxKeys', shown: '2.5', range: 'a whole number from 1 to 100000000' },
+  { label: 'MemoryStore clock not a function', build: memory({ clock: 5 }), option: 'clock', shown: '5', range: 'a function returning the time in ms' },
+  { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis Redis or Cluster instance' },
+  { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis Redis or Cluster instance' },
+  { label: 'RedisStore timeoutMs 0', build: redis({ client: idle, timeoutMs: 0 }), option: 'timeoutMs', shown: '0', range: 'from 1 to 60000' },
+  { label: 'RedisStore timeoutMs above a minute', build: redis({ client: idle, timeoutMs: 60_001 }), option: 'timeoutMs', shown: '60001', range: 'from 1 to 60000' },
+  { label: 'RedisStore timeoutMs not a duration', build: redis({ client: idle, timeoutMs: 'soon' }), option: 'timeoutMs', shown: '"soon"', range: 'from 1 to 60000' },
+  { label: 'RedisStore test clock not a function', build: redis({ client: idle, UNSAFE_testClock: 5 }), option: 'UNSAFE_testClock', shown: '5', range: 'a function returning ms' },
+];
+
+afterAll(() => idle.disconnect());
+
+describe('invalid options throw FG_INVALID_OPTION at construction', () => {
+  it.each(ROWS.map((row) => [row.label, row] as const))('%s', (_label, row) => {
+    let thrown: unknown;
+    try {
+      row.build();
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(FloodgateError);
+    const error = thrown as FloodgateError;
+    expect({ code: error.code, option: error.option }).toEqual({ code: 'FG_INVALID_OPTION', option: row.option });
+    expect(error.message).toContain(`\`${row.option}\``);
+    expect(error.message).toContain(`got ${row.shown}`);
+    expect(error.message).toContain(row.range);
+  });
+});
+
+describe('the same options, valid, construct', () => {
+  it('a valid value next to each bad one is accepted', () => {
+    expect(() => createLimiter({ limit: 1_000_000_000, windowMs: '365d', prefix: 'p'.repeat(32), name: 'n'.repeat(64) })).not.toThrow();
+    expect(() => createLimiter({ algorithm: 'gcra', burst: 1, refillPerSecond: 1_000_000 })).not.toThrow();
+    expect(() => createLimiter({ limits: Array.from({ length: 16 }, (_, i) => ({ name: `l${i}`, limit: 5 })) })).not.toThrow();
+    expect(() => createLimiter({ limit: 5, blockCacheSize: 0, clock: () => 0 })).not.toThrow();
+    expect(() => new MemoryStore({ maxKeys: 1, clock: () => 0 })).not.toThrow();
+    expect(() => new RedisStore({ client: idle, timeoutMs: '1m', UNSAFE_testClock: () => 0 })).not.toThrow();
+  });
+});

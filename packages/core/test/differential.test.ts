@@ -1,0 +1,245 @@
+// Differential test: seeded random sequences run on MemoryStore and RedisStore side by side must decide identically, step by step.
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import { MemoryStore, RedisStore, resolveLimiterOptions } from '../src';
+import type { LimiterOptions, StoreLimit, StoreRequest, StoreResult } from '../src';
+import { FakeClock } from './conformance/fake-clock';
+import { prng } from './support/prng';
+
+const SEED = Number(process.env.FLOODGATE_DIFF_SEED ?? 0x5eed_2024);
+const STEPS = Number(process.env.FLOODGATE_DIFF_STEPS ?? 3000);
+
+interface Profile {
+  name: string;
+  options: LimiterOptions;
+}
+
+const PROFILES: Profile[] = [
+  { name: 'fw', options: { algorithm: 'fixed-window', limit: 5, windowMs: 1000 } },
+  { name: 'fw-odd', options: { algorithm: 'fixed-window', limit: 3, windowMs: 777 } },
+  { name: 'swl', options: { algorithm: 'sliding-window-log', limit: 4, windowMs: 1500 } },
+  { name: 'swl-odd', options: { algorithm: 'sliding-window-log', limit: 7, windowMs: 333 } },
+  { name: 'swc', options: { algorithm: 'sliding-window-counter', limit: 6, windowMs: 1000 } },
+  { name: 'swc-odd', options: { algorithm: 'sliding-window-counter', limit: 3, windowMs: 777 } },
+  { name: 'tb', options: { algorithm: 'token-bucket', burst: 5, refillPerSecond: 3 } },
+  { name: 'tb-slow', options: { algorithm: 'token-bucket', burst: 3, refillPerSecond: 0.7 } },
+  { name: 'gcra', options: { algorithm: 'gcra', burst: 4, refillPerSecond: 7.5 } },
+  { name: 'gcra-frac', options: { algorithm: 'gcra', burst: 6, refillPerSecond: 1000 / 60 } },
+  {
+    name: 'multi-same',
+    options: { limits: [{ algorithm: 'fixed-window', limit: 3, windowMs: 1000 }, { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }] },
+  },
+  {
+    name: 'multi-a',
+    options: {
+      limits: [
+        { algorithm: 'sliding-window-counter', limit: 10, windowMs: 1000 },
+        { algorithm: 'fixed-window', limit: 30, windowMs: 10_000 },
+        { algorithm: 'sliding-window-log', limit: 3, windowMs: 300 },
+      ],
+    },
+  },
+  {
+    name: 'multi-b',
+    options: { limits: [{ algorithm: 'token-bucket', burst: 5, refillPerSecond: 2 }, { algorithm: 'gcra', burst: 8, refillPerSecond: 1 }] },
+  },
+  {
+    name: 'multi-all',
+    options: {
+      limits: [
+        { algorithm: 'fixed-window', limit: 8, windowMs: 2000 },
+        { algorithm: 'sliding-window-log', limit: 6, windowMs: 1000 },
+        { algorithm: 'sliding-window-counter', limit: 5, windowMs: 700 },
+        { algorithm: 'token-bucket', burst: 4, refillPerSecond: 3.3 },
+        { algorithm: 'gcra', burst: 7, refillPerSecond: 2.5 },
+      ],
+    },
+  },
+];
+
+const resolved = PROFILES.map((p) => {
+  const r = resolveLimiterOptions(p.options);
+  return { name: p.name, limits: r.limits.map((l) => l.store), suffixes: r.limits.map((l) => l.keySuffix), maxCost: r.maxCost };
+});
+
+/** The overall wait of a denial: the slowest denying limit; undefined when some limit can never admit. */
+function overallRetry(result: StoreResult): number | undefined {
+  let retry = 0;
+  for (const r of result.results) {
+    if (r.allowed) continue;
+    if (r.retryAfterMs < 0) return undefined;
+    retry = Math.max(retry, r.retryAfterMs);
+  }
+  return retry;
+}
+
+/**
+ * The real client, with every script call wrapped in MULTI: script, PTTL of its keys, PERSIST of
+ * its keys. Redis expires keys in real time while the scripts run on the fake clock, which jumps
+ * hours in a few real ms and stands still for many; without PERSIST a key could expire (real time)
+ * while its state still matters (fake time). PTTL, read atomically after the script, is the TTL the
+ * script set, compared with the twin's. Nothing else is touched: the script runs as in production.
+ */
+function persistingClient(raw: Redis, lastTtls: Map<string, number>): Redis {
+  const run = async (command: 'evalsha' | 'eval', script: string, numKeys: number, rest: (string | number)[]) => {
+    const keys = rest.slice(0, numKeys).map(String);
+    const multi = raw.multi();
+    multi[command](script, numKeys, ...rest);
+    for (const key of keys) multi.pttl(key);
+    for (const key of keys) multi.persist(key);
+    const replies = (await multi.exec()) ?? [];
+    const [error, reply] = replies[0];
+    if (error) throw error; // NOSCRIPT included: RedisStore falls back to EVAL, through here again
+    keys.forEach((key, i) => lastTtls.set(key, replies[1 + i][1] as number));
+    return reply;
+  };
+  return {
+    get status() {
+      return raw.status;
+    },
+    evalsha: (sha: string, numKeys: number, ...rest: (string | number)[]) => run('evalsha', sha, numKeys, rest),
+    eval: (source: string, numKeys: number, ...rest: (string | number)[]) => run('eval', source, numKeys, rest),
+    del: (...keys: string[]) => raw.del(...keys),
+  } as unknown as Redis;
+}
+
+interface MemoryEntry {
+  expiresAt: number;
+}
+
+/** MemoryStore's entry for a key (its private LRU, read without touching recency): to compare TTLs. */
+function memoryEntry(store: MemoryStore, key: string): MemoryEntry | undefined {
+  const entries = (store as unknown as { entries?: { peek(key: string): MemoryEntry | undefined } }).entries;
+  if (!entries || typeof entries.peek !== 'function') throw new Error('MemoryStore no longer keeps `entries`: update this test');
+  return entries.peek(key);
+}
+
+let server: RedisServer;
+let raw: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  raw = server.client({ autoResendUnfulfilledCommands: false });
+  await raw.ping();
+}, 30_000);
+
+afterAll(async () => {
+  raw?.disconnect();
+  await server?.stop();
+});
+
+it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (seed ${SEED})`, async () => {
+  const rnd = prng(SEED);
+  const clock = new FakeClock(1_699_999_200_000 + 4321);
+  const memory = new MemoryStore({ clock: clock.now });
+  const lastTtls = new Map<string, number>();
+  const redis = new RedisStore({ client: persistingClient(raw, lastTtls), timeoutMs: 10_000, UNSAFE_testClock: clock.now });
+  const run = Math.random().toString(36).slice(2, 8);
+  const history: string[] = [];
+  const stats = { consume: 0, peek: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0 };
+  const deniedBy: Record<string, number> = {};
+
+  const both = async (request: StoreRequest, what: string) => {
+    const before = request.keys.map((key) => memoryEntry(memory, key));
+    const expected = memory.evaluateSync(request);
+    lastTtls.clear();
+    const sent = performance.now();
+    const actual = await redis.evaluate(request);
+    // PEXPIRE and PTTL both ran within this round trip: the TTL read can trail by at most its length.
+    const slack = Math.ceil(performance.now() - sent) + 1;
+    history.push(`${what} -> ${JSON.stringify(expected)}`);
+    if (history.length > 25) history.shift();
+    if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+      throw new Error(`stores disagree (seed ${SEED}):\n  memory ${JSON.stringify(expected)}\n  redis  ${JSON.stringify(actual)}\nlast steps:\n${history.join('\n')}`);
+    }
+    // The TTL the script set must be the twin's: a key rewritten in memory got its TTL from the
+    // script (PTTL in the same MULTI: equal, or less by the real ms that passed in between); a key
+    // not rewritten got none (-1: persisted before; -2: absent).
+    request.keys.forEach((key, i) => {
+      const after = memoryEntry(memory, key);
+      const pttl = lastTtls.get(key);
+      if (after !== undefined && after !== before[i]) {
+        const want = after.expiresAt - clock.now();
+        stats.ttlChecks++;
+        if (!(pttl !== undefined && pttl <= want && pttl >= want - slack)) {
+          throw new Error(`TTL of ${key}: script set ${pttl} ms, twin ${want} ms, slack ${slack} ms (${what})\n${history.join('\n')}`);
+        }
+      } else if (!(pttl === -1 || pttl === -2)) {
+        throw new Error(`TTL of ${key}: script set ${pttl} ms, twin wrote nothing (${what})\n${history.join('\n')}`);
+      }
+    });
+    return expected;
+  };
+
+  let episode = { p: resolved[0], subject: 1 };
+  let episodeLeft = 0;
+  for (let step = 0; step < STEPS; step++) {
+    const roll = rnd.next();
+    const advance =
+      roll < 0.4 ? 0 : roll < 0.7 ? rnd.int(1, 20) : roll < 0.92 ? rnd.int(1, 500) : roll < 0.985 ? rnd.int(1, 5000) : rnd.int(1, 3 * 3_600_000);
+    if (advance > 20_000) stats.hourJumps++;
+    clock.advance(advance);
+    // Episodes on one key put it under pressure; a stray step on another key interleaves them.
+    if (episodeLeft-- <= 0) {
+      episode = { p: rnd.pick(resolved), subject: rnd.int(1, 2) };
+      episodeLeft = rnd.int(5, 40);
+    }
+    const { p, subject: n } = rnd.chance(0.1) ? { p: rnd.pick(resolved), subject: rnd.int(1, 2) } : episode;
+    const subject = `${p.name}-${n}`;
+    const keys = p.suffixes.map((suffix) => `diff-${run}:{${subject}}:${suffix}`);
+    const c = rnd.next();
+    const cost =
+      c < 0.08 ? 0 : c < 0.52 ? 1 : c < 0.92 ? rnd.int(Math.min(2, p.maxCost), p.maxCost) : rnd.int(p.maxCost + 1, p.maxCost + 3);
+    const mode = rnd.chance(0.8) ? 'consume' : 'peek';
+    stats[mode]++;
+    const request: StoreRequest = { keys, limits: p.limits, cost, mode };
+    const result = await both(request, `#${step} +${advance}ms ${subject} ${mode} cost ${cost}`);
+    if (result.allowed) {
+      stats.allowed++;
+      continue;
+    }
+    stats.denied++;
+    result.results.forEach((r, i) => {
+      if (!r.allowed) deniedBy[p.limits[i].algorithm] = (deniedBy[p.limits[i].algorithm] ?? 0) + 1;
+    });
+    const retry = overallRetry(result);
+    if (retry === undefined) {
+      stats.never++;
+      expect(cost).toBeGreaterThan(p.maxCost);
+      continue;
+    }
+    expect(retry).toBeGreaterThan(0);
+    if (!rnd.chance(0.5)) continue;
+    // retryAfterMs is exact on both stores: k ms later the wait is retry - k; at retry - 1 still
+    // denied; at retry admitted. Peeks only, clock moving forward.
+    stats.probes++;
+    const peek: StoreRequest = { ...request, mode: 'peek' };
+    const k = rnd.int(0, retry - 1);
+    clock.advance(k);
+    const mid = await both(peek, `#${step} probe +${k}ms of ${retry}`);
+    expect({ step, allowed: mid.allowed, retry: overallRetry(mid) }).toEqual({ step, allowed: false, retry: retry - k });
+    if (retry - k > 1) {
+      clock.advance(retry - k - 1);
+      const last = await both(peek, `#${step} probe at retry - 1 = ${retry - 1}`);
+      expect({ step, allowed: last.allowed, retry: overallRetry(last) }).toEqual({ step, allowed: false, retry: 1 });
+    }
+    clock.advance(1);
+    const at = await both(peek, `#${step} probe at retry = ${retry}`);
+    expect({ step, allowed: at.allowed }).toEqual({ step, allowed: true });
+  }
+  console.log(`differential (seed ${SEED}): ${JSON.stringify({ steps: STEPS, ...stats, deniedBy })}`);
+  // The sequence reached every corner it is meant to.
+  expect(stats.allowed).toBeGreaterThan(STEPS / 4);
+  expect(stats.denied).toBeGreaterThan(STEPS / 10);
+  expect(stats.never).toBeGreaterThan(0);
+  expect(stats.probes).toBeGreaterThan(STEPS / 40);
+  for (const algorithm of ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra']) {
+    expect({ algorithm, denials: (deniedBy[algorithm] ?? 0) > 20 }).toEqual({ algorithm, denials: true });
+  }
+}, 60_000);
+
+it('the sequence covers zero costs, costs above the limit and every algorithm (sanity of the generator)', () => {
+  const algorithms = new Set(resolved.flatMap((p) => p.limits.map((l: StoreLimit) => l.algorithm)));
+  expect([...algorithms].sort()).toEqual(['fixed-window', 'gcra', 'sliding-window-counter', 'sliding-window-log', 'token-bucket']);
+  expect(resolved.some((p) => p.limits.length >= 3)).toBe(true);
+});

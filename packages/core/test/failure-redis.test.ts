@@ -1,0 +1,479 @@
+// Failure modes against a real redis-server that the test kills, pauses (SIGSTOP) and restarts.
+import { runInThisContext } from 'node:vm';
+import {
+  createLimiter,
+  RedisStore,
+  subjectKey,
+  type CreateLimiterOptions,
+  type Decision,
+  type Limiter,
+  type Logger,
+  type Store,
+  type StoreErrorEvent,
+  type StoreRequest,
+  type StoreResult,
+} from '@floodgate/core';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+
+/** The real process (jest hands tests a sandboxed copy): where unhandled rejections are reported. */
+const host = runInThisContext('process') as NodeJS.Process;
+
+/** Counts the calls that reach the RedisStore (and when), to show what the breaker let through. */
+class CountingStore implements Store {
+  readonly name = 'redis';
+  readonly calls: number[] = [];
+  constructor(private readonly inner: RedisStore) {}
+  get timeoutMs() {
+    return this.inner.timeoutMs;
+  }
+  get warnings() {
+    return this.inner.warnings;
+  }
+  evaluate(request: StoreRequest): Promise<StoreResult> {
+    this.calls.push(performance.now());
+    return this.inner.evaluate(request);
+  }
+  reset(keys: readonly string[]): Promise<void> {
+    return this.inner.reset(keys);
+  }
+}
+
+interface Sample {
+  route: string;
+  subject: string;
+  firedAt: number;
+  ms: number;
+  decision: Decision;
+}
+
+/** Fires one request per route every `everyMs`, never waiting for answers, like independent clients. */
+function steadyLoad(routes: Record<string, { limiter: Limiter; subject: () => string }>, everyMs = 5) {
+  const samples: Sample[] = [];
+  const errors: unknown[] = [];
+  const pending = new Set<Promise<void>>();
+  const timer = setInterval(() => {
+    for (const [route, { limiter, subject }] of Object.entries(routes)) {
+      const firedAt = performance.now();
+      const who = subject();
+      const p = limiter.consume(who, { scope: route }).then(
+        (decision) => void samples.push({ route, subject: who, firedAt, ms: performance.now() - firedAt, decision }),
+        (error: unknown) => void errors.push(error),
+      );
+      pending.add(p);
+      void p.finally(() => pending.delete(p));
+    }
+  }, everyMs);
+  return {
+    samples,
+    errors,
+    /** Stops firing and waits for every request in flight; fails if any is still pending after 10 s (a hang). */
+    async stop(): Promise<void> {
+      clearInterval(timer);
+      let guard: NodeJS.Timeout | undefined;
+      const hung = await Promise.race([
+        Promise.all([...pending]).then(() => 0),
+        new Promise<number>((resolve) => (guard = setTimeout(() => resolve(pending.size), 10_000))),
+      ]);
+      clearTimeout(guard);
+      if (hung > 0) throw new Error(`${hung} requests still pending 10 s after the load stopped (hung)`);
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Answers per route collected during each fault (at least 6 for the local route: 5 admitted, then denials). */
+const MIN_SAMPLES = 15;
+/** Enough answers fired after `t` on every route (a loaded machine fires fewer per second). */
+const enough = (samples: Sample[], t: number) =>
+  ['open', 'closed', 'local'].every((route) => samples.filter((s) => s.route === route && s.firedAt > t).length >= MIN_SAMPLES);
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function stats(values: number[]): { n: number; median: number; worst: number } {
+  const sorted = [...values].sort((a, b) => a - b);
+  return { n: sorted.length, median: sorted[Math.floor(sorted.length / 2)] ?? NaN, worst: sorted[sorted.length - 1] ?? NaN };
+}
+
+const quietLogger = (): Logger & { lines: string[] } => {
+  const lines: string[] = [];
+  return { lines, warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+};
+
+const measurements: string[] = [];
+function measure(label: string, samples: Sample[]): void {
+  for (const route of [...new Set(samples.map((s) => s.route))]) {
+    const s = stats(samples.filter((x) => x.route === route).map((x) => x.ms));
+    measurements.push(`${label} ${route}: n=${s.n} median=${s.median.toFixed(2)} ms worst=${s.worst.toFixed(2)} ms`);
+  }
+}
+
+/** Every key under this prefix has a TTL (PTTL -1 would be a key kept forever). */
+async function keysWithoutTtl(client: Redis, prefix: string): Promise<string[]> {
+  const bad: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    for (const key of keys) if ((await client.pttl(key)) < 0 && (await client.exists(key))) bad.push(key);
+  } while (cursor !== '0');
+  return bad;
+}
+
+let server: RedisServer;
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => void unhandled.push(reason);
+const clients: Redis[] = [];
+
+beforeAll(async () => {
+  server = await startRedis();
+  host.on('unhandledRejection', onUnhandled);
+  host.on('uncaughtException', onUnhandled);
+});
+
+afterAll(async () => {
+  host.off('unhandledRejection', onUnhandled);
+  host.off('uncaughtException', onUnhandled);
+  for (const c of clients) c.disconnect();
+  await server?.stop();
+  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(measurements.join('\n'));
+});
+
+afterEach(() => {
+  expect(unhandled).toEqual([]);
+});
+
+/** A client as docs/failure-modes.md recommends: no resend of unanswered commands. */
+function client(options: Parameters<RedisServer['client']>[0] = {}): Redis {
+  const c = server.client({ autoResendUnfulfilledCommands: false, ...options });
+  clients.push(c);
+  return c;
+}
+
+const rnd = () => `t${Math.random().toString(36).slice(2, 10)}`;
+
+/** Three routes of one app on one store: fail open, fail closed, and local with a share of 10 / 2 = 5. */
+type TimedEvent = StoreErrorEvent & { at: number };
+
+function threeRoutes(store: Store, events: TimedEvent[], logger: Logger) {
+  const prefix = rnd();
+  const common: CreateLimiterOptions = {
+    store,
+    prefix,
+    algorithm: 'fixed-window',
+    windowMs: '10m',
+    breaker: { failureThreshold: 5, coolDownMs: 200, maxCoolDownMs: 400 },
+    onStoreError: (e) => events.push({ ...e, at: performance.now() }),
+    logger,
+  };
+  return {
+    prefix,
+    open: createLimiter({ ...common, limit: 1_000_000, failMode: 'open' }),
+    closed: createLimiter({ ...common, limit: 1_000_000, failMode: 'closed' }),
+    local: createLimiter({ ...common, limit: 10, failMode: 'local', instances: 2 }),
+  };
+}
+
+function checkDegraded(after: Sample[]): void {
+  const open = after.filter((s) => s.route === 'open');
+  const closed = after.filter((s) => s.route === 'closed');
+  const local = after.filter((s) => s.route === 'local');
+  for (const list of [open, closed, local]) expect(list.length).toBeGreaterThanOrEqual(MIN_SAMPLES);
+  for (const s of open) expect(s.decision).toMatchObject({ allowed: true, reason: 'fail-open', degraded: true, limit: null, remaining: null });
+  for (const s of closed) {
+    expect(s.decision).toMatchObject({ allowed: false, reason: 'fail-closed', degraded: true, limit: null, remaining: null });
+    expect(s.decision.retryAfterMs).toBeGreaterThanOrEqual(1_000);
+  }
+  // The local route keeps limiting: each subject gets its local share (5 of 10) and no more.
+  for (const s of local) expect(s.decision).toMatchObject({ reason: 'fail-local', degraded: true, limit: 5 });
+  const admitted = local.filter((s) => s.decision.allowed).length;
+  expect(admitted).toBe(5);
+  const denied = local.filter((s) => !s.decision.allowed);
+  expect(denied.length).toBe(local.length - 5);
+  for (const s of denied) expect(s.decision.retryAfterMs).toBeGreaterThan(0);
+}
+
+it('Redis killed under steady load: open serves, closed refuses with Retry-After, local limits; restarted: limiting resumes', async () => {
+  const events: TimedEvent[] = [];
+  const logger = quietLogger();
+  const c = client();
+  await c.ping(); // connected before the load starts, so 'before' means healthy
+  const store = new CountingStore(new RedisStore({ client: c }));
+  const app = threeRoutes(store, events, logger);
+  let localSubject = 'before';
+  const load = steadyLoad({
+    open: { limiter: app.open, subject: () => 'steady' },
+    closed: { limiter: app.closed, subject: () => 'steady' },
+    local: { limiter: app.local, subject: () => localSubject },
+  });
+  try {
+    await sleep(300);
+    await until('answers while healthy', () => enough(load.samples, 0));
+    const killedAt = performance.now();
+    localSubject = 'after-kill';
+    await server.kill();
+    await until('the breaker to open', () => events.some((e) => e.state === 'open'));
+    await sleep(600);
+    await until('answers during the outage', () => enough(load.samples, killedAt));
+    const restartAt = performance.now();
+    await server.restart();
+    const upAt = performance.now();
+    localSubject = 'after-restart';
+    await until('limiting to resume', () => load.samples.some((s) => s.firedAt > restartAt && s.route === 'closed' && s.decision.reason === 'allowed'));
+    await sleep(200);
+    await load.stop();
+    expect(load.errors).toEqual([]);
+
+    const before = load.samples.filter((s) => s.firedAt + s.ms < killedAt);
+    expect(before.length).toBeGreaterThan(10);
+    expect(before.every((s) => !s.decision.degraded)).toBe(true);
+
+    const during = load.samples.filter((s) => s.firedAt > killedAt && s.firedAt < restartAt);
+    checkDegraded(during);
+    measure('healthy', before);
+    measure('kill', during);
+    const closedAt = events.find((e) => e.state === 'closed' && e.at > restartAt)!.at;
+    measurements.push(`limiting resumed ${(closedAt - upAt).toFixed(0)} ms after redis-server answered PING again`);
+
+    // Each state change reported once (shared breaker, one hook), never once per request.
+    const states = events.map((e) => e.state);
+    expect(states[0]).toBe('open');
+    expect(states[states.length - 1]).toBe('closed');
+    for (let i = 1; i < states.length; i++) expect(states[i]).not.toBe(states[i - 1]);
+    expect(states.length).toBeLessThan(20);
+    expect(logger.lines.length).toBe(events.length);
+
+    // Resumed by itself: the store decides again, and still limits.
+    const after = load.samples.filter((s) => s.firedAt > restartAt && s.decision.reason !== 'fail-open' && s.decision.reason !== 'fail-closed' && s.decision.reason !== 'fail-local');
+    expect(after.length).toBeGreaterThan(0);
+    const fresh = createLimiter({ store, prefix: app.prefix, algorithm: 'fixed-window', limit: 3, windowMs: '10m', logger });
+    const decisions = [];
+    for (let i = 0; i < 4; i++) decisions.push(await fresh.consume('new-subject'));
+    expect(decisions.map((d) => d.reason)).toEqual(['allowed', 'allowed', 'allowed', 'limited']);
+    expect(decisions[3].degraded).toBe(false);
+    // Any request that hung would have failed stop(); none waited anywhere near it.
+    expect(stats(load.samples.map((s) => s.ms)).worst).toBeLessThan(5_000);
+    expect(await keysWithoutTtl(c, app.prefix)).toEqual([]);
+  } finally {
+    await load.stop().catch(() => undefined);
+  }
+});
+
+it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only probes wait on the store', async () => {
+  const events: TimedEvent[] = [];
+  const logger = quietLogger();
+  const c = client();
+  await c.ping();
+  const redis = new RedisStore({ client: c });
+  const store = new CountingStore(redis);
+  const app = threeRoutes(store, events, logger);
+  let localSubject = 'before';
+  const load = steadyLoad({
+    open: { limiter: app.open, subject: () => 'steady' },
+    closed: { limiter: app.closed, subject: () => 'steady' },
+    local: { limiter: app.local, subject: () => localSubject },
+  });
+  let paused = false;
+  try {
+    await sleep(300);
+    const pausedAt = performance.now();
+    localSubject = 'after-pause';
+    server.pause();
+    paused = true;
+    await until('the breaker to open', () => events.some((e) => e.state === 'open'));
+    const openedAt = performance.now();
+    await sleep(1_000);
+    await until('answers while the breaker is open', () => enough(load.samples, openedAt));
+    const resumedAt = performance.now();
+    server.resume();
+    paused = false;
+    await until('limiting to resume', () => events.some((e) => e.state === 'closed'));
+    await sleep(100);
+    await load.stop();
+    expect(load.errors).toEqual([]);
+
+    const during = load.samples.filter((s) => s.firedAt > pausedAt && s.firedAt < resumedAt);
+    checkDegraded(during);
+    measure('pause', during);
+    measure('pause, breaker open', during.filter((s) => s.firedAt > openedAt));
+
+    // While open, the store saw one call per probe and nothing else: no request waited on the
+    // hung Redis except the probe (and each probe waited at most the store's timeout).
+    const probes = events.filter((e) => e.state === 'half-open' && e.at > openedAt && e.at < resumedAt).length;
+    expect(probes).toBeGreaterThanOrEqual(1);
+    const callsWhileOpen = store.calls.filter((t) => t > openedAt && t < resumedAt).length;
+    expect(callsWhileOpen).toBe(probes);
+    const timeouts = events.filter((e) => e.state === 'open').map((e) => (e.error as Error).message);
+    expect(timeouts.every((m) => /did not answer within 100 ms/.test(m))).toBe(true);
+    expect(stats(during.map((s) => s.ms)).worst).toBeLessThan(5_000);
+    // SIGSTOP may land in the middle of a script: it finishes on SIGCONT, expiry included.
+    expect(await keysWithoutTtl(c, app.prefix)).toEqual([]);
+  } finally {
+    if (paused) server.resume();
+    await load.stop().catch(() => undefined);
+  }
+});
+
+it('a timed-out call is never sent again: queued scripts run once on resume, and the count matches the calls sent', async () => {
+  const prefix = rnd();
+  const c = client();
+  const store = new CountingStore(new RedisStore({ client: c }));
+  const limiter = createLimiter({
+    store,
+    prefix,
+    algorithm: 'fixed-window',
+    limit: 1_000,
+    windowMs: '10m',
+    breaker: { failureThreshold: 5, coolDownMs: 150 },
+    logger: quietLogger(),
+  });
+  const key = `${subjectKey(prefix, '', 'victim')}:default.fw`;
+  expect((await limiter.consume('victim')).reason).toBe('allowed');
+  await server.resetStats();
+  server.pause();
+  let paused = true;
+  try {
+    const decisions: Decision[] = [];
+    const t0 = performance.now();
+    while (performance.now() - t0 < 800) {
+      decisions.push(...(await Promise.all([limiter.consume('victim'), limiter.consume('victim'), limiter.consume('victim')])));
+      await sleep(5);
+    }
+    expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
+    const sent = store.calls.length - 1; // minus the call before the pause
+    expect(sent).toBeGreaterThanOrEqual(5);
+    expect(sent).toBeLessThan(decisions.length); // the breaker held most requests back
+    server.resume();
+    paused = false;
+    // The scripts Redis received while stopped run now, once each; wait until the count settles.
+    await until('the queued scripts to run', async () => Number(await c.hget(key, 'c')) >= 1 + sent, 5_000);
+    await sleep(300);
+    const counted = Number(await c.hget(key, 'c'));
+    const commands = await server.commandStats();
+    // Each request counted at most once, and Floodgate never re-sent: one EVALSHA per call, no EVAL.
+    expect(counted).toBe(1 + sent);
+    expect(commands.evalsha).toBe(sent);
+    expect(commands.eval ?? 0).toBe(0);
+    expect(await c.pttl(key)).toBeGreaterThan(0);
+  } finally {
+    if (paused) server.resume();
+  }
+});
+
+it('a timed-out call resent by ioredis after a restart is not followed by an EVAL (no late count)', async () => {
+  // The client ioredis gives by default: it resends unanswered commands after reconnecting, and
+  // here never gives up on them. Floodgate warns about it; the resend reaches a Redis without the
+  // script (NOSCRIPT), and the NOSCRIPT fallback must not run for a call that already timed out.
+  const prefix = rnd();
+  const logger = quietLogger();
+  const c = client({ autoResendUnfulfilledCommands: true, maxRetriesPerRequest: null });
+  const store = new CountingStore(new RedisStore({ client: c }));
+  const limiter = createLimiter({ store, prefix, limit: 1_000, windowMs: '10m', breaker: { failureThreshold: 1_000 }, logger });
+  expect(logger.lines.some((l) => /autoResendUnfulfilledCommands/.test(l))).toBe(true);
+  expect((await limiter.consume('other')).reason).toBe('allowed'); // connected, script loaded
+  server.pause();
+  const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consume('victim')));
+  expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
+  await server.kill(); // the 10 EVALSHA calls were written to the socket, never answered
+  await server.restart();
+  await until('ioredis to reconnect', () => c.status === 'ready');
+  await until('the resent calls to reach Redis', async () => ((await server.commandStats()).evalsha ?? 0) >= 10, 5_000);
+  await sleep(300);
+  const commands = await server.commandStats();
+  expect(commands.evalsha).toBe(10); // resent by ioredis, answered NOSCRIPT
+  expect(commands.eval ?? 0).toBe(0); // and Floodgate did not follow up
+  expect(await c.exists(`${subjectKey(prefix, '', 'victim')}:default.swc`)).toBe(0);
+});
+
+it('a script that fails while it runs (OOM) leaves every key with its TTL, for every algorithm', async () => {
+  const oom = await startRedis({ args: ['--maxmemory-policy', 'noeviction'] });
+  const c = oom.client({ autoResendUnfulfilledCommands: false });
+  try {
+    const prefix = rnd();
+    const algorithms = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'] as const;
+    const events: StoreErrorEvent[] = [];
+    const limiters = algorithms.map((algorithm) =>
+      createLimiter({
+        store: new RedisStore({ client: c }),
+        prefix,
+        algorithm,
+        limit: 50,
+        windowMs: '10m',
+        failMode: 'local',
+        breaker: { failureThreshold: 1_000 },
+        onStoreError: (e) => events.push(e),
+        logger: quietLogger(),
+      }),
+    );
+    for (const limiter of limiters) for (let i = 0; i < 3; i++) expect((await limiter.consume(`s${i}`, { cost: 2 })).reason).toBe('allowed');
+    // Past maxmemory, a script's first write fails inside the script (Redis checks OOM there).
+    await c.config('SET', 'maxmemory', '1'); // far below what an empty Redis already uses
+    const failed: Decision[] = [];
+    for (const limiter of limiters) {
+      for (let i = 0; i < 5; i++) failed.push(await limiter.consume(`s${i}`, { cost: 2 }));
+    }
+    // Redis refuses a script's first denyoom write (HSET, SET): fixed-window, sliding-window-counter,
+    // token-bucket and gcra fail inside the script. sliding-window-log's first write (ZREMRANGEBYSCORE)
+    // is not denyoom, and once a script has written Redis lets it finish: its calls may succeed.
+    for (const d of failed) expect(['fail-local', 'allowed']).toContain(d.reason);
+    expect(failed.filter((d) => d.reason === 'fail-local').length).toBeGreaterThanOrEqual(20);
+    expect(events.some((e) => e.state === 'open')).toBe(false); // threshold 1000: every call reached the script
+    expect(await keysWithoutTtl(c, prefix)).toEqual([]);
+    // The counts are exactly what the store admitted: a failed script wrote nothing.
+    await c.config('SET', 'maxmemory', '0');
+    for (const [i, limiter] of limiters.entries()) {
+      const s0 = failed[i * 5];
+      expect((await limiter.peek('s0', { cost: 0 })).remaining).toBe(50 - 2 - (s0.reason === 'allowed' ? 2 : 0));
+    }
+  } finally {
+    c.disconnect();
+    await oom.stop();
+  }
+});
+
+it('an app that starts while Redis is down answers at once, degraded, and starts limiting when Redis comes up', async () => {
+  const down = await startRedis();
+  await down.kill();
+  const c = down.client({ autoResendUnfulfilledCommands: false });
+  try {
+    const events: StoreErrorEvent[] = [];
+    const limiter = createLimiter({
+      store: new RedisStore({ client: c }),
+      prefix: rnd(),
+      algorithm: 'fixed-window',
+      limit: 2,
+      windowMs: '10m',
+      failMode: 'closed',
+      breaker: { failureThreshold: 3, coolDownMs: 100, maxCoolDownMs: 200 },
+      onStoreError: (e) => events.push(e),
+      logger: quietLogger(),
+    });
+    const early: { ms: number; d: Decision }[] = [];
+    for (let i = 0; i < 20; i++) {
+      const t0 = performance.now();
+      const d = await limiter.consume('u');
+      early.push({ ms: performance.now() - t0, d });
+      await sleep(5);
+    }
+    expect(early.every((x) => x.d.reason === 'fail-closed')).toBe(true);
+    expect(stats(early.map((x) => x.ms)).worst).toBeLessThan(5_000); // a hang guard, not a speed check
+    measurements.push(`start with Redis down (closed): ${JSON.stringify(stats(early.map((x) => Number(x.ms.toFixed(2)))))}`);
+    expect(events[0].state).toBe('open');
+    await down.restart();
+    // ioredis reconnects on its own schedule; then the next probe closes the breaker.
+    await until('limiting to start', async () => (await limiter.consume('probe')).reason !== 'fail-closed');
+    expect((await limiter.consume('v')).reason).toBe('allowed');
+    expect((await limiter.consume('v')).reason).toBe('allowed');
+    expect((await limiter.consume('v')).reason).toBe('limited');
+    expect(events[events.length - 1].state).toBe('closed');
+  } finally {
+    c.disconnect();
+    await down.stop();
+  }
+});

@@ -1,0 +1,144 @@
+// Race test: separate Node processes, hundreds of requests in flight on one subject, one redis-server: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
+import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import { createLimiter, RedisStore, type AlgorithmName } from '../src';
+import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
+
+const PROCESSES = 4;
+const IN_FLIGHT = Number(process.env.FLOODGATE_RACE_IN_FLIGHT ?? 150); // per process, all at once
+const LIMIT = 100;
+const ROUNDS: readonly (AlgorithmName | 'naive')[] = ['naive', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
+const REPO = join(__dirname, '..', '..', '..');
+const ARTIFACT = join(REPO, '.artifacts', 'race-results.json');
+
+type Done = Extract<RaceReply, { type: 'done' }>;
+
+let server: RedisServer;
+let client: Redis;
+const children: ChildProcess[] = [];
+const prefix = `race-${Math.random().toString(36).slice(2, 8)}`;
+
+/** The next message of a given type from a child, or a failure naming it. */
+function next<T extends RaceReply['type']>(child: ChildProcess, type: T, timeoutMs: number): Promise<Extract<RaceReply, { type: T }>> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => finish(new Error(`child ${child.pid}: no '${type}' within ${timeoutMs} ms`)), timeoutMs);
+    const onMessage = (message: RaceReply) => {
+      if (message.type === 'error') finish(new Error(`child ${child.pid}: ${message.message}`));
+      else if (message.type === type) finish(undefined, message as Extract<RaceReply, { type: T }>);
+    };
+    const onExit = (code: number | null) => finish(new Error(`child ${child.pid} exited (${code}) before '${type}'`));
+    function finish(error?: Error, message?: Extract<RaceReply, { type: T }>) {
+      clearTimeout(timer);
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (error) reject(error);
+      else resolve(message!);
+    }
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+  });
+}
+
+beforeAll(async () => {
+  server = await startRedis();
+  client = server.client({ autoResendUnfulfilledCommands: false });
+  // The child runs the TypeScript sources compiled by SWC on require, as jest does (ts-node takes
+  // seconds per process to load the TypeScript compiler; this takes a tenth of one).
+  const register = join(__dirname, 'race', 'swc-register.js');
+  for (let i = 0; i < PROCESSES; i++) {
+    children.push(
+      fork(join(__dirname, 'race', 'race-child.ts'), [], {
+        cwd: REPO,
+        execArgv: ['-r', register],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      }),
+    );
+  }
+  const setup: RaceSetup = { type: 'setup', port: server.port, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
+  await Promise.all(
+    children.map((child) => {
+      const ready = next(child, 'ready', 40_000);
+      child.send(setup);
+      return ready;
+    }),
+  );
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(
+    children.map(
+      (child) =>
+        new Promise<void>((resolve) => {
+          if (child.exitCode !== null || child.signalCode !== null) return resolve();
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+          child.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          if (child.connected) child.send({ type: 'exit' });
+          else child.kill('SIGKILL');
+        }),
+    ),
+  );
+  client?.disconnect();
+  await server?.stop();
+});
+
+it(`${PROCESSES} processes x ${IN_FLIGHT} requests in flight on one subject: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
+  const results: Record<string, unknown> = {};
+  const subject = 'one-shared-subject';
+  const naiveKey = `${prefix}:naive`;
+  await client.set(naiveKey, '0', 'PX', 3_600_000); // so that the control's key has a TTL as well
+  const store = new RedisStore({ client, timeoutMs: 5_000 });
+
+  for (const round of ROUNDS) {
+    const go: RaceGo = { type: 'go', round, subject, naiveKey };
+    const done = await Promise.all(
+      children.map((child) => {
+        const reply = next(child, 'done', 40_000);
+        child.send(go);
+        return reply;
+      }),
+    );
+    const sum = (pick: (d: Done) => number) => done.reduce((total, d) => total + pick(d), 0);
+    // The bursts overlapped in time: the last process started before the first one finished.
+    const overlapMs = Math.min(...done.map((d) => d.endedAt)) - Math.max(...done.map((d) => d.startedAt));
+    const summary = {
+      requests: sum((d) => d.sent),
+      admitted: sum((d) => d.admitted),
+      denied: sum((d) => d.denied),
+      failed: sum((d) => d.failed),
+      perProcess: done.map((d) => d.admitted),
+      inFlightAtFirstReply: done.map((d) => d.inFlightAtFirstReply),
+      overlapMs,
+    };
+    results[round] = round === 'naive' ? { ...summary, counterInRedis: Number(await client.get(naiveKey)) } : summary;
+
+    expect({ round, failed: summary.failed, requests: summary.requests }).toEqual({ round, failed: 0, requests: PROCESSES * IN_FLIGHT });
+    expect(summary.inFlightAtFirstReply.every((n) => n >= 100)).toBe(true);
+    if (round === 'naive') {
+      expect(summary.admitted).toBeGreaterThan(LIMIT);
+    } else {
+      expect({ round, admitted: summary.admitted }).toEqual({ round, admitted: LIMIT });
+      expect(summary.denied).toBe(PROCESSES * IN_FLIGHT - LIMIT);
+      // Redis agrees: the subject is exactly full.
+      const check = createLimiter({ store, prefix, algorithm: round, ...(round === 'token-bucket' || round === 'gcra' ? { burst: LIMIT, refillPerSecond: 1 / 3600 } : { limit: LIMIT, windowMs: '1h' }), blockCacheSize: 0, failMode: 'closed' });
+      const peek = await check.peek(subject);
+      expect({ round, allowed: peek.allowed, remaining: peek.remaining, degraded: peek.degraded }).toEqual({ round, allowed: false, remaining: 0, degraded: false });
+    }
+  }
+
+  // Every key written on Redis' own clock has a TTL: one per algorithm, plus the control's.
+  const keys = await client.keys(`${prefix}:*`);
+  const ttls = await Promise.all(keys.map((key) => client.pttl(key)));
+  expect(keys.length).toBe(ROUNDS.length);
+  expect(ttls.every((ttl) => ttl > 0)).toBe(true);
+
+  const report = { processes: PROCESSES, inFlightPerProcess: IN_FLIGHT, limit: LIMIT, rounds: results };
+  console.log(`race results:\n${JSON.stringify(report, null, 2)}`);
+  mkdirSync(join(REPO, '.artifacts'), { recursive: true });
+  writeFileSync(ARTIFACT, `${JSON.stringify({ ...report, at: new Date().toISOString() }, null, 2)}\n`);
+}, 60_000);

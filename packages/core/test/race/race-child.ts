@@ -1,0 +1,137 @@
+// One process of the race test: on 'go', fires N requests at once on one shared subject and reports how many were admitted.
+import { Cluster, Redis } from 'ioredis';
+import { createLimiter, RedisStore, type AlgorithmName, type Limiter, type LimitOptions } from '../../src';
+
+export interface RaceSetup {
+  type: 'setup';
+  port: number;
+  /** Startup nodes of a Redis Cluster (cluster-race.test.ts): connect to it instead of `port`. */
+  cluster?: { host: string; port: number }[];
+  prefix: string;
+  limit: number;
+  inFlight: number;
+}
+export interface RaceGo {
+  type: 'go';
+  round: AlgorithmName | 'naive';
+  subject: string;
+  naiveKey: string;
+}
+export type RaceReply =
+  | { type: 'ready'; pid: number }
+  | {
+      type: 'done';
+      round: string;
+      pid: number;
+      sent: number;
+      admitted: number;
+      denied: number;
+      /** Degraded decisions or rejected calls: a store failure, never counted as admitted. */
+      failed: number;
+      /** Requests already sent when the first answer arrived. */
+      inFlightAtFirstReply: number;
+      /** Wall-clock span of the burst (ms since the epoch), to show the processes overlapped. */
+      startedAt: number;
+      endedAt: number;
+    }
+  | { type: 'error'; message: string };
+
+const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
+
+let client: Redis | Cluster;
+let setup: RaceSetup;
+const limiters = new Map<AlgorithmName, Limiter>();
+
+function send(message: RaceReply): void {
+  process.send?.(message);
+}
+
+/** `limit` per hour; token-bucket and gcra get burst = limit, refilled 1 per hour: nothing refills during the race. */
+function optionsFor(algorithm: AlgorithmName, limit: number): LimitOptions {
+  return algorithm === 'token-bucket' || algorithm === 'gcra'
+    ? { algorithm, burst: limit, refillPerSecond: 1 / 3600 }
+    : { algorithm, limit, windowMs: '1h' };
+}
+
+async function onSetup(message: RaceSetup): Promise<void> {
+  setup = message;
+  client = message.cluster
+    ? new Cluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
+    : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  await client.ping();
+  const store = new RedisStore({ client, timeoutMs: 20_000 });
+  for (const algorithm of ALGORITHMS) {
+    const limiter = createLimiter({
+      ...optionsFor(algorithm, message.limit),
+      store,
+      prefix: message.prefix,
+      blockCacheSize: 0, // every request goes to Redis
+      failMode: 'closed', // a store failure is never an admission
+    });
+    await limiter.peek('warm-up'); // loads the script (NOSCRIPT -> EVAL) before the race
+    limiters.set(algorithm, limiter);
+  }
+  send({ type: 'ready', pid: process.pid });
+}
+
+async function onGo(message: RaceGo): Promise<void> {
+  let admitted = 0;
+  let denied = 0;
+  let failed = 0;
+  let sent = 0;
+  let inFlightAtFirstReply = -1;
+  const firstReply = () => {
+    if (inFlightAtFirstReply < 0) inFlightAtFirstReply = sent;
+  };
+  const startedAt = Date.now();
+  const requests: Promise<void>[] = [];
+  if (message.round === 'naive') {
+    // The control: GET, compare, INCR in separate round trips, no script, no MULTI.
+    for (let i = 0; i < setup.inFlight; i++) {
+      sent++;
+      requests.push(
+        (async () => {
+          const count = Number(await client.get(message.naiveKey));
+          firstReply();
+          if (count < setup.limit) {
+            await client.incr(message.naiveKey);
+            admitted++;
+          } else {
+            denied++;
+          }
+        })().catch(() => {
+          failed++;
+        }),
+      );
+    }
+  } else {
+    const limiter = limiters.get(message.round)!;
+    for (let i = 0; i < setup.inFlight; i++) {
+      sent++;
+      requests.push(
+        limiter.consume(message.subject).then(
+          (d) => {
+            firstReply();
+            if (d.degraded) failed++;
+            else if (d.allowed) admitted++;
+            else denied++;
+          },
+          () => {
+            firstReply();
+            failed++;
+          },
+        ),
+      );
+    }
+  }
+  await Promise.all(requests);
+  send({ type: 'done', round: message.round, pid: process.pid, sent, admitted, denied, failed, inFlightAtFirstReply, startedAt, endedAt: Date.now() });
+}
+
+process.on('message', (message: RaceSetup | RaceGo | { type: 'exit' }) => {
+  const handle =
+    message.type === 'setup' ? onSetup(message) : message.type === 'go' ? onGo(message) : Promise.resolve(client?.disconnect()).then(() => process.exit(0));
+  handle.catch((error: unknown) => send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }));
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,93 @@
+// @floodgate/express: rateLimit(options) middleware for Express 4 and 5. The core decides; this translates.
+import {
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiter,
+  type HttpRateLimitOptions,
+  type HttpResult,
+  type RequestFacts,
+} from '@floodgate/core';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { FLOODGATE, currentRoutePattern, firstRoute, hasOwnLimiter, isRouteLevel } from './route-pattern';
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
+      rateLimit?: Decision;
+    }
+  }
+}
+
+/**
+ * Everything `createLimiter` and identity take (limit, windowMs, limits, store, prefix, failMode,
+ * apiKeyHeaders, ...) plus `cost`, `key`, `group`, `headers`, `retryAfterJitterMs`, `shadow`,
+ * `handler` and the hooks `onLimited` and `onDecision`; functions get the Express `req`.
+ * See docs/adapters.md for every option and its default.
+ */
+export type RateLimitOptions = HttpRateLimitOptions<Request>;
+export type { Decision, RateLimitEvent } from '@floodgate/core';
+
+/** An Express middleware that also makes route-level middlewares from its own options. */
+export interface RateLimitMiddleware extends RequestHandler {
+  /**
+   * A middleware for one route: `overrides` merged over this one's options, on the same store.
+   * `false` exempts the route from an app-level limiter. Mount it on the route:
+   * `router.post('/reports', limiter.route({ cost: 10 }), handler)`.
+   */
+  route(overrides: RateLimitOptions | false): RateLimitMiddleware;
+}
+
+function send(res: Response, result: HttpResult): void {
+  res.status(result.status as number);
+  if (result.contentType) res.setHeader('Content-Type', result.contentType);
+  if (result.body === undefined) res.end();
+  else res.send(result.body);
+}
+
+function facts(req: Request, route: string | undefined): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route };
+}
+
+function middleware(http: HttpLimiter<Request> | null): RateLimitMiddleware {
+  const handler = function floodgate(req: Request, res: Response, next: NextFunction): void {
+    if (!http) return next();
+    let pattern: string | undefined;
+    if (isRouteLevel(req, handler)) {
+      pattern = currentRoutePattern(req);
+    } else {
+      // Mounted app-wide: Express has not routed yet, so read its routers for the route it will reach.
+      const found = firstRoute(req, handler);
+      // A route with a Floodgate middleware of its own is decided there, once, not twice.
+      if (found && hasOwnLimiter(found.route)) return next();
+      pattern = found?.pattern;
+    }
+    http.handle(facts(req, pattern), req).then((result) => {
+      req.rateLimit = result.decision;
+      if (result.status === 'next') {
+        for (const [name, value] of result.headers) res.setHeader(name, value);
+        return next();
+      }
+      try {
+        for (const [name, value] of result.headers) res.setHeader(name, value);
+        send(res, result);
+      } catch (error) {
+        next(error); // e.g. a handler's body Express cannot send
+      }
+    }, next);
+  } as RateLimitMiddleware;
+  Object.defineProperty(handler, FLOODGATE, { value: true });
+  handler.route = (overrides) => middleware(http ? http.route(overrides) : null);
+  return handler;
+}
+
+/**
+ * Rate limiting for Express 4 and 5. App-wide, `app.use(rateLimit(options))` keys each request on
+ * the route it will reach (method + full pattern, e.g. 'GET /users/:id'); per route,
+ * `router.post('/reports', rateLimit({ cost: 10 }), handler)` or `limiter.route({ cost: 10 })`.
+ * A request that matches no route is limited in one '<unmatched>' bucket per caller.
+ */
+export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
+  return middleware(createHttpLimiter<Request>(options));
+}

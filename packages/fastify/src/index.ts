@@ -1,0 +1,107 @@
+// @floodgate/fastify: a Fastify 5 plugin; each route's config.rateLimit is applied once, when the route is registered.
+import {
+  createHttpLimiter,
+  invalidOption,
+  type Decision,
+  type HttpLimiter,
+  type HttpRateLimitOptions,
+  type RequestFacts,
+} from '@floodgate/core';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import fp from 'fastify-plugin';
+
+/** The request lifecycle hooks the limiter can run in. */
+export const RATE_LIMIT_HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
+export type RateLimitHook = (typeof RATE_LIMIT_HOOKS)[number];
+
+/**
+ * Everything `createLimiter` and identity take (limit, windowMs, limits, store, prefix, failMode,
+ * apiKeyHeaders, ...) plus `cost`, `key`, `group`, `headers`, `retryAfterJitterMs`, `shadow`,
+ * `handler` and the hooks `onLimited` and `onDecision`; functions get the Fastify `request`.
+ * See docs/adapters.md for every option and its default.
+ */
+export interface RateLimitOptions extends HttpRateLimitOptions<FastifyRequest> {
+  /**
+   * The lifecycle hook the limiter runs in. 'onRequest' rejects before the body is read, the
+   * cheapest; choose a later one, e.g. 'preHandler', when `key` needs authentication to have run
+   * (its hooks must then be registered before this plugin, or on the route). Default 'onRequest'.
+   */
+  hook?: RateLimitHook;
+}
+
+/** A route's `config.rateLimit`: overrides merged over the plugin's options, or false for no limit. */
+export type RouteRateLimitConfig = RateLimitOptions | false;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Floodgate's per-route options, merged over the plugin's once at registration; false: not limited. */
+    rateLimit?: RouteRateLimitConfig;
+  }
+  interface FastifyRequest {
+    /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
+    rateLimit?: Decision;
+  }
+}
+
+export type { Decision, RateLimitEvent } from '@floodgate/core';
+
+type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+function hookName(option: string, value: unknown): RateLimitHook {
+  if (value === undefined) return 'onRequest';
+  if (!RATE_LIMIT_HOOKS.includes(value as RateLimitHook)) invalidOption(option, value, `one of ${RATE_LIMIT_HOOKS.join(', ')}`);
+  return value as RateLimitHook;
+}
+
+function facts(request: FastifyRequest, route: string | undefined): RequestFacts {
+  return { ip: request.ip, headers: request.headers, method: request.method, route };
+}
+
+/** The hook for one route: the pattern is fixed at registration, never looked up per request. */
+function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined): Hook {
+  return async function floodgate(request, reply) {
+    const result = await http.handle(facts(request, pattern), request);
+    request.rateLimit = result.decision;
+    for (const [name, value] of result.headers) reply.header(name, value);
+    if (result.status === 'next') return;
+    reply.code(result.status);
+    if (result.contentType) reply.type(result.contentType);
+    return reply.send(result.body);
+  };
+}
+
+function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {
+  const existing = route[name] as unknown;
+  const list = existing === undefined ? [] : Array.isArray(existing) ? existing : [existing];
+  (route as unknown as Record<string, unknown>)[name] = [...list, hook];
+}
+
+const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) => {
+  const { hook, ...global } = options ?? {};
+  const defaultHook = hookName('hook', hook);
+  const http = createHttpLimiter<FastifyRequest>(global);
+  // Declared up front so every request object keeps one shape (Fastify's advice for request properties).
+  if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+
+  fastify.addHook('onRoute', (route) => {
+    const config = route.config?.rateLimit;
+    if (config === false) return;
+    if (config !== undefined && (config === null || typeof config !== 'object')) {
+      invalidOption(`${route.url} config.rateLimit`, config, 'an options object, or false for no limit');
+    }
+    const { hook: routeHook, ...overrides } = config ?? {};
+    const limiter = http.route(config ? overrides : undefined)!;
+    addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url));
+  });
+
+  // Requests that match no route never pass a route's hooks: limit them in one '<unmatched>'
+  // bucket per caller, so scanning for URLs costs quota without minting buckets.
+  const notFound = limitHook(http, undefined);
+  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply) =>
+    request.is404 ? notFound(request, reply) : Promise.resolve(),
+  );
+};
+
+/** The plugin: `await app.register(rateLimit, options)`; per route, `config: { rateLimit: {...} | false }`. */
+export const rateLimit = fp(plugin, { fastify: '5.x', name: '@floodgate/fastify' });
+export default rateLimit;

@@ -1,0 +1,80 @@
+// Fastify specifics: route config applied at registration, prefixes, the hook option, and option errors.
+import type { AddressInfo } from 'node:net';
+import { MemoryStore } from '@floodgate/core';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { rateLimit, type RateLimitOptions } from '../src';
+
+const apps: FastifyInstance[] = [];
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
+});
+
+async function listen(app: FastifyInstance) {
+  apps.push(app);
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return (url: string, init?: RequestInit) => fetch(`http://127.0.0.1:${port}${url}`, init);
+}
+
+function setup(extra: RateLimitOptions = {}) {
+  const scopes: string[] = [];
+  return { options: { store: new MemoryStore(), limit: 5, onDecision: (e: { scope: string }) => scopes.push(e.scope), ...extra }, scopes };
+}
+
+it('keys on the route pattern, prefix included, fixed when the route is registered', async () => {
+  const { options, scopes } = setup();
+  const app = Fastify();
+  await app.register(rateLimit, options);
+  await app.register(
+    async (api) => {
+      api.get('/users/:id', async (request) => ({ remaining: request.rateLimit?.remaining }));
+    },
+    { prefix: '/v1/:tenant' },
+  );
+  const get = await listen(app);
+  expect(await (await get('/v1/acme/users/1')).json()).toEqual({ remaining: 4 });
+  expect(await (await get('/v1/other/users/2')).json()).toEqual({ remaining: 3 });
+  expect(scopes).toEqual(['GET /v1/:tenant/users/:id', 'GET /v1/:tenant/users/:id']);
+});
+
+it("runs in 'preHandler' when asked, so a key can use what authentication set", async () => {
+  const { options } = setup({
+    hook: 'preHandler',
+    limit: 1,
+    key: (request) => (request as unknown as { user?: string }).user,
+  });
+  const app = Fastify();
+  app.decorateRequest('user', undefined);
+  app.addHook('preValidation', async (request) => {
+    (request as unknown as { user?: string }).user = String(request.headers['x-token'] ?? '');
+  });
+  await app.register(rateLimit, options);
+  app.get('/a', async () => 'ok');
+  const get = await listen(app);
+  expect((await get('/a', { headers: { 'x-token': 'alice' } })).status).toBe(200);
+  expect((await get('/a', { headers: { 'x-token': 'alice' } })).status).toBe(429);
+  expect((await get('/a', { headers: { 'x-token': 'bob' } })).status).toBe(200);
+});
+
+it('lets one route override the hook and skips routes with rateLimit: false', async () => {
+  const { options, scopes } = setup();
+  const app = Fastify();
+  await app.register(rateLimit, options);
+  app.get('/free', { config: { rateLimit: false } }, async () => 'ok');
+  app.get('/late', { config: { rateLimit: { hook: 'preHandler', cost: 2 } } }, async (request) => ({ remaining: request.rateLimit?.remaining }));
+  const get = await listen(app);
+  const free = await get('/free');
+  expect(free.headers.get('ratelimit-limit')).toBeNull();
+  expect(await (await get('/late')).json()).toEqual({ remaining: 3 });
+  expect(scopes).toEqual(['GET /late']);
+});
+
+it('throws for bad plugin options and bad route config when the app starts', async () => {
+  const bad = Fastify();
+  await expect(bad.register(rateLimit, { hook: 'onSend' as never })).rejects.toThrow(/Invalid option `hook`/);
+  const route = Fastify();
+  await route.register(rateLimit, { store: new MemoryStore() });
+  expect(() => route.get('/x', { config: { rateLimit: { cost: -3 } } }, async () => 'ok')).toThrow(/Invalid option `cost`/);
+  expect(() => route.get('/y', { config: { rateLimit: 'yes' as never } }, async () => 'ok')).toThrow(/config.rateLimit/);
+  await route.close();
+});

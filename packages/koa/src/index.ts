@@ -1,0 +1,107 @@
+// @floodgate/koa: rateLimit(options) as Koa middleware, on the app or on one @koa/router route. The core decides.
+import {
+  createHttpLimiter,
+  type Decision,
+  type HttpLimiter,
+  type HttpRateLimitOptions,
+  type RequestFacts,
+} from '@floodgate/core';
+import type { Context, Middleware, Next } from 'koa';
+
+declare module 'koa' {
+  interface DefaultState {
+    /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
+    rateLimit?: Decision;
+  }
+}
+
+/**
+ * Everything `createLimiter` and identity take (limit, windowMs, limits, store, prefix, failMode,
+ * apiKeyHeaders, ...) plus `cost`, `key`, `group`, `headers`, `retryAfterJitterMs`, `shadow`,
+ * `handler` and the hooks `onLimited` and `onDecision`; functions get the Koa `ctx`.
+ * See docs/adapters.md for every option and its default.
+ */
+export type RateLimitOptions = HttpRateLimitOptions<Context>;
+export type { Decision, RateLimitEvent } from '@floodgate/core';
+
+/** Koa middleware that also makes route-level middlewares from its own options. */
+export interface RateLimitMiddleware extends Middleware {
+  /**
+   * A middleware for one route: `overrides` merged over this one's options, on the same store.
+   * `false` exempts the route from an app-level limiter: `router.get('/health', limiter.route(false), h)`.
+   */
+  route(overrides: RateLimitOptions | false): RateLimitMiddleware;
+}
+
+/** Marks Floodgate's middleware, so an app-level one can see that a route has its own. */
+const FLOODGATE = Symbol.for('floodgate.koa.middleware');
+
+/** The parts of @koa/router (v12 to v15) read here: its layers and its public match(). */
+interface RouterLayer {
+  path: string;
+  methods: string[];
+  stack: unknown[];
+}
+interface Router {
+  opts?: { routerPath?: string };
+  match(path: string, method: string): { pathAndMethod: RouterLayer[] };
+  matchHost?(host: string): boolean;
+}
+type RoutedContext = Context & { matched?: RouterLayer[]; _matchedRoute?: string };
+
+const isRoute = (layer: RouterLayer, method: string) => layer.methods.includes(method);
+const hasOwnLimiter = (layer: RouterLayer) =>
+  layer.stack.some((fn) => typeof fn === 'function' && FLOODGATE in fn);
+
+/** Before any router ran: ask the app's routers (their dispatch functions carry `.router`) which route will match. */
+function upcomingRoute(ctx: Context): RouterLayer | undefined {
+  for (const fn of ctx.app.middleware as { router?: Router }[]) {
+    const router = fn.router;
+    if (!router || typeof router.match !== 'function' || (router.matchHost && !router.matchHost(ctx.host))) continue;
+    const found = router.match(router.opts?.routerPath || ctx.path, ctx.method).pathAndMethod.find((l) => isRoute(l, ctx.method));
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** The route layer this request is in or will reach, and whether `mw` runs inside that layer's own stack. */
+function locate(ctx: RoutedContext, mw: unknown): { layer?: RouterLayer; own: boolean } {
+  if (!ctx.matched) return { layer: upcomingRoute(ctx), own: false };
+  const current = ctx.matched.find((l) => l.path === ctx._matchedRoute && isRoute(l, ctx.method) && l.stack.includes(mw));
+  if (current) return { layer: current, own: true };
+  return { layer: ctx.matched.find((l) => isRoute(l, ctx.method)), own: false };
+}
+
+function facts(ctx: Context, route: string | undefined): RequestFacts {
+  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route };
+}
+
+function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
+  const mw = async function floodgate(ctx: Context, next: Next): Promise<unknown> {
+    if (!http) return next();
+    const { layer, own } = locate(ctx, mw);
+    // A route with a Floodgate middleware of its own is decided there, once, not twice.
+    if (!own && layer && hasOwnLimiter(layer)) return next();
+    const result = await http.handle(facts(ctx, layer?.path), ctx);
+    ctx.state.rateLimit = result.decision;
+    for (const [name, value] of result.headers) ctx.set(name, value);
+    if (result.status === 'next') return next();
+    ctx.status = result.status;
+    ctx.body = result.body ?? '';
+    if (result.contentType) ctx.type = result.contentType;
+    return undefined;
+  } as RateLimitMiddleware;
+  Object.defineProperty(mw, FLOODGATE, { value: true });
+  mw.route = (overrides) => middleware(http ? http.route(overrides) : null);
+  return mw;
+}
+
+/**
+ * Rate limiting for Koa. On the app, `app.use(rateLimit(options))` before the router keys each
+ * request on the @koa/router route it will reach (method + pattern); on one route,
+ * `router.post('/login', rateLimit({ limit: 5, windowMs: 60_000, failMode: 'closed' }), handler)`.
+ * A request that matches no route is limited in one '<unmatched>' bucket per caller.
+ */
+export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
+  return middleware(createHttpLimiter<Context>(options));
+}
