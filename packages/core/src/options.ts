@@ -92,6 +92,10 @@ function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string,
     if (typeof rate !== 'number' || !Number.isFinite(rate) || rate <= 0 || rate > 1_000_000) {
       invalidOption(`${option}.refillPerSecond`, rate, 'a number above 0 and at most 1000000');
     }
+    // gcra keeps whole microseconds; burst x emission interval must stay an exact double.
+    if (algorithm === 'gcra' && burst * Math.max(1, Math.floor(1e6 / rate + 0.5)) > Number.MAX_SAFE_INTEGER) {
+      invalidOption(`${option}.refillPerSecond`, rate, `a rate at which burst (${burst}) x 1e6 / refillPerSecond stays below 2^53 for gcra`);
+    }
     return {
       name,
       algorithm,
@@ -127,7 +131,11 @@ export function resolveLimiterOptions(options: LimiterOptions = {}): ResolvedLim
     if (!Array.isArray(options.limits) || options.limits.length < 1 || options.limits.length > 16) {
       invalidOption('limits', options.limits, 'an array of 1 to 16 limit objects');
     }
-    const defaults: LimitOptions = { algorithm: options.algorithm, windowMs: options.windowMs };
+    if (options.name !== undefined) {
+      invalidOption('name', options.name, 'no top-level `name` when `limits` is given (name each limit)');
+    }
+    // Top-level algorithm, windowMs and refillPerSecond are defaults for every limit.
+    const defaults: LimitOptions = { algorithm: options.algorithm, windowMs: options.windowMs, refillPerSecond: options.refillPerSecond };
     limits = options.limits.map((l, i) => resolveLimit(l, defaults, `limits[${i}]`, options.limits!.length === 1 ? 'default' : `limit-${i + 1}`));
     const seen = new Set<string>();
     for (const l of limits) {
