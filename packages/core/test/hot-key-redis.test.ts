@@ -67,7 +67,21 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const w of workers) if (w.connected) w.send('exit');
+  await Promise.all(
+    workers.map(
+      (w) =>
+        new Promise<void>((resolve) => {
+          if (w.exitCode !== null || w.signalCode !== null) return resolve();
+          const timer = setTimeout(() => w.kill('SIGKILL'), 5_000);
+          w.once('exit', () => {
+            clearTimeout(timer);
+            resolve();
+          });
+          if (w.connected) w.send('exit');
+          else w.kill('SIGKILL');
+        }),
+    ),
+  );
   await server?.stop();
   if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(report.join('\n'));
 });

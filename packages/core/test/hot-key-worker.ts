@@ -50,4 +50,6 @@ async function runJob(job: WorkerJob): Promise<WorkerResult> {
   return result;
 }
 
+// The test process went away (or said exit): never outlive it.
+process.on('disconnect', () => process.exit(0));
 process.send!('ready');
