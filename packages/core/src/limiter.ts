@@ -100,9 +100,20 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
     return { base, keys: limits.map((l) => `${base}:${l.keySuffix}`) };
   }
 
+  /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
   function fromBlock(base: string, cost: number): Decision | undefined {
     const hit = blocks?.get(base, cost);
-    return hit && { ...hit.decision, reason: 'blocked', retryAfterMs: Math.ceil(hit.leftMs) };
+    if (!hit) return undefined;
+    const d = hit.decision;
+    const elapsed = Math.max(0, d.retryAfterMs - hit.leftMs);
+    const age = (ms: number) => (ms > 0 ? Math.max(0, Math.ceil(ms - elapsed)) : ms);
+    return {
+      ...d,
+      reason: 'blocked',
+      retryAfterMs: Math.ceil(hit.leftMs),
+      resetMs: d.resetMs === null ? null : age(d.resetMs),
+      limits: d.limits.map((l) => ({ ...l, resetMs: age(l.resetMs), retryAfterMs: age(l.retryAfterMs) })),
+    };
   }
 
   async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {

@@ -1,0 +1,256 @@
+// Identity through a real framework: trust-proxy, /64 rotation, IPv4-mapped addresses, and cheap rejections counted in Redis.
+import { Agent, request as httpRequest } from 'node:http';
+import { MemoryStore, RedisStore, type HttpRateLimitOptions, type ResolvedKey } from '@floodgate/core';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+
+/** One app, app-wide limiter, one route GET /r, listening on 127.0.0.1. */
+export interface IdentityApp {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export interface IdentityHarness {
+  /** e.g. 'express 5'. */
+  readonly name: string;
+  /**
+   * Starts an app with this framework's limiter (`options`) on every route and GET /r answering
+   * 200. `trustProxy`: trust a proxy on loopback the framework's own way (Express `trust proxy`,
+   * Fastify `trustProxy`, Koa `app.proxy`), or not at all.
+   */
+  start(options: HttpRateLimitOptions, trustProxy: boolean): Promise<IdentityApp>;
+  /** Run the Redis flood tests (about 15 s of waiting for blocks to expire). Default true. */
+  readonly floodTests?: boolean;
+}
+
+const quietLogger = { warn() {}, error() {} };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function get(agent: Agent, port: number, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/r', method: 'GET', headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Sends every request, `concurrency` at a time; resolves with their statuses in order. */
+async function sendAll(agent: Agent, port: number, all: Record<string, string>[], concurrency = 25): Promise<number[]> {
+  const statuses: number[] = new Array(all.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < all.length) {
+        const i = next++;
+        statuses[i] = await get(agent, port, all[i]);
+      }
+    }),
+  );
+  return statuses;
+}
+
+/**
+ * Exactly n per test: gcra with a one-hour refill, so no window boundary (where a sliding window
+ * legitimately re-admits a little) can fall inside a test.
+ */
+const exactly = (n: number) => ({ algorithm: 'gcra' as const, burst: n, refillPerSecond: n / 3_600 });
+const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+const hex = () => Math.floor(Math.random() * 0x10000).toString(16);
+
+/**
+ * Redis calls between two INFO commandstats readings: `commands` counts every command Redis ran
+ * (the commands a script runs included) except the INFO that reads them; `scripts` counts round
+ * trips that ran a script (EVALSHA, EVAL).
+ */
+function storeCalls(before: Record<string, number>, after: Record<string, number>): { commands: number; scripts: number } {
+  let commands = 0;
+  for (const [name, calls] of Object.entries(after)) if (name !== 'info') commands += calls - (before[name] ?? 0);
+  const scripts = ['evalsha', 'eval'].reduce((n, name) => n + (after[name] ?? 0) - (before[name] ?? 0), 0);
+  return { commands, scripts };
+}
+
+export function runIdentitySuite(h: IdentityHarness): void {
+  describe(`identity through ${h.name}`, () => {
+    let agent: Agent;
+    const apps: IdentityApp[] = [];
+    const start = async (options: HttpRateLimitOptions, trustProxy: boolean) => {
+      const app = await h.start({ logger: quietLogger, ...options }, trustProxy);
+      apps.push(app);
+      return app;
+    };
+
+    beforeAll(() => {
+      agent = new Agent({ keepAlive: true, maxSockets: 25 });
+    });
+    afterAll(async () => {
+      agent.destroy();
+      await Promise.all(apps.map((a) => a.close()));
+    });
+
+    it('puts an attacker rotating through 1,000 addresses of one /64 (via a trusted proxy) in one bucket', async () => {
+      const reasons = new Map<string, number>();
+      const onDecision = (e: { decision: { reason: string } }) => void reasons.set(e.decision.reason, (reasons.get(e.decision.reason) ?? 0) + 1);
+      const app = await start({ store: new MemoryStore(), ...exactly(50), onDecision }, true);
+      const rotating = Array.from({ length: 1_000 }, () => ({ 'x-forwarded-for': `2001:db8:aaaa:1:${hex()}:${hex()}:${hex()}:${hex()}` }));
+      expect(new Set(rotating.map((r) => r['x-forwarded-for'])).size).toBeGreaterThan(990);
+      const statuses = await sendAll(agent, app.port, rotating);
+      expect(Object.fromEntries(reasons)).toEqual({ allowed: 50, limited: expect.any(Number), blocked: expect.any(Number) });
+      expect(count(statuses, 200)).toBe(50);
+      expect(count(statuses, 429)).toBe(950);
+      // The proxy's header is honoured: another /64 (another subscriber) has its own bucket.
+      expect(await get(agent, app.port, { 'x-forwarded-for': '2001:db8:aaaa:2::1' })).toBe(200);
+    });
+
+    it('gives two different /64s two buckets, however each address is written', async () => {
+      const app = await start({ store: new MemoryStore(), ...exactly(3) }, true);
+      const a = ['2001:db8:1:1::1', '2001:0DB8:0001:0001:0000:0000:0000:0002', '[2001:db8:1:1::3]', '2001:db8:1:1:ffff::4'];
+      expect(await sendAll(agent, app.port, a.map((ip) => ({ 'x-forwarded-for': ip })), 1)).toEqual([200, 200, 200, 429]);
+      expect(await sendAll(agent, app.port, ['2001:db8:1:2::1', '2001:db8:1:2::2', '2001:db8:1:2::3'].map((ip) => ({ 'x-forwarded-for': ip })), 1)).toEqual([200, 200, 200]);
+    });
+
+    it('counts ::ffff:10.0.0.1 and 10.0.0.1 as one caller', async () => {
+      const app = await start({ store: new MemoryStore(), ...exactly(2) }, true);
+      const xff = (ip: string) => ({ 'x-forwarded-for': ip });
+      expect(await sendAll(agent, app.port, [xff('::ffff:10.0.0.1'), xff('10.0.0.1'), xff('::FFFF:10.0.0.1'), xff('10.0.0.1')], 1)).toEqual([200, 200, 429, 429]);
+      expect(await get(agent, app.port, xff('10.0.0.2'))).toBe(200);
+    });
+
+    it('ignores X-Forwarded-For when the app does not trust a proxy', async () => {
+      const app = await start({ store: new MemoryStore(), ...exactly(3) }, false);
+      const spoofed = Array.from({ length: 6 }, (_, i) => ({ 'x-forwarded-for': `198.51.100.${i + 1}`, forwarded: `for=198.51.100.${i + 1}` }));
+      expect(await sendAll(agent, app.port, spoofed, 1)).toEqual([200, 200, 200, 429, 429, 429]);
+    });
+
+    it('keys on the API key first, through Authorization: Bearer and x-api-key, whatever the IP', async () => {
+      const app = await start({ store: new MemoryStore(), ...exactly(2) }, true);
+      const statuses = await sendAll(
+        agent,
+        app.port,
+        [
+          { authorization: 'Bearer k1', 'x-forwarded-for': '203.0.113.1' },
+          { 'x-api-key': 'k1', 'x-forwarded-for': '203.0.113.2' },
+          { authorization: 'Bearer k1', 'x-forwarded-for': '203.0.113.3' },
+          { authorization: 'Bearer k2', 'x-forwarded-for': '203.0.113.3' },
+        ],
+        1,
+      );
+      expect(statuses).toEqual([200, 200, 429, 200]);
+    });
+
+    it('calls resolveKey once for a burst of concurrent first requests with one unknown key', async () => {
+      let lookups = 0;
+      const resolveKey = async (): Promise<ResolvedKey | null> => {
+        lookups++;
+        await sleep(50);
+        return null;
+      };
+      const app = await start({ store: new MemoryStore(), ...exactly(1_000), resolveKey }, true);
+      const statuses = await sendAll(agent, app.port, Array.from({ length: 100 }, () => ({ 'x-api-key': 'never-issued', 'x-forwarded-for': '203.0.113.9' })), 25);
+      expect(count(statuses, 200)).toBe(100);
+      expect(lookups).toBe(1);
+    });
+
+    it("answers 401 to an unknown key with unknownKey 'reject', without a lookup per request", async () => {
+      const lookups: string[] = [];
+      const app = await start(
+        { store: new MemoryStore(), ...exactly(5), resolveKey: async (key) => (lookups.push(key), key === 'good' ? { account: 1 } : null), unknownKey: 'reject' },
+        true,
+      );
+      const statuses = await sendAll(agent, app.port, [{ 'x-api-key': 'bad' }, { 'x-api-key': 'bad' }, { 'x-api-key': 'good' }, {}], 1);
+      expect(statuses).toEqual([401, 401, 200, 200]);
+      expect(lookups).toEqual(['bad', 'good']);
+    });
+
+    (h.floodTests === false ? describe.skip : describe)('a denied caller is answered locally until its block expires (real Redis)', () => {
+      let redis: RedisServer;
+      let client: Redis;
+      beforeAll(async () => {
+        redis = await startRedis();
+        client = redis.client({ autoResendUnfulfilledCommands: false });
+      }, 30_000);
+      afterAll(async () => {
+        client?.disconnect();
+        await redis?.stop();
+      });
+
+      // gcra with burst 5 and one unit per 6 s: after 5 requests the caller is denied for ~6 s.
+      const BLOCK_MS = 6_000;
+      const FLOOD = 400;
+      const limits = { algorithm: 'gcra' as const, burst: 5, refillPerSecond: 1_000 / BLOCK_MS };
+
+      /**
+       * Five admitted, one denied, then FLOOD more spread over >1 s (past the key cache's TTL, so
+       * an expired lookup would be redone if the order of checks were wrong), then one after the
+       * block. Returns Redis calls and resolveKey calls during the flood, and the final status.
+       */
+      async function flood(options: HttpRateLimitOptions, headers: Record<string, string>, lookups: () => number) {
+        const prefix = `id${Math.random().toString(36).slice(2, 10)}`;
+        const app = await start({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, ...limits, ...options }, true);
+        const first = await sendAll(agent, app.port, Array.from({ length: 6 }, () => headers), 1);
+        const deniedAt = performance.now();
+        expect(first).toEqual([200, 200, 200, 200, 200, 429]);
+        const before = await redis.commandStats();
+        const lookupsBefore = lookups();
+        const statuses: number[] = [];
+        for (let batch = 0; batch < 8; batch++) {
+          statuses.push(...(await sendAll(agent, app.port, Array.from({ length: FLOOD / 8 }, () => headers))));
+          await sleep(150);
+        }
+        const after = await redis.commandStats();
+        const floodMs = performance.now() - deniedAt;
+        const result = { redisCalls: storeCalls(before, after).commands, lookups: lookups() - lookupsBefore, denied: count(statuses, 429), floodMs };
+        // Past the block (plus a margin for a loaded machine), the caller is admitted again, by Redis.
+        await sleep(Math.max(0, BLOCK_MS + 500 - (performance.now() - deniedAt)));
+        const again = await get(agent, app.port, headers);
+        const afterBlock = storeCalls(after, await redis.commandStats()).scripts;
+        return { ...result, again, afterBlock };
+      }
+
+      it('makes no Redis call and no resolveKey call during a flood from a denied API key, and admits it after', async () => {
+        let lookups = 0;
+        const resolveKey = async () => (lookups++, { account: 'acct' });
+        const out = await flood({ resolveKey, keyCache: { ttlMs: 300 } }, { authorization: 'Bearer flood-key', 'x-forwarded-for': '203.0.113.50' }, () => lookups);
+        console.log(`${h.name}: flood of ${FLOOD} from a denied API key over ${Math.round(out.floodMs)} ms (with block cache + cached resolveKey): ${out.redisCalls} Redis calls, ${out.lookups} resolveKey calls`);
+        expect(out.floodMs).toBeLessThan(BLOCK_MS); // else the block expired mid-flood and the counts mean nothing
+        expect(out.denied).toBe(FLOOD);
+        expect(out.redisCalls).toBe(0);
+        expect(out.lookups).toBe(0);
+        expect(out.again).toBe(200);
+        expect(out.afterBlock).toBeGreaterThanOrEqual(1);
+      }, 30_000);
+
+      it('makes no Redis call during a flood from a denied IP', async () => {
+        const out = await flood({}, { 'x-forwarded-for': '2001:db8:50::1' }, () => 0);
+        expect(out.floodMs).toBeLessThan(BLOCK_MS);
+        expect(out.denied).toBe(FLOOD);
+        expect(out.redisCalls).toBe(0);
+        expect(out.again).toBe(200);
+      }, 30_000);
+
+      it('baseline: without the block cache and with no lookup cache, every request of the flood costs a Redis call and a lookup', async () => {
+        let lookups = 0;
+        const resolveKey = async () => (lookups++, { account: 'acct' });
+        // No lookup cache: a 1 ms TTL, and requests sent one at a time so none share a lookup in flight.
+        const prefix = `id${Math.random().toString(36).slice(2, 10)}`;
+        const app = await start({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, ...limits, resolveKey, keyCache: { ttlMs: 1, unknownTtlMs: 1 }, blockCacheSize: 0 }, true);
+        const headers = { authorization: 'Bearer flood-key', 'x-forwarded-for': '203.0.113.51' };
+        expect(await sendAll(agent, app.port, Array.from({ length: 6 }, () => headers), 1)).toEqual([200, 200, 200, 200, 200, 429]);
+        const before = await redis.commandStats();
+        const lookupsBefore = lookups;
+        const statuses: number[] = [];
+        for (let i = 0; i < FLOOD; i++) {
+          statuses.push(await get(agent, app.port, headers));
+          await sleep(3); // so that each request finds the 1 ms lookup cache expired
+        }
+        const calls = storeCalls(before, await redis.commandStats());
+        console.log(`${h.name}: baseline flood of ${FLOOD} from a denied API key (blockCacheSize 0, no lookup cache): ${calls.scripts} Redis round trips (EVALSHA), ${calls.commands} Redis commands in all, ${lookups - lookupsBefore} resolveKey calls`);
+        expect(count(statuses, 429)).toBe(FLOOD);
+        expect(calls.scripts).toBe(FLOOD);
+        expect(lookups - lookupsBefore).toBe(FLOOD);
+      }, 60_000);
+    });
+  });
+}
