@@ -27,7 +27,7 @@ function project(dir: string): Config {
   };
 }
 
-const dirs = ['packages', 'examples']
+const dirs = ['packages', 'examples', 'tests']
   .flatMap((top) =>
     existsSync(join(__dirname, top))
       ? readdirSync(join(__dirname, top)).map((name) => `${top}/${name}`)

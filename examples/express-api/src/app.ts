@@ -1,0 +1,61 @@
+// The express-api example app: one Floodgate limiter on Redis for the whole API, keyed on the API key (else the IP).
+import { RedisStore, type Logger } from '@floodgate/core';
+import { rateLimit } from '@floodgate/express';
+import express, { type Express } from 'express';
+import type { Redis } from 'ioredis';
+
+export interface AppOptions {
+  /** The ioredis client the limiter's RedisStore uses. The app never closes it. */
+  redis: Redis;
+  /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
+  prefix?: string;
+  /** Where Floodgate reports a failing store. Default console. */
+  logger?: Logger;
+}
+
+/** Requests per minute for each caller on each route. */
+export const LIMIT = 100;
+/** Units one report draws: reports are ten times as costly to build as a read. */
+export const REPORT_COST = 10;
+
+/**
+ * The API. Every route has its own bucket per caller (`GET /widgets/:id` is one bucket, whatever
+ * the id). The caller is its API key (`Authorization: Bearer <key>` or `x-api-key`), hashed before
+ * it reaches Redis; a request without one is limited by its IP.
+ */
+export function createApp(options: AppOptions): Express {
+  const store = new RedisStore({ client: options.redis });
+  const limiter = rateLimit({
+    limit: LIMIT,
+    windowMs: '1m',
+    store,
+    prefix: options.prefix,
+    logger: options.logger,
+  });
+
+  const app = express();
+  // Behind a proxy, set 'trust proxy' to it so that req.ip (the IP fallback) is the client's, not the proxy's.
+  app.set('trust proxy', false);
+  app.use(limiter);
+  app.use(express.json({ limit: '16kb' }));
+
+  app.get('/health', limiter.route(false), (_req, res) => {
+    res.json({ ok: true });
+  });
+
+  app.get('/widgets', (req, res) => {
+    res.json({ widgets: [{ id: 1 }, { id: 2 }], remaining: req.rateLimit?.remaining ?? null });
+  });
+
+  app.get('/widgets/:id', (req, res) => {
+    res.json({ id: Number(req.params.id) });
+  });
+
+  // The same limiter and store, but this route draws REPORT_COST units from its bucket per request.
+  app.post('/reports', limiter.route({ cost: REPORT_COST }), (req, res) => {
+    const body = req.body as { from?: unknown; to?: unknown } | undefined;
+    res.status(201).json({ report: { from: body?.from ?? null, to: body?.to ?? null, status: 'queued' } });
+  });
+
+  return app;
+}

@@ -1,0 +1,117 @@
+// The express-api example against a real redis-server: headers, API-key-then-IP buckets, the costly report route, 429.
+import { randomUUID } from 'node:crypto';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import request from 'supertest';
+import { LIMIT, REPORT_COST, createApp } from '../src/app';
+
+let server: RedisServer;
+let redis: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = server.client({ autoResendUnfulfilledCommands: false });
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+/** A fresh app on its own key prefix, so tests never share counts. */
+function freshApp() {
+  const prefix = `ex-${randomUUID().slice(0, 8)}`;
+  return { app: createApp({ redis, prefix }), prefix };
+}
+
+async function keysUnder(prefix: string): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    keys.push(...batch);
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}
+
+describe('express-api example', () => {
+  it('answers with draft-6 RateLimit headers and keeps its counts in Redis', async () => {
+    const { app, prefix } = freshApp();
+    const first = await request(app).get('/widgets').set('x-api-key', 'key-alpha');
+    expect(first.status).toBe(200);
+    expect(first.headers['ratelimit-limit']).toBe(String(LIMIT));
+    expect(first.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+    expect(Number(first.headers['ratelimit-reset'])).toBeGreaterThan(0);
+    expect(first.headers['retry-after']).toBeUndefined();
+    expect(first.body.remaining).toBe(LIMIT - 1);
+
+    const second = await request(app).get('/widgets').set('x-api-key', 'key-alpha');
+    expect(second.headers['ratelimit-remaining']).toBe(String(LIMIT - 2));
+
+    // The counts live in the real Redis, and the raw API key never appears in a key.
+    const keys = await keysUnder(prefix);
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.join(' ')).not.toContain('key-alpha');
+    expect(keys.every((k) => /\{[^}]+\}/.test(k))).toBe(true);
+  });
+
+  it('keys on the API key first (either header), and on the IP without one', async () => {
+    const { app } = freshApp();
+    const bearer = await request(app).get('/widgets').set('authorization', 'Bearer key-beta');
+    const header = await request(app).get('/widgets').set('x-api-key', 'key-beta');
+    // Same key through both headers: one bucket.
+    expect(bearer.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+    expect(header.headers['ratelimit-remaining']).toBe(String(LIMIT - 2));
+
+    const other = await request(app).get('/widgets').set('x-api-key', 'key-gamma');
+    expect(other.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+
+    const anonymous1 = await request(app).get('/widgets');
+    const anonymous2 = await request(app).get('/widgets');
+    expect(anonymous1.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+    expect(anonymous2.headers['ratelimit-remaining']).toBe(String(LIMIT - 2));
+  });
+
+  it('gives each route pattern its own bucket, whatever the path parameter', async () => {
+    const { app } = freshApp();
+    await request(app).get('/widgets').set('x-api-key', 'k');
+    const a = await request(app).get('/widgets/1').set('x-api-key', 'k');
+    const b = await request(app).get('/widgets/2').set('x-api-key', 'k');
+    expect(a.body).toEqual({ id: 1 });
+    expect(a.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+    expect(b.headers['ratelimit-remaining']).toBe(String(LIMIT - 2));
+  });
+
+  it(`draws ${REPORT_COST} units per report, then answers 429 with Retry-After`, async () => {
+    const { app } = freshApp();
+    const reports = LIMIT / REPORT_COST;
+    for (let i = 1; i <= reports; i++) {
+      const res = await request(app).post('/reports').set('authorization', 'Bearer key-reports').send({ from: '2024-01-01', to: '2024-01-31' });
+      expect(res.status).toBe(201);
+      expect(res.body.report.status).toBe('queued');
+      expect(res.headers['ratelimit-remaining']).toBe(String(LIMIT - i * REPORT_COST));
+    }
+    const denied = await request(app).post('/reports').set('authorization', 'Bearer key-reports').send({});
+    expect(denied.status).toBe(429);
+    expect(denied.headers['content-type']).toMatch(/application\/problem\+json/);
+    expect(denied.headers['ratelimit-remaining']).toBe('0');
+    const retryAfter = Number(denied.headers['retry-after']);
+    expect(Number.isInteger(retryAfter)).toBe(true);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeGreaterThanOrEqual(Number(denied.headers['ratelimit-reset'])); // never before the reset
+    expect(retryAfter).toBeLessThanOrEqual(121); // sliding window counter: two 1 minute windows plus at most 1 s of jitter
+
+    // Reports have their own bucket: reads by the same caller are untouched.
+    const read = await request(app).get('/widgets').set('authorization', 'Bearer key-reports');
+    expect(read.status).toBe(200);
+    expect(read.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
+  });
+
+  it('leaves /health out of the limit', async () => {
+    const { app } = freshApp();
+    const res = await request(app).get('/health');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true });
+    expect(res.headers['ratelimit-limit']).toBeUndefined();
+  });
+});

@@ -1,0 +1,48 @@
+// CommonJS JavaScript consumer: require() each packed package and run real requests through each adapter.
+'use strict';
+const express = require('express');
+const Fastify = require('fastify');
+const Koa = require('koa');
+const Router = require('@koa/router');
+const { Redis } = require('ioredis');
+const core = require('@floodgate/core');
+const { rateLimit: expressRateLimit } = require('@floodgate/express');
+const { rateLimit: koaRateLimit } = require('@floodgate/koa');
+const { probe, listenOn, redisRoundTrip, report } = require('./probe.cjs');
+
+const PACKAGES = ['@floodgate/core', '@floodgate/express', '@floodgate/fastify', '@floodgate/koa'];
+
+async function main() {
+  const resolved = Object.fromEntries(PACKAGES.map((name) => [name, require.resolve(name)]));
+
+  const ex = express();
+  ex.use(expressRateLimit({ limit: 2, windowMs: '1m' }));
+  ex.get('/hello', (req, res) => res.json({ remaining: req.rateLimit.remaining }));
+  const exServer = await listenOn((port, host, cb) => ex.listen(port, host, cb));
+  const expressSeen = await probe(exServer.base, '/hello', exServer.close);
+
+  // The way CommonJS Fastify apps register plugins: the whole module (Fastify unwraps its default).
+  const fa = Fastify();
+  await fa.register(require('@floodgate/fastify'), { limit: 2, windowMs: '1m' });
+  fa.get('/hello', async (request) => ({ remaining: request.rateLimit.remaining }));
+  const faBase = await fa.listen({ port: 0, host: '127.0.0.1' });
+  const fastifySeen = await probe(faBase, '/hello', () => fa.close());
+
+  const ko = new Koa();
+  const router = new Router();
+  router.get('/hello', (ctx) => {
+    ctx.body = { remaining: ctx.state.rateLimit.remaining };
+  });
+  ko.use(koaRateLimit({ limit: 2, windowMs: '1m' }));
+  ko.use(router.routes());
+  const koServer = await listenOn((port, host, cb) => ko.listen(port, host, cb));
+  const koaSeen = await probe(koServer.base, '/hello', koServer.close);
+
+  const redis = process.env.REDIS_URL ? await redisRoundTrip(core, Redis, process.env.REDIS_URL) : null;
+  report({ style: 'cjs', resolved, express: expressSeen, fastify: fastifySeen, koa: koaSeen, redis });
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

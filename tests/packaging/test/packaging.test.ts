@@ -1,0 +1,247 @@
+// Packs the four published packages as a user gets them, installs the tarballs into a fresh app, runs it as CJS, ESM and TS.
+import { execFile } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+
+const exec = promisify(execFile);
+
+const ROOT = join(__dirname, '..', '..', '..');
+const FIXTURE = join(__dirname, '..', 'consumer');
+const PACKAGES = ['core', 'express', 'fastify', 'koa'] as const;
+type Pkg = (typeof PACKAGES)[number];
+const FRAMEWORK: Record<Exclude<Pkg, 'core'>, string> = { express: 'express', fastify: 'fastify', koa: 'koa' };
+const TSC = require.resolve('typescript/bin/tsc');
+
+// Building (tsup's declaration pass) and a cold `npm install` dominate; on 2 busy cores allow minutes.
+const SETUP_TIMEOUT_MS = 300_000;
+const STEP_TIMEOUT_MS = 120_000;
+
+interface Manifest {
+  name: string;
+  version: string;
+  type?: string;
+  main?: string;
+  module?: string;
+  types?: string;
+  exports?: unknown;
+  files?: string[];
+  engines?: Record<string, string>;
+  dependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+}
+
+interface Packed {
+  tarball: string;
+  manifest: Manifest;
+  /** Paths inside the tarball, without the leading 'package/'. */
+  files: string[];
+}
+
+interface Seen {
+  status: number;
+  limit: string | null;
+  remaining: string | null;
+  reset: string | null;
+  retryAfter: string | null;
+  body: string;
+}
+
+interface ConsumerReport {
+  style: string;
+  resolved: Record<string, string>;
+  express: Seen[];
+  fastify: Seen[];
+  koa: Seen[];
+  redis: { allowed: boolean; remaining: number | null; reason: string }[] | null;
+}
+
+/** Runs a command; on failure the error carries its output, so a broken build or install explains itself. */
+async function run(cmd: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<string> {
+  try {
+    const { stdout } = await exec(cmd, args, {
+      cwd,
+      env: { ...process.env, ...env },
+      maxBuffer: 64 * 1024 * 1024,
+      timeout: STEP_TIMEOUT_MS * 2,
+    });
+    return stdout;
+  } catch (error) {
+    const e = error as Error & { stdout?: string; stderr?: string };
+    throw new Error(`\`${cmd} ${args.join(' ')}\` failed in ${cwd}: ${e.message}\n${e.stdout ?? ''}\n${e.stderr ?? ''}`);
+  }
+}
+
+/** Every path string in an exports map (conditions nested at any depth). */
+function exportTargets(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (value && typeof value === 'object') return Object.values(value).flatMap(exportTargets);
+  return [];
+}
+
+/** Every condition name in an exports map. */
+function exportConditions(value: unknown): string[] {
+  if (!value || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([key, inner]) => [...(key.startsWith('.') ? [] : [key]), ...exportConditions(inner)]);
+}
+
+function devVersion(pkg: Pkg, name: string): string {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'packages', pkg, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+  const version = manifest.devDependencies[name];
+  if (!version) throw new Error(`packages/${pkg} has no devDependency ${name} to take the consumer's version from`);
+  return version;
+}
+
+let tmp: string;
+let consumer: string;
+let redis: RedisServer | undefined;
+const packed = {} as Record<Pkg, Packed>;
+const timings: Record<string, number> = {};
+
+async function timed<T>(phase: string, work: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await work();
+  } finally {
+    timings[phase] = Math.round(performance.now() - start);
+  }
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), 'floodgate-packaging-'));
+  await timed('build', () => run('pnpm', ['run', 'build'], ROOT));
+  await timed('pack', () =>
+    Promise.all(
+      PACKAGES.map(async (pkg) => {
+        const out = await run('pnpm', ['pack', '--pack-destination', tmp], join(ROOT, 'packages', pkg));
+        const tarball = out.trim().split('\n').reverse().find((line) => line.endsWith('.tgz'))?.trim();
+        if (!tarball) throw new Error(`pnpm pack printed no tarball for ${pkg}:\n${out}`);
+        const listing = await run('tar', ['-tzf', tarball], tmp);
+        const manifest = JSON.parse(await run('tar', ['-xzOf', tarball, 'package/package.json'], tmp)) as Manifest;
+        packed[pkg] = {
+          tarball,
+          manifest,
+          files: listing.split('\n').filter(Boolean).map((path) => path.replace(/^package\//, '')),
+        };
+      }),
+    ),
+  );
+
+  // One consumer app for every module style: CommonJS and ESM JavaScript, and TypeScript emitting both.
+  consumer = join(tmp, 'consumer');
+  cpSync(FIXTURE, consumer, { recursive: true });
+  const rootManifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+  const dependencies: Record<string, string> = {
+    express: devVersion('express', 'express'),
+    '@types/express': devVersion('express', '@types/express'),
+    fastify: devVersion('fastify', 'fastify'),
+    koa: devVersion('koa', 'koa'),
+    '@types/koa': devVersion('koa', '@types/koa'),
+    '@koa/router': devVersion('koa', '@koa/router'),
+    ioredis: devVersion('core', 'ioredis'),
+    '@types/node': rootManifest.devDependencies['@types/node'],
+  };
+  for (const pkg of PACKAGES) dependencies[`@floodgate/${pkg}`] = `file:${packed[pkg].tarball}`;
+  writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'floodgate-consumer', private: true, dependencies }, null, 2)}\n`);
+  await timed('npm install', () =>
+    run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], consumer),
+  );
+  redis = await startRedis();
+}, SETUP_TIMEOUT_MS);
+
+afterAll(async () => {
+  await redis?.stop();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  process.stderr.write(`packaging test phases (ms): ${JSON.stringify(timings)}\n`);
+});
+
+async function runConsumer(file: string): Promise<ConsumerReport> {
+  const out = await run(process.execPath, [file], consumer, { REDIS_URL: redis!.url });
+  const last = out.trim().split('\n').pop()!;
+  return JSON.parse(last) as ConsumerReport;
+}
+
+/** What a client of each adapter must see: limit 2, then the 429 with Retry-After; and RedisStore's Lua at work. */
+function expectWorking(report: ConsumerReport, build: 'index.js' | 'index.mjs'): void {
+  for (const pkg of PACKAGES) {
+    expect(report.resolved[`@floodgate/${pkg}`]).toBe(join(consumer, 'node_modules', '@floodgate', pkg, 'dist', build));
+  }
+  for (const framework of ['express', 'fastify', 'koa'] as const) {
+    const seen = report[framework];
+    expect({ framework, statuses: seen.map((s) => s.status) }).toEqual({ framework, statuses: [200, 200, 429] });
+    expect(seen.map((s) => s.limit)).toEqual(['2', '2', '2']);
+    expect(seen.map((s) => s.remaining)).toEqual(['1', '0', '0']);
+    expect(JSON.parse(seen[0].body)).toEqual({ remaining: 1 });
+    expect(JSON.parse(seen[1].body)).toEqual({ remaining: 0 });
+    for (const s of seen) expect(Number(s.reset)).toBeGreaterThan(0);
+    expect(seen[0].retryAfter).toBeNull();
+    expect(Number(seen[2].retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(seen[2].body).status).toBe(429);
+  }
+  expect(report.redis).toEqual([
+    { allowed: true, remaining: 2, reason: 'allowed' },
+    { allowed: true, remaining: 1, reason: 'allowed' },
+    { allowed: true, remaining: 0, reason: 'allowed' },
+    { allowed: false, remaining: 0, reason: 'limited' },
+  ]);
+}
+
+describe('packed tarballs', () => {
+  it.each(PACKAGES)('@floodgate/%s: a manifest and file list a registry can serve', (pkg) => {
+    const { manifest, files } = packed[pkg];
+    expect(manifest.name).toBe(`@floodgate/${pkg}`);
+    expect(manifest.engines?.node).toBe('>=20');
+    // pnpm pack turned workspace:* into the real version; the `source` condition (TypeScript sources) stays home.
+    expect(JSON.stringify(manifest)).not.toContain('workspace:');
+    expect(exportConditions(manifest.exports)).not.toContain('source');
+    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['package.json']);
+    expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']));
+    // Every file the manifest points at is in the tarball.
+    const targets = [manifest.main, manifest.module, manifest.types, ...exportTargets(manifest.exports)].filter(
+      (t): t is string => typeof t === 'string',
+    );
+    expect(targets.length).toBeGreaterThanOrEqual(7);
+    for (const target of targets) expect({ target, shipped: files.includes(target.replace(/^\.\//, '')) }).toEqual({ target, shipped: true });
+    // Both module systems get their own types.
+    const root = (manifest.exports as Record<string, Record<string, Record<string, string>>>)['.'];
+    expect(root.import).toEqual({ types: './dist/index.d.mts', default: './dist/index.mjs' });
+    expect(root.require).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
+    // ioredis is the user's to install (only RedisStore needs it); each adapter's framework is a peer.
+    expect(manifest.peerDependencies?.ioredis).toBeDefined();
+    expect(manifest.peerDependenciesMeta?.ioredis?.optional).toBe(true);
+    if (pkg !== 'core') {
+      expect(manifest.peerDependencies?.[FRAMEWORK[pkg]]).toBeDefined();
+      expect(manifest.dependencies?.['@floodgate/core']).toBe(packed.core.manifest.version);
+      expect(manifest.dependencies?.[FRAMEWORK[pkg]]).toBeUndefined();
+    }
+  });
+});
+
+describe('a fresh app installing the tarballs', () => {
+  it('CommonJS JavaScript: require() gets the CJS builds and each adapter limits real requests', async () => {
+    expectWorking(await timed('run cjs', () => runConsumer('check.cjs')), 'index.js');
+  }, STEP_TIMEOUT_MS);
+
+  it('ESM JavaScript: import gets the ESM builds and each adapter limits real requests', async () => {
+    expectWorking(await timed('run esm', () => runConsumer('check.mjs')), 'index.mjs');
+  }, STEP_TIMEOUT_MS);
+
+  it('TypeScript (nodenext): type-checks against the packed types of both builds, and the emitted ESM and CJS run', async () => {
+    const listed = await timed('tsc nodenext', () => run(process.execPath, [TSC, '-p', 'tsconfig.json', '--listFiles'], consumer));
+    for (const pkg of PACKAGES) {
+      const dist = join(consumer, 'node_modules', '@floodgate', pkg, 'dist');
+      // .mts resolves through the `import` condition, .cts through `require`.
+      expect(listed).toContain(join(dist, 'index.d.mts'));
+      expect(listed).toContain(join(dist, 'index.d.ts'));
+    }
+    expectWorking(await timed('run ts-esm', () => runConsumer('ts-esm.mjs')), 'index.mjs');
+    expectWorking(await timed('run ts-cjs', () => runConsumer('ts-cjs.cjs')), 'index.js');
+  }, STEP_TIMEOUT_MS);
+
+  it('TypeScript (node16): type-checks against the packed types', async () => {
+    await timed('tsc node16', () => run(process.execPath, [TSC, '-p', 'tsconfig.node16.json'], consumer));
+  }, STEP_TIMEOUT_MS);
+});
