@@ -1,6 +1,5 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster.
 import { createHash } from 'node:crypto';
-import type { Cluster, Redis } from 'ioredis';
 import { ALGORITHM_ID, type LimitResult } from '../algorithms/types';
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
@@ -18,6 +17,19 @@ const SCRIPTS = Object.fromEntries(
   ]),
 ) as Record<ScriptName, { source: string; sha: string }>;
 
+/**
+ * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
+ * need no ioredis types (an app that only uses the memory store compiles without ioredis).
+ */
+export interface RedisClient {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
+  readonly status?: string;
+  once?(event: 'ready', listener: () => void): unknown;
+}
+
 export interface RedisStoreOptions {
   /**
    * An ioredis `Redis` or `Cluster` client. Floodgate never closes it. Create it with
@@ -26,7 +38,7 @@ export interface RedisStoreOptions {
    * Keep a reconnecting `retryStrategy` (the default): a client that gives up never recovers.
    * Give the client an 'error' listener; ioredis prints unhandled connection errors otherwise.
    */
-  client: Redis | Cluster;
+  client: RedisClient;
   /**
    * Longest wait for one decision, in ms (or a duration string). Past it the call fails with
    * FG_STORE_TIMEOUT and is never retried: the script may already have counted. Default 100: a
@@ -49,13 +61,13 @@ export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
   readonly warnings: readonly string[];
-  private readonly client: Redis | Cluster;
+  private readonly client: RedisClient;
   private readonly testClock?: () => number;
   private everReady = false;
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
-    const client = options.client as Partial<Redis> | undefined;
+    const client = options.client as Partial<RedisClient> | undefined;
     if (!client || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
       invalidOption('client', options.client, 'an ioredis Redis or Cluster instance');
     }
@@ -124,7 +136,7 @@ export class RedisStore implements Store {
 }
 
 /** What in the client's own configuration can count one request twice. Read from its public `options`. */
-function clientWarnings(client: Redis | Cluster): string[] {
+function clientWarnings(client: RedisClient): string[] {
   const own = (client as { options?: { autoResendUnfulfilledCommands?: boolean; redisOptions?: { autoResendUnfulfilledCommands?: boolean } } }).options;
   if (!own) return [];
   // A Cluster keeps its per-node connection options under redisOptions.
