@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { OUT_DIR } from './build';
 import { BENCH_DIR } from './env';
 import type { ServerSpec, Wiring } from './types';
 
@@ -42,13 +43,16 @@ export interface Child<M> {
   stop(): Promise<void>;
 }
 
-/** Runs a TypeScript entry in bench/src as a child Node process with IPC; resolves at its first message. */
+/**
+ * Runs a child entry (src/<entry>.ts, compiled by buildChildren() to dist/<entry>.js) as a Node
+ * process with IPC; resolves at its first message.
+ */
 export async function spawnChild<M>(entry: string, args: string[], options: SpawnOptions): Promise<Child<M>> {
   const logFile = join(childLogDir(), `${options.name.replace(/[^\w.-]+/g, '_')}-${Date.now()}.log`);
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), '--import', 'tsx', join(BENCH_DIR, 'src', entry), ...args], {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(OUT_DIR, `${entry}.js`), ...args], {
       cwd: BENCH_DIR,
       stdio: ['ignore', fd, fd, 'ipc'],
       env: { ...process.env, NODE_ENV: 'production' },
@@ -127,6 +131,8 @@ type ServerMessage =
   | { type: 'usage'; cpuUs: number };
 
 export interface RunningServer {
+  /** The child's stdout and stderr. */
+  readonly logFile: string;
   readonly url: string;
   readonly port: number;
   readonly pid: number;
@@ -140,13 +146,14 @@ export interface RunningServer {
 
 /** Starts src/server.ts with this spec and waits until it listens. */
 export async function startServer(spec: ServerSpec, name: string, nodeArgs: string[] = []): Promise<RunningServer> {
-  const child = await spawnChild<ServerMessage>('server.ts', [JSON.stringify(spec)], { name, nodeArgs });
+  const child = await spawnChild<ServerMessage>('server', [JSON.stringify(spec)], { name, nodeArgs });
   const first = child.first;
   if (first.type !== 'ready') {
     await child.stop();
     throw new Error(`${name} failed to start: ${first.type === 'error' ? first.message : JSON.stringify(first)}`);
   }
   return {
+    logFile: child.logFile,
     url: `http://127.0.0.1:${first.port}`,
     port: first.port,
     pid: child.process.pid ?? -1,

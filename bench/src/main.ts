@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { runAccuracy } from './accuracy';
+import { buildChildren } from './build';
 import { childLogDir, killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, adapterExists, coreHasHotKeys, loadAverage, machine, redisVersion, versions } from './env';
 import { runMemoryStore, runRedisMemory } from './memory';
@@ -180,12 +181,12 @@ function plannedMs(config: Config): number {
   const t = throughputSettings(config);
   if (config.sections.has('throughput')) {
     for (const fw of config.frameworks) {
-      const n = contendersFor(fw, t).length;
+      const n = contendersFor(fw, t).length + 1; // the ceiling runs twice a round
       ms += n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
     }
   }
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
-  if (config.sections.has('race')) ms += 8_000 + (ALGORITHMS.length + 5) * (config.quick ? 1 : 3) * 1_000;
+  if (config.sections.has('race')) ms += config.quick ? 10_000 : 45_000;
   if (config.sections.has('memory')) ms += config.quick ? 6_000 : 25_000;
   return ms;
 }
@@ -205,6 +206,8 @@ async function main(): Promise<number> {
   const started = Date.now();
   const loadStart = loadAverage();
   const progress = new Progress(plannedMs(config));
+  progress.step('building the child processes and Floodgate (esbuild, as a release build)');
+  await buildChildren();
   const redis = await startRedis();
   const watchdog = setTimeout(() => {
     progress.finish(`bench: stopped after its ${config.maxMinutes}-minute budget (--max-minutes)`);

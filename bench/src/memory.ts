@@ -81,7 +81,7 @@ export async function runRedisMemory(redis: RedisServer, limits: readonly number
 export async function runMemoryStore(job: MemoryWorkerJob, progress: Progress): Promise<{ rows: MemoryStoreRow[]; emptyStoreBytes: number }> {
   progress.step(`memory: memory store heap over ${job.callers} callers (--expose-gc)`);
   type Reply = { type: 'done'; rows: MemoryWorkerRow[]; emptyStoreBytes: number } | { type: 'error'; message: string };
-  const child = await spawnChild<Reply>('memory-worker.ts', [JSON.stringify(job)], {
+  const child = await spawnChild<Reply>('memory-worker', [JSON.stringify(job)], {
     name: 'memory-worker',
     nodeArgs: ['--expose-gc'],
     timeoutMs: 300_000,

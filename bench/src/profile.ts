@@ -25,9 +25,9 @@ export function areaOf(url: string, functionName: string): string {
   // pnpm paths nest: node_modules/.pnpm/ioredis@5.9.3/node_modules/ioredis/...: the last one names the package.
   const pkg = [...url.matchAll(/node_modules\/((?:@[^/]+\/)?[^/]+)/g)].pop();
   if (pkg) return pkg[1];
-  const own = /packages\/([^/]+)\/src/.exec(url);
+  const own = /packages\/([^/]+)\/src/.exec(url) ?? /bench\/dist\/floodgate-([a-z]+)\.js/.exec(url);
   if (own) return `@floodgate/${own[1]}`;
-  if (url.includes('/bench/src/')) return 'bench harness';
+  if (url.includes('/bench/src/') || url.includes('/bench/dist/')) return 'bench harness';
   return 'other';
 }
 

@@ -6,6 +6,8 @@ export const GOALS: Record<Regime, number> = { admit: 0.75, reject: 0.95 };
 interface Bar {
   label: string;
   value: number;
+  /** A second reading drawn as a tick on the bar (throughput: the ratio by server CPU per request). */
+  alt?: number;
   /** Fill colour key. */
   kind: 'floodgate' | 'floodgate-memory' | 'floodgate-hot' | 'peer' | 'naive';
 }
@@ -59,12 +61,12 @@ function throughputPanel(results: BenchResults, regime: Regime): Panel {
     const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling');
     groups.push({
       title: `${framework}${ceiling ? ` (ceiling ${Math.round(ceiling.medianRps).toLocaleString('en-US')} req/s)` : ''}`,
-      bars: rows.map((r) => ({ label: r.label, value: r.ratio, kind: barKind(r) })),
+      bars: rows.map((r) => ({ label: r.label, value: r.ratio, alt: r.cpuRatio, kind: barKind(r) })),
     });
   }
   return {
     title: regime === 'admit' ? 'Every request admitted: throughput kept' : 'Nearly every request rejected (429): throughput kept',
-    subtitle: "median req/s as a share of the same framework with no limiter (1.0); longer is better",
+    subtitle: 'bar: median req/s as a share of the same framework with no limiter (1.0); tick: the same by server CPU per request; longer is better',
     groups,
     marks: [
       { at: 1, label: 'no limiter', dashed: false, color: '#111827' },
@@ -78,7 +80,7 @@ function racePanel(results: BenchResults): Panel | undefined {
   const r0 = results.race[0];
   return {
     title: `Race: ${r0.processes} processes on one subject, admitted / limit`,
-    subtitle: `limit ${r0.limit}, ${r0.attemptsPerRepetition} attempts at once; worst repetition; 1.0 is exact, shorter is not better`,
+    subtitle: `limit ${r0.limit}, ${r0.attemptsPerRepetition} attempts at once; worst repetition; 1.0 is exact, above it the limiter let a race through`,
     groups: [
       {
         title: 'admitted / limit',
@@ -110,13 +112,15 @@ function accuracyPanel(results: BenchResults): Panel | undefined {
 }
 
 const WIDTH = 960;
-const LABEL_W = 330;
-const PLOT_W = WIDTH - LABEL_W - 70;
 const ROW_H = 18;
 const BAR_H = 12;
+/** Rough width of 11 px sans-serif text: enough to keep labels inside the canvas. */
+const textWidth = (text: string) => text.length * 6.3;
 
-function renderPanel(panel: Panel, top: number): { svg: string; height: number } {
-  const max = Math.max(1.1, ...panel.groups.flatMap((g) => g.bars.map((b) => (Number.isFinite(b.value) ? b.value : 0)))) * 1.05;
+function renderPanel(panel: Panel, top: number, LABEL_W: number): { svg: string; height: number } {
+  const PLOT_W = WIDTH - LABEL_W - 60;
+  const values = panel.groups.flatMap((g) => g.bars.flatMap((b) => [b.value, b.alt ?? 0]));
+  const max = Math.max(1.1, ...values.filter(Number.isFinite)) * 1.05;
   const x = (v: number) => LABEL_W + (Math.max(0, v) / max) * PLOT_W;
   const parts: string[] = [];
   let y = top;
@@ -132,18 +136,27 @@ function renderPanel(panel: Panel, top: number): { svg: string; height: number }
       const w = ok ? Math.max(1, x(bar.value) - LABEL_W) : 0;
       parts.push(`<text x="${LABEL_W - 8}" y="${y + 11}" class="label" text-anchor="end">${escapeXml(bar.label)}</text>`);
       parts.push(`<rect x="${LABEL_W}" y="${y + 2}" width="${w.toFixed(1)}" height="${BAR_H}" fill="${COLORS[bar.kind]}" data-value="${fmt(bar.value)}"/>`);
-      parts.push(`<text x="${(LABEL_W + w + 5).toFixed(1)}" y="${y + 12}" class="value">${fmt(bar.value)}</text>`);
+      let textX = LABEL_W + w + 5;
+      if (bar.alt !== undefined && Number.isFinite(bar.alt)) {
+        const ax = x(bar.alt);
+        parts.push(`<line x1="${ax.toFixed(1)}" y1="${y}" x2="${ax.toFixed(1)}" y2="${y + BAR_H + 4}" stroke="#111827" stroke-width="2" data-alt="${fmt(bar.alt)}"/>`);
+        textX = Math.max(textX, ax + 5);
+      }
+      parts.push(`<text x="${textX.toFixed(1)}" y="${y + 12}" class="value">${fmt(bar.value)}</text>`);
       y += ROW_H;
     }
     y += 4;
   }
-  for (const mark of panel.marks) {
+  panel.marks.forEach((mark, i) => {
     const mx = x(mark.at).toFixed(1);
     parts.push(
       `<line x1="${mx}" y1="${plotTop - 4}" x2="${mx}" y2="${y}" stroke="${mark.color}" stroke-width="1"${mark.dashed ? ' stroke-dasharray="4 3"' : ''}/>`,
     );
-    parts.push(`<text x="${mx}" y="${plotTop - 6}" class="mark" text-anchor="middle" fill="${mark.color}">${escapeXml(mark.label)}</text>`);
-  }
+    // Labels of marks close together would overlap: the second goes to the left of its line.
+    const anchor = i === 0 ? 'start' : 'end';
+    const dx = i === 0 ? 3 : -3;
+    parts.push(`<text x="${(Number(mx) + dx).toFixed(1)}" y="${plotTop - 6}" class="mark" text-anchor="${anchor}" fill="${mark.color}">${escapeXml(mark.label)}</text>`);
+  });
   return { svg: parts.join('\n'), height: y - top + 16 };
 }
 
@@ -162,14 +175,29 @@ export function renderSvg(results: BenchResults): string {
   );
   y += 30;
   let lx = 10;
+  const legendItem = (width: number) => {
+    if (lx + width > WIDTH - 10) {
+      lx = 10;
+      y += 18;
+    }
+    const at = lx;
+    lx += width;
+    return at;
+  };
   for (const item of LEGEND) {
-    body.push(`<rect x="${lx}" y="${y}" width="12" height="12" fill="${COLORS[item.kind]}"/>`);
-    body.push(`<text x="${lx + 16}" y="${y + 10}" class="label">${escapeXml(item.text)}</text>`);
-    lx += 24 + item.text.length * 6.6;
+    const at = legendItem(28 + textWidth(item.text));
+    body.push(`<rect x="${at}" y="${y}" width="12" height="12" fill="${COLORS[item.kind]}"/>`);
+    body.push(`<text x="${at + 16}" y="${y + 10}" class="label">${escapeXml(item.text)}</text>`);
   }
-  y += 24;
+  const tickText = 'tick: by server CPU per request';
+  const at = legendItem(28 + textWidth(tickText));
+  body.push(`<line x1="${at + 6}" y1="${y - 2}" x2="${at + 6}" y2="${y + 14}" stroke="#111827" stroke-width="2"/>`);
+  body.push(`<text x="${at + 14}" y="${y + 10}" class="label">${tickText}</text>`);
+  y += 26;
+  const longest = Math.max(0, ...panels.flatMap((p) => p.groups.flatMap((g) => g.bars.map((b) => textWidth(b.label)))));
+  const labelWidth = Math.min(480, Math.max(200, Math.ceil(longest + 16)));
   for (const panel of panels) {
-    const { svg, height } = renderPanel(panel, y);
+    const { svg, height } = renderPanel(panel, y, labelWidth);
     body.push(svg);
     y += height;
   }

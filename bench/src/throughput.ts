@@ -1,4 +1,5 @@
 // Throughput: every contender under autocannon, rounds alternating between contenders, ratios to the ceiling.
+import { readFileSync } from 'node:fs';
 import type { AlgorithmName } from '@floodgate/core';
 import type { RedisServer } from '@floodgate/testing';
 import { startServer, type RunningServer } from './children';
@@ -91,6 +92,21 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
   return list;
 }
 
+/**
+ * Floodgate's own report, in the server's log, that its store failed (timeouts, an open circuit):
+ * decisions in that stretch came from the failure mode, not from Redis. Undefined when none.
+ */
+export function storeTrouble(logFile: string): string | undefined {
+  let text = '';
+  try {
+    text = readFileSync(logFile, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const line = text.split('\n').find((l) => /\[floodgate\].*(circuit open|FG_STORE_TIMEOUT|FG_STORE_UNAVAILABLE|failed)/.test(l));
+  return line?.trim().slice(0, 200);
+}
+
 /** Seconds of CPU redis-server has used (user + system), from INFO cpu. */
 export function parseRedisCpu(info: string): number {
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
@@ -132,7 +148,10 @@ interface Measured {
   serverCpuUs: number;
 }
 
-/** Rounds: each contender once per round, the order rotated every round, so drift hits all alike. */
+/**
+ * Rounds: each contender once per round (the ceiling twice), the order rotated every round, so
+ * drift hits all alike.
+ */
 export async function runThroughput(
   redis: RedisServer,
   settings: ThroughputSettings,
@@ -148,10 +167,14 @@ export async function runThroughput(
         await runLoad({ url: servers.get(c.id)!.url, connections: settings.connections, durationS: settings.warmupSeconds });
       }
       const measured = new Map<string, Measured>(contenders.map((c) => [c.id, { loads: [], redisCalls: 0, redisCpuS: 0, serverCpuUs: 0 }]));
+      const [ceilingContender, ...others] = contenders;
       for (let round = 0; round < settings.rounds; round++) {
-        const shift = (round * 3) % contenders.length;
-        const order = [...contenders.slice(shift), ...contenders.slice(0, shift)];
-        if (round % 2 === 1) order.reverse();
+        const shift = (round * 3) % others.length;
+        const rotated = [...others.slice(shift), ...others.slice(0, shift)];
+        if (round % 2 === 1) rotated.reverse();
+        // Every ratio divides by the ceiling: measure it twice a round (first, and halfway through).
+        const half = Math.ceil(rotated.length / 2);
+        const order = [ceilingContender, ...rotated.slice(0, half), ceilingContender, ...rotated.slice(half)];
         for (const c of order) {
           progress.step(`throughput: round ${round + 1}/${settings.rounds} ${c.id}`, settings.secondsPerRun * 1000);
           const server = servers.get(c.id)!;
@@ -199,6 +222,10 @@ export async function runThroughput(
       }
     } finally {
       await Promise.all([...servers.values()].map((s) => s.stop()));
+    }
+    for (const row of rows.filter((r) => r.framework === framework)) {
+      const server = servers.get(row.id);
+      if (server) row.storeTrouble = storeTrouble(server.logFile);
     }
   }
   return rows;

@@ -75,16 +75,21 @@ export interface ThroughputRow {
    * show, and steadier than req/s when other processes share the machine.
    */
   cpuRatio: number;
+  /** The first line where Floodgate logged a store failure during the run (its decisions then came from the failure mode). */
+  storeTrouble?: string;
 }
 
 export interface RedisCeilingRow {
   algorithm: AlgorithmName;
   /** redis-benchmark EVALSHA of Floodgate's script, `connections` clients, one subject. */
   redisBenchmarkRps: number;
+  /** The same on one connection with `connections` commands pipelined: how one Node process talks to Redis. */
+  redisBenchmarkPipelinedRps: number;
   /** A raw ioredis EVALSHA loop from Node, same concurrency: what any Node client can reach. */
   ioredisRps: number;
   /** createLimiter + RedisStore consume() loop, same concurrency. */
   coreRps: number;
+  /** coreRps over the highest of the three other figures: the most this Redis was seen to do. */
   ratio: number;
   connections: number;
 }

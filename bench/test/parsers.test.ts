@@ -1,6 +1,9 @@
 // Small parsers the bench depends on: redis-benchmark CSV, INFO fields, command counts, CPU profiles.
 import { parseRedisBenchmarkCsv } from '../src/redis-ceiling';
-import { commandsBetween, parseRedisCpu } from '../src/throughput';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { commandsBetween, parseRedisCpu, storeTrouble } from '../src/throughput';
 import { areaOf, summarize } from '../src/profile';
 import { median, ratio } from '../src/stats';
 
@@ -17,6 +20,17 @@ describe('bench parsers', () => {
 
   it("counts commands between two commandstats snapshots, leaving out the bench's own", () => {
     expect(commandsBetween({ evalsha: 10, info: 3 }, { evalsha: 25, hset: 15, info: 9, config: 1 })).toBe(30);
+  });
+
+  it("finds Floodgate's store-failure report in a server log", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fgb-test-'));
+    const clean = join(dir, 'clean.log');
+    const troubled = join(dir, 'troubled.log');
+    writeFileSync(clean, 'redis: connected\n[floodgate] RedisStore: the ioredis client resends unanswered commands\n');
+    writeFileSync(troubled, 'x\n[floodgate] store "redis" failed 5 times in a row (FG_STORE_TIMEOUT); circuit open\n');
+    expect(storeTrouble(clean)).toBeUndefined();
+    expect(storeTrouble(troubled)).toMatch(/^\[floodgate\] store "redis" failed 5 times/);
+    expect(storeTrouble(join(dir, 'missing.log'))).toBeUndefined();
   });
 
   it('medians and ratios refuse to invent numbers', () => {

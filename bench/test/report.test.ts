@@ -37,18 +37,23 @@ describe('renderMarkdown', () => {
   it('puts each contender in one row with both regimes and marks Floodgate against the goals', () => {
     const line = md.split('\n').find((l) => l.startsWith('| Floodgate, Redis (sliding-window-counter)'));
     expect(line).toBeDefined();
-    expect(line).toContain('| 8,000 | **0.80** ✓ | 9,000 | **0.90** ✗ |');
+    expect(line).toContain('| 8,000 | **0.80** ✓ | 0.80 | 9,000 | **0.90** ✗ | 0.90 |');
     expect(md).toMatch(/\| no limiter \(ceiling\) \| 10,000 \| 1\.00 \|/);
-    expect(md).toContain('| peer <one> & two | 4,000 | **0.40** | 5,000 | **0.50** |');
+    // The CPU-based ratio is its own column: 0.625 rounds to 0.63 (toFixed) or 0.62, never 0.40.
+    expect(md).toMatch(/\| peer <one> & two \| 4,000 \| \*\*0\.40\*\* \| 0\.6[23] \| 5,000 \| \*\*0\.50\*\* \| 0\.50 \|/);
+    // Cost per request: server CPU (50 µs / ratio), Redis commands, Redis CPU, p99, shares.
+    expect(md).toContain('| Floodgate, Redis (sliding-window-counter) | 63 / 56 | 5.0 / 0.0 | 20.0 / 20.0 | 4.0 / 4.0 | 100% / 100% |');
   });
 
   it('summarises the goals per framework and regime', () => {
-    expect(md).toContain('**express, admitting**: Floodgate on Redis keeps 0.80 of the ceiling: meets the goal of 0.75 (peers: peer <one> & two 0.40).');
-    expect(md).toContain('**express, rejecting**: Floodgate on Redis keeps 0.90 of the ceiling: misses the goal of 0.95');
+    expect(md).toContain(
+      '**express, admitting**: Floodgate on Redis keeps 0.80 of the ceiling (0.80 by server CPU per request): meets the goal of 0.75 (peers: peer <one> & two 0.40).',
+    );
+    expect(md).toContain('**express, rejecting**: Floodgate on Redis keeps 0.90 of the ceiling (0.90 by server CPU per request): misses the goal of 0.95');
   });
 
   it('has the ceiling, race, accuracy and memory tables', () => {
-    expect(md).toContain('| sliding-window-counter | 10 | 40,000 | 30,000 | 24,000 | **0.60** |');
+    expect(md).toContain('| sliding-window-counter | 10 | 40,000 | 36,000 | 30,000 | 24,000 | **0.60** |');
     expect(md).toContain('| naive GET, then INCR | 61 | **1.22** | 1.22 |');
     expect(md).toContain('| fixed-window | 2.00 | 1.00 | **2.00** |');
     expect(md).toContain('| Floodgate | sliding-window-log | 3,176 | 118,496 | 1 |');
@@ -96,6 +101,15 @@ describe('renderSvg', () => {
     expect(widths.has('2.00')).toBe(true);
   });
 
+  it('ticks each throughput bar at its CPU-based ratio', () => {
+    const ticks = [...svg.matchAll(/<line x1="([\d.]+)"[^>]*data-alt="([\d.]+)"/g)].map((m) => [m[2], Number(m[1])] as const);
+    const at = (value: string) => ticks.find(([v]) => v === value)![1];
+    expect(ticks.map(([v]) => v)).toEqual(expect.arrayContaining(['0.80', '0.90', '0.50']));
+    // 0.625 is to the right of 0.50 and left of 0.80 on the same scale.
+    expect(at('0.63')).toBeGreaterThan(at('0.50'));
+    expect(at('0.63')).toBeLessThan(at('0.80'));
+  });
+
   it('draws the goal lines of both regimes', () => {
     expect(svg).toContain('>goal 0.75<');
     expect(svg).toContain('>goal 0.95<');
@@ -112,6 +126,12 @@ describe('warnings', () => {
     expect(notes.some((n) => n.includes('No Floodgate adapter for express'))).toBe(true);
     expect(notes).toContain('express/floodgate-redis-sliding-window-counter/admit: 3 connection errors or timeouts.');
     expect(notes).toContain('express/floodgate-redis-sliding-window-counter/admit: only 50.0% 2xx while it should admit everything.');
+  });
+
+  it('calls out a limiter that beat its ceiling as noise', () => {
+    const results = fixture();
+    results.throughput[2] = { ...results.throughput[2], ratio: 1.3 };
+    expect(warnings(results).some((n) => n.startsWith('express/floodgate-redis-sliding-window-counter/reject beat their no-limiter ceiling'))).toBe(true);
   });
 
   it('says nothing for a clean full run on an idle machine', () => {

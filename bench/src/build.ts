@@ -1,0 +1,72 @@
+// Compiles the child processes and Floodgate's packages to plain JavaScript, as a release build would.
+//
+// Why not run them through tsx like the bench itself: tsx compiles with esbuild's keepNames, which
+// wraps every function created at run time in a __name() call (Object.defineProperty per closure).
+// Floodgate's hot path creates closures per request, so under tsx it pays a cost its published
+// build (tsup: no keepNames) never does, while the peers run their published JavaScript. Here
+// every @floodgate package becomes one file of its own (so CPU profiles can still tell core from
+// adapter from harness), and every package the bench itself depends on stays external: the peers
+// and frameworks run exactly as installed.
+import { createRequire } from 'node:module';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { build, type Plugin } from 'esbuild';
+import { BENCH_DIR, REPO_DIR } from './env';
+
+export const OUT_DIR = join(BENCH_DIR, 'dist');
+const FLOODGATE = ['core', 'express', 'fastify', 'koa'];
+const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
+
+/** Entry points of child processes, compiled to dist/<name>.js. */
+const CHILDREN = ['server', 'core-worker', 'memory-worker'];
+
+function resolvesFromBench(specifier: string): boolean {
+  try {
+    fromBench.resolve(specifier);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function externals(self: string | undefined): Plugin {
+  return {
+    name: 'floodgate-bench-externals',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, (args) => {
+        const own = /^@floodgate\/([a-z]+)$/.exec(args.path);
+        // Another Floodgate package: its own compiled file, so all importers share one instance.
+        if (own && own[1] !== self) return { path: `./floodgate-${own[1]}.js`, external: true };
+        if (own) return undefined;
+        // Node built-ins, and whatever the bench installs (frameworks, peers, ioredis): as installed.
+        if (args.path.startsWith('node:') || resolvesFromBench(args.path)) return { path: args.path, external: true };
+        // A Floodgate package's private dependency (lru-cache, ipaddr.js, fastify-plugin): bundled.
+        return undefined;
+      });
+    },
+  };
+}
+
+const common = {
+  bundle: true,
+  platform: 'node' as const,
+  format: 'cjs' as const,
+  target: 'node20',
+  keepNames: false,
+  sourcemap: 'linked' as const,
+  logLevel: 'warning' as const,
+  tsconfig: join(BENCH_DIR, 'tsconfig.json'),
+};
+
+/** Builds dist/: one file per Floodgate package that exists, and one per child entry. */
+export async function buildChildren(): Promise<void> {
+  mkdirSync(OUT_DIR, { recursive: true });
+  for (const pkg of FLOODGATE) {
+    const entry = join(REPO_DIR, 'packages', pkg, 'src', 'index.ts');
+    if (!existsSync(entry)) continue;
+    await build({ ...common, entryPoints: [entry], outfile: join(OUT_DIR, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
+  }
+  for (const name of CHILDREN) {
+    await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(OUT_DIR, `${name}.js`), plugins: [externals(undefined)] });
+  }
+}
