@@ -323,7 +323,8 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
 it('a timed-out call is never sent again: queued scripts run once on resume, and the count matches the calls sent', async () => {
   const prefix = rnd();
   const c = client();
-  const store = new CountingStore(new RedisStore({ client: c }));
+  // One call per request (no coalescing), so calls sent and scripts run can be matched one to one.
+  const store = new CountingStore(new RedisStore({ client: c, coalesce: false }));
   const limiter = createLimiter({
     store,
     prefix,
@@ -373,7 +374,7 @@ it('a timed-out call resent by ioredis after a restart is not followed by an EVA
   const prefix = rnd();
   const logger = quietLogger();
   const c = client({ autoResendUnfulfilledCommands: true, maxRetriesPerRequest: null });
-  const store = new CountingStore(new RedisStore({ client: c }));
+  const store = new CountingStore(new RedisStore({ client: c, coalesce: false }));
   const limiter = createLimiter({ store, prefix, limit: 1_000, windowMs: '10m', breaker: { failureThreshold: 1_000 }, logger });
   expect(logger.lines.some((l) => /autoResendUnfulfilledCommands/.test(l))).toBe(true);
   expect((await limiter.consume('other')).reason).toBe('allowed'); // connected, script loaded

@@ -32,7 +32,8 @@ process.on('message', (job: WorkerJob | 'exit') => {
 
 async function runJob(job: WorkerJob): Promise<WorkerResult> {
   client ??= new Redis({ host: '127.0.0.1', port: job.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
-  const store = new RedisStore({ client, timeoutMs: 10_000 });
+  // One store call per request when hot-key mode is off (no coalescing): the baseline hot keys are measured against.
+  const store = new RedisStore({ client, timeoutMs: 10_000, coalesce: false });
   const limiter = createLimiter({ ...job.limiter, store, prefix: job.prefix, logger: { warn() {}, error() {} } });
   const result: WorkerResult = { admitted: 0, denied: 0, degraded: [] };
   let left = job.requests;

@@ -197,7 +197,7 @@ describe('packed tarballs', () => {
     // pnpm pack turned workspace:* into the real version; the `source` condition (TypeScript sources) stays home.
     expect(JSON.stringify(manifest)).not.toContain('workspace:');
     expect(exportConditions(manifest.exports)).not.toContain('source');
-    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['package.json']);
+    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['README.md', 'package.json']);
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']));
     // Every file the manifest points at is in the tarball.
     const targets = [manifest.main, manifest.module, manifest.types, ...exportTargets(manifest.exports)].filter(

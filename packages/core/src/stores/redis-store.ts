@@ -51,6 +51,30 @@ export interface RedisStoreOptions {
    * production: the whole point of the scripts is that the application's clock is not trusted.
    */
   UNSAFE_testClock?: () => number;
+  /**
+   * While a call for a subject is in flight, send that subject's next requests together in one
+   * script call when it returns (each still decided on its own, in arrival order). Cuts round trips
+   * for hot subjects; a request may wait for the call ahead of it. Default true.
+   */
+  coalesce?: boolean;
+}
+
+interface Waiter {
+  request: StoreRequest;
+  resolve(result: StoreResult): void;
+  reject(error: unknown): void;
+}
+
+/** Most requests sent in one coalesced call; the rest go in the next one. */
+const MAX_BATCH = 64;
+
+// Requests can share a call only when they name the same keys, limits and mode.
+const limitIds = new WeakMap<object, number>();
+let nextLimitId = 0;
+function batchKey(request: StoreRequest): string {
+  let id = limitIds.get(request.limits);
+  if (id === undefined) limitIds.set(request.limits, (id = nextLimitId++));
+  return `${request.mode === 'peek' ? 'p' : 'c'}${id}|${request.keys.length === 1 ? request.keys[0] : request.keys.join('|')}`;
 }
 
 // ioredis statuses of a client that is still making its first connection: a command waits in the
@@ -64,6 +88,9 @@ export class RedisStore implements Store {
   private readonly client: RedisClient;
   private readonly testClock?: () => number;
   private everReady = false;
+  private readonly coalesce: boolean;
+  /** Subjects with a call in flight, and the requests waiting for it to return. */
+  private readonly batches = new Map<string, Waiter[]>();
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
@@ -77,6 +104,10 @@ export class RedisStore implements Store {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
     }
     this.testClock = options.UNSAFE_testClock;
+    if (options.coalesce !== undefined && typeof options.coalesce !== 'boolean') {
+      invalidOption('coalesce', options.coalesce, 'true or false');
+    }
+    this.coalesce = options.coalesce ?? true;
     this.warnings = clientWarnings(options.client);
     // The public 'ready' event, not a private field: once connected, a command is sent only on a
     // ready connection, never parked in the offline queue behind a reconnect.
@@ -84,23 +115,63 @@ export class RedisStore implements Store {
     else client!.once('ready', () => (this.everReady = true));
   }
 
-  async evaluate(request: StoreRequest): Promise<StoreResult> {
+  evaluate(request: StoreRequest): Promise<StoreResult> {
+    try {
+      this.checkConnection();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!this.coalesce) return this.send([request]).then((results) => results[0]);
+    const key = batchKey(request);
+    const queued = this.batches.get(key);
+    if (queued) return new Promise((resolve, reject) => queued.push({ request, resolve, reject }));
+    this.batches.set(key, []);
+    return new Promise((resolve, reject) => this.dispatch(key, [{ request, resolve, reject }]));
+  }
+
+  /**
+   * Coalescing: while one call for a subject is in flight, later requests for the same subject
+   * wait and then go together in ONE script call, in arrival order, each decided on its own, exactly
+   * as if sent one by one (the script runs them in sequence). A hot subject costs one round trip per
+   * batch instead of one per request.
+   */
+  private dispatch(key: string, batch: Waiter[]): void {
+    this.send(batch.map((w) => w.request)).then(
+      (results) => {
+        for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
+        const queued = this.batches.get(key);
+        if (!queued || queued.length === 0) this.batches.delete(key);
+        else this.dispatch(key, queued.splice(0, MAX_BATCH));
+      },
+      (error: unknown) => {
+        for (const w of batch) w.reject(error);
+        // Requests queued behind a failed call were never sent: fail them now rather than send
+        // them to a store that just failed (the failure policy answers them at once).
+        const queued = this.batches.get(key);
+        this.batches.delete(key);
+        if (queued) for (const w of queued) w.reject(error);
+      },
+    );
+  }
+
+  /** One script call for requests on the same keys and limits; one result per request, in order. */
+  private async send(requests: readonly StoreRequest[]): Promise<StoreResult[]> {
+    const request = requests[0];
     const first = request.limits[0].algorithm;
     const name: ScriptName = request.limits.every((l) => l.algorithm === first) ? first : 'all';
     const args: (string | number)[] = [
       request.mode === 'peek' ? 'p' : 'c',
-      request.cost,
+      requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
       this.testClock ? Math.floor(this.testClock()) : '',
     ];
     for (const limit of request.limits) {
       args.push(ALGORITHM_ID[limit.algorithm], limit.capacity, limit.period);
     }
-    this.checkConnection();
     const call = { expired: false };
     const reply = await withDeadline(this.run(name, request.keys, args, call), this.timeoutMs, 'Redis', () => {
       call.expired = true;
     });
-    return parseReply(reply, request.limits.length);
+    return parseReply(reply, request.limits.length, requests.length);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -150,19 +221,25 @@ function clientWarnings(client: RedisClient): string[] {
   ];
 }
 
-function parseReply(reply: unknown, n: number): StoreResult {
-  if (!Array.isArray(reply) || reply.length !== 1 + 4 * n) {
+function parseReply(reply: unknown, n: number, count: number): StoreResult[] {
+  const size = 1 + 4 * n;
+  if (!Array.isArray(reply) || reply.length !== size * count) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
   }
-  const results: LimitResult[] = [];
-  for (let i = 0; i < n; i++) {
-    const o = 1 + 4 * i;
-    results.push({
-      allowed: reply[o] === 1,
-      remaining: Number(reply[o + 1]),
-      resetMs: Number(reply[o + 2]),
-      retryAfterMs: Number(reply[o + 3]),
-    });
+  const out: StoreResult[] = [];
+  for (let r = 0; r < count; r++) {
+    const head = r * size;
+    const results: LimitResult[] = [];
+    for (let i = 0; i < n; i++) {
+      const o = head + 1 + 4 * i;
+      results.push({
+        allowed: reply[o] === 1,
+        remaining: Number(reply[o + 1]),
+        resetMs: Number(reply[o + 2]),
+        retryAfterMs: Number(reply[o + 3]),
+      });
+    }
+    out.push({ allowed: reply[head] === 1, results });
   }
-  return { allowed: reply[0] === 1, results };
+  return out;
 }
