@@ -60,7 +60,7 @@ describe.each(ALGORITHMS)('%s', (algorithm) => {
 it('requests queued behind a call to a hung Redis are failed at once, never sent, and nothing counts twice', async () => {
   const prefix = rnd();
   const limiter = createLimiter({
-    store: new RedisStore({ client, timeoutMs: 150 }),
+    store: new RedisStore({ client, timeoutMs: 150, coalesce: true }),
     prefix,
     algorithm: 'fixed-window',
     limit: 1_000,

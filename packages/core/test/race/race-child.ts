@@ -60,7 +60,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
     : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
   client.on('error', () => undefined);
   await client.ping();
-  // One script per request (no coalescing): the most concurrent scripts, the strictest race.
+  // One script per request (the default, no coalescing): the most concurrent scripts, the strictest race.
   const store = new RedisStore({ client, timeoutMs: 20_000, coalesce: process.env.FLOODGATE_RACE_COALESCE === '1' });
   for (const algorithm of ALGORITHMS) {
     const limiter = createLimiter({
