@@ -1,7 +1,7 @@
 // Coalescing in RedisStore: requests for one subject sent together in one script call decide exactly as if sent one by one.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { ALGORITHMS, createLimiter, RedisStore, type Decision } from '../src';
+import { ALGORITHMS, createLimiter, RedisStore, subjectKey, type Decision } from '../src';
 
 let server: RedisServer;
 let client: Redis;
@@ -82,6 +82,6 @@ it('requests queued behind a call to a hung Redis are failed at once, never sent
   expect(waited).toBeLessThan(5_000); // bounded by the timeout, not by the queue (loose: a loaded machine)
   const stats = await server.commandStats();
   expect(stats.evalsha).toBe(1); // only the call in flight reached Redis
-  const [count] = await client.hmget(`${(await import('../src')).subjectKey(prefix, '', 'victim')}:default.fw`, 'c');
+  const [count] = await client.hmget(`${subjectKey(prefix, '', 'victim')}:default.fw`, 'c');
   expect(Number(count)).toBe(2); // the first request and the one that ran after the resume
 });
