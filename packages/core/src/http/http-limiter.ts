@@ -75,15 +75,16 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     return `${method === 'HEAD' ? 'GET' : method} ${facts.route}`;
   }
 
-  async function identityOf(facts: RequestFacts, request: Req, cost: number, scope: string): Promise<Identity> {
-    if (o.key) {
-      const raw = await o.key(request);
-      if ((typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw))) {
-        return { subject: `custom:${raw}`, kind: 'custom' };
-      }
-    }
+  /** Synchronous unless a `key` function or a `resolveKey` lookup makes it wait: no await when nothing waits. */
+  function identityOf(facts: RequestFacts, request: Req, cost: number, scope: string): Identity | Promise<Identity> {
     // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup.
-    return identify(facts, { isBlocked: (id) => limiterFor(id).blocked(id.subject, { cost, scope }) !== undefined });
+    const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).blocked(id.subject, { cost, scope }) !== undefined });
+    if (!o.key) return builtIn();
+    return Promise.resolve(o.key(request)).then((raw) =>
+      (typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw))
+        ? { subject: `custom:${raw}`, kind: 'custom' as const }
+        : builtIn(),
+    );
   }
 
   /** The key's own plan (from resolveKey) replaces the route's limits; one limiter per plan, on the same store. */
@@ -106,9 +107,13 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   async function handle(facts: RequestFacts, request: Req): Promise<HttpResult> {
     const cost = typeof o.cost === 'function' ? validCost(await o.cost(request)) : o.cost;
     const scope = scopeOf(facts);
-    const identity = await identityOf(facts, request, cost, scope);
+    const pending = identityOf(facts, request, cost, scope);
+    const identity = pending instanceof Promise ? await pending : pending;
     if (identity.rejected) return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE };
-    const decision = await limiterFor(identity).consume(identity.subject, { cost, scope });
+    const chosen = limiterFor(identity);
+    const options = { cost, scope };
+    // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
+    const decision = chosen.blocked(identity.subject, options) ?? (await chosen.consume(identity.subject, options));
     const event: RateLimitEvent<Req> = { request, decision, scope, cost, identity: identity.kind, shadow: o.shadow };
     o.onDecision?.(event);
     if (!decision.allowed) o.onLimited?.(event);
