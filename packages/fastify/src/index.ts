@@ -96,10 +96,14 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
 
   // Requests that match no route never pass a route's hooks: limit them in one '<unmatched>'
   // bucket per caller, so scanning for URLs costs quota without minting buckets.
+  // Callback style: routes that matched (nearly every request) pass without a promise.
   const notFound = limitHook(http, undefined);
-  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply) =>
-    request.is404 ? notFound(request, reply) : Promise.resolve(),
-  );
+  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    if (!request.is404) return done();
+    notFound(request, reply).then(() => {
+      if (!reply.sent) done(); // a 429/503 was sent: the hook chain stops here
+    }, done);
+  });
 };
 
 /** The plugin: `await app.register(rateLimit, options)`; per route, `config: { rateLimit: {...} | false }`. */
