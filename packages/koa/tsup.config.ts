@@ -1,12 +1,4 @@
-// Build @floodgate/koa to ESM (.mjs) and CommonJS (.js) with type declarations for both.
-import { defineConfig } from 'tsup';
+// Build @floodgate/koa with the shared package build (tsup.base.ts at the repository root).
+import { packageBuild } from '../../tsup.base';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  outDir: 'dist',
-});
+export default packageBuild;

@@ -5,6 +5,7 @@ import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/
 import type { Cluster } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type AlgorithmName } from '../src';
 import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
+import { next } from './race/next-message';
 
 const PROCESSES = 3;
 const IN_FLIGHT = 150; // per process, all at once
@@ -19,26 +20,6 @@ let client: Cluster;
 const children: ChildProcess[] = [];
 const prefix = `crace-${Math.random().toString(36).slice(2, 8)}`;
 
-/** The next message of `type` from a child, or a failure naming the child. */
-function next<T extends RaceReply['type']>(child: ChildProcess, type: T, timeoutMs: number): Promise<Extract<RaceReply, { type: T }>> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => finish(new Error(`child ${child.pid}: no '${type}' within ${timeoutMs} ms`)), timeoutMs);
-    const onMessage = (message: RaceReply) => {
-      if (message.type === 'error') finish(new Error(`child ${child.pid}: ${message.message}`));
-      else if (message.type === type) finish(undefined, message as Extract<RaceReply, { type: T }>);
-    };
-    const onExit = (code: number | null) => finish(new Error(`child ${child.pid} exited (${code}) before '${type}'`));
-    function finish(error?: Error, message?: Extract<RaceReply, { type: T }>) {
-      clearTimeout(timer);
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      if (error) reject(error);
-      else resolve(message!);
-    }
-    child.on('message', onMessage);
-    child.on('exit', onExit);
-  });
-}
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
