@@ -1,17 +1,15 @@
 // The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, each algorithm admits exactly its limit.
-import { fork, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type AlgorithmName } from '../src';
 import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
-import { next } from './race/next-message';
+import { next, startChildren, stopChildren } from './race/race-harness';
 
 const PROCESSES = 3;
 const IN_FLIGHT = 150; // per process, all at once
 const LIMIT = 100;
 const ROUNDS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
-const REPO = join(__dirname, '..', '..', '..');
 
 type Done = Extract<RaceReply, { type: 'done' }>;
 
@@ -25,41 +23,12 @@ beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
   client = cluster.client({ retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
   // The race test's own child (race/race-child.ts), told to connect to the cluster.
-  for (let i = 0; i < PROCESSES; i++) {
-    children.push(
-      fork(join(__dirname, 'race', 'race-child.ts'), [], {
-        cwd: REPO,
-        execArgv: ['-r', join(__dirname, 'race', 'swc-register.js')],
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      }),
-    );
-  }
   const setup: RaceSetup = { type: 'setup', port: 0, cluster: cluster.startupNodes, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
-  await Promise.all(
-    children.map((child) => {
-      const ready = next(child, 'ready', 40_000);
-      child.send(setup);
-      return ready;
-    }),
-  );
+  children.push(...(await startChildren(PROCESSES, setup)));
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          child.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          if (child.connected) child.send({ type: 'exit' });
-          else child.kill('SIGKILL');
-        }),
-    ),
-  );
+  await stopChildren(children);
   client?.disconnect();
   await cluster?.stop();
 });

@@ -1,12 +1,12 @@
 // Race test: separate Node processes, hundreds of requests in flight on one subject, one redis-server: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { createLimiter, RedisStore, type AlgorithmName } from '../src';
 import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
-import { next } from './race/next-message';
+import { next, startChildren, stopChildren } from './race/race-harness';
 
 const PROCESSES = 4;
 const IN_FLIGHT = Number(process.env.FLOODGATE_RACE_IN_FLIGHT ?? 150); // per process, all at once
@@ -26,44 +26,12 @@ const prefix = `race-${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   server = await startRedis();
   client = server.client({ autoResendUnfulfilledCommands: false });
-  // The child runs the TypeScript sources compiled by SWC on require, as jest does (ts-node takes
-  // seconds per process to load the TypeScript compiler; this takes a tenth of one).
-  const register = join(__dirname, 'race', 'swc-register.js');
-  for (let i = 0; i < PROCESSES; i++) {
-    children.push(
-      fork(join(__dirname, 'race', 'race-child.ts'), [], {
-        cwd: REPO,
-        execArgv: ['-r', register],
-        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      }),
-    );
-  }
   const setup: RaceSetup = { type: 'setup', port: server.port, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
-  await Promise.all(
-    children.map((child) => {
-      const ready = next(child, 'ready', 40_000);
-      child.send(setup);
-      return ready;
-    }),
-  );
+  children.push(...(await startChildren(PROCESSES, setup)));
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((resolve) => {
-          if (child.exitCode !== null || child.signalCode !== null) return resolve();
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-          child.once('exit', () => {
-            clearTimeout(timer);
-            resolve();
-          });
-          if (child.connected) child.send({ type: 'exit' });
-          else child.kill('SIGKILL');
-        }),
-    ),
-  );
+  await stopChildren(children);
   client?.disconnect();
   await server?.stop();
 });
