@@ -63,23 +63,28 @@ function middleware(http: HttpLimiter<Request> | null): RateLimitMiddleware {
       if (found && hasOwnLimiter(found.route)) return next();
       pattern = found?.pattern;
     }
-    http.handle(facts(req, pattern), req).then((result) => {
-      req.rateLimit = result.decision;
-      if (result.status === 'next') {
-        for (const [name, value] of result.headers) res.setHeader(name, value);
-        return next();
-      }
-      try {
-        for (const [name, value] of result.headers) res.setHeader(name, value);
-        send(res, result);
-      } catch (error) {
-        next(error); // e.g. a handler's body Express cannot send
-      }
-    }, next);
+    // Synchronous when nothing had to wait (a blocked caller's 429 goes out at once).
+    const result = http.handleNow(facts(req, pattern), req);
+    if (result instanceof Promise) result.then((r) => apply(r, req, res, next), next);
+    else apply(result, req, res, next);
   } as RateLimitMiddleware;
   Object.defineProperty(handler, FLOODGATE, { value: true });
   handler.route = (overrides) => middleware(http ? http.route(overrides) : null);
   return handler;
+}
+
+function apply(result: HttpResult, req: Request, res: Response, next: NextFunction): void {
+  req.rateLimit = result.decision;
+  if (result.status === 'next') {
+    for (const [name, value] of result.headers) res.setHeader(name, value);
+    return next();
+  }
+  try {
+    for (const [name, value] of result.headers) res.setHeader(name, value);
+    send(res, result);
+  } catch (error) {
+    next(error); // e.g. a handler's body Express cannot send
+  }
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   invalidOption,
   type Decision,
   type HttpLimiter,
+  type HttpResult,
   type HttpRateLimitOptions,
   type RequestFacts,
 } from '@floodgate/core';
@@ -45,7 +46,7 @@ declare module 'fastify' {
 
 export type { Decision, RateLimitEvent } from '@floodgate/core';
 
-type Hook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
 
 function hookName(option: string, value: unknown): RateLimitHook {
   if (value === undefined) return 'onRequest';
@@ -59,15 +60,25 @@ function facts(request: FastifyRequest, route: string | undefined): RequestFacts
 
 /** The hook for one route: the pattern is fixed at registration, never looked up per request. */
 function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined): Hook {
-  return async function floodgate(request, reply) {
-    const result = await http.handle(facts(request, pattern), request);
+  // Callback style: a decision that needed no waiting (a blocked caller's 429) is sent at once.
+  return function floodgate(request, reply, done) {
+    const result = http.handleNow(facts(request, pattern), request);
+    if (result instanceof Promise) result.then((r) => apply(r, request, reply, done), done);
+    else apply(result, request, reply, done);
+  };
+}
+
+function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+  try {
     request.rateLimit = result.decision;
     for (const [name, value] of result.headers) reply.header(name, value);
-    if (result.status === 'next') return;
-    reply.code(result.status);
-    if (result.contentType) reply.type(result.contentType);
-    return reply.send(result.body);
-  };
+  } catch (error) {
+    return done(error as Error);
+  }
+  if (result.status === 'next') return done();
+  reply.code(result.status);
+  if (result.contentType) reply.type(result.contentType);
+  reply.send(result.body); // replying from a callback-style hook: the chain stops, done is not called
 }
 
 function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {
@@ -98,12 +109,9 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   // bucket per caller, so scanning for URLs costs quota without minting buckets.
   // Callback style: routes that matched (nearly every request) pass without a promise.
   const notFound = limitHook(http, undefined);
-  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
-    if (!request.is404) return done();
-    notFound(request, reply).then(() => {
-      if (!reply.sent) done(); // a 429/503 was sent: the hook chain stops here
-    }, done);
-  });
+  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) =>
+    request.is404 ? notFound(request, reply, done) : done(),
+  );
 };
 
 /** The plugin: `await app.register(rateLimit, options)`; per route, `config: { rateLimit: {...} | false }`. */

@@ -82,7 +82,8 @@ function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
     const { layer, own } = locate(ctx, mw);
     // A route with a Floodgate middleware of its own is decided there, once, not twice.
     if (!own && layer && hasOwnLimiter(layer)) return next();
-    const result = await http.handle(facts(ctx, layer?.path), ctx);
+    const pending = http.handleNow(facts(ctx, layer?.path), ctx);
+    const result = pending instanceof Promise ? await pending : pending;
     ctx.state.rateLimit = result.decision;
     for (const [name, value] of result.headers) ctx.set(name, value);
     if (result.status === 'next') return next();

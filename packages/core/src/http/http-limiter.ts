@@ -32,6 +32,8 @@ export interface HttpLimiter<Req = unknown> {
   readonly limiter: Limiter;
   /** Decides one request. Rejects only when a cost or key function fails or returns a bad cost. */
   handle(facts: RequestFacts, request: Req): Promise<HttpResult>;
+  /** The same decision, returned synchronously when nothing had to wait (adapters use it to answer a blocked caller at once). */
+  handleNow(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult>;
   /** A limiter for one route: these overrides merged over the global options, on the same store. false: no limit. */
   route(overrides: HttpRateLimitOptions<Req> | false | undefined): HttpLimiter<Req> | null;
   /** The bucket scope: the group, `METHOD /pattern` (HEAD counts as GET), or '<unmatched>' when no route matched. */
@@ -104,16 +106,39 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     return planned;
   }
 
-  async function handle(facts: RequestFacts, request: Req): Promise<HttpResult> {
-    const cost = typeof o.cost === 'function' ? validCost(await o.cost(request)) : o.cost;
+  /**
+   * Decides one request; synchronous when nothing has to wait (no cost or key function promise, no
+   * resolveKey lookup, a caller answered from the block cache), so a flood of 429s never waits a
+   * turn of the event loop. A synchronous throw becomes a rejected promise.
+   */
+  function handleNow(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
+    try {
+      if (typeof o.cost !== 'function') return withCost(facts, request, o.cost);
+      return Promise.resolve(o.cost(request)).then((cost) => withCost(facts, request, validCost(cost)));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  function withCost(facts: RequestFacts, request: Req, cost: number): HttpResult | Promise<HttpResult> {
     const scope = scopeOf(facts);
     const pending = identityOf(facts, request, cost, scope);
-    const identity = pending instanceof Promise ? await pending : pending;
+    return pending instanceof Promise
+      ? pending.then((identity) => withIdentity(identity, request, cost, scope))
+      : withIdentity(pending, request, cost, scope);
+  }
+
+  function withIdentity(identity: Identity, request: Req, cost: number, scope: string): HttpResult | Promise<HttpResult> {
     if (identity.rejected) return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE };
     const chosen = limiterFor(identity);
     const options = { cost, scope };
     // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
-    const decision = chosen.blocked(identity.subject, options) ?? (await chosen.consume(identity.subject, options));
+    const blocked = chosen.blocked(identity.subject, options);
+    if (blocked) return respond(blocked, request, cost, scope, identity);
+    return chosen.consume(identity.subject, options).then((decision) => respond(decision, request, cost, scope, identity));
+  }
+
+  function respond(decision: Decision, request: Req, cost: number, scope: string, identity: Identity): HttpResult | Promise<HttpResult> {
     const event: RateLimitEvent<Req> = { request, decision, scope, cost, identity: identity.kind, shadow: o.shadow };
     o.onDecision?.(event);
     if (!decision.allowed) o.onLimited?.(event);
@@ -122,10 +147,17 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     const headers = formatHeaders(decision, o.dialects, { retryAfter: enforce, retryAfterJitterMs: o.retryAfterJitterMs });
     if (!enforce) return { decision, status: 'next', headers };
     const status = decision.reason === 'fail-closed' ? 503 : 429;
-    if (status === 429 && o.handler) return { decision, status, headers, body: await o.handler(request, event) };
+    if (status === 429 && o.handler) {
+      const handler = o.handler;
+      return Promise.resolve(handler(request, event)).then((body) => ({ decision, status, headers, body }));
+    }
     const retryAfter = headers.find(([name]) => name === 'Retry-After');
     const body = JSON.stringify(problemDetails(decision, cost, retryAfter ? Number(retryAfter[1]) : undefined));
     return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE };
+  }
+
+  async function handle(facts: RequestFacts, request: Req): Promise<HttpResult> {
+    return handleNow(facts, request);
   }
 
   function route(overrides: HttpRateLimitOptions<Req> | false | undefined): HttpLimiter<Req> | null {
@@ -138,6 +170,6 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     return build(global, resolved, own ? { limiter: createLimiter(resolved.limiter), identify: createIdentify(resolved.identity) } : shared);
   }
 
-  const api: HttpLimiter<Req> = { options: o, limiter, handle, route, scopeOf };
+  const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf };
   return api;
 }
