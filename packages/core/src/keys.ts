@@ -18,7 +18,8 @@ const MEMO_MAX_INPUT = 512;
  * key or IP, and all keys of one subject live in one Redis Cluster slot.
  */
 export function subjectKey(prefix: string, scope: string, identity: string): string {
-  const input = `${scope}\u0000${identity}`;
+  // The scope's length first: no scope and identity pair can spell another pair's input.
+  const input = `${scope.length}:${scope}\u0000${identity}`;
   const cacheable = input.length + prefix.length <= MEMO_MAX_INPUT;
   const id = cacheable ? `${prefix}\u0000${input}` : '';
   if (cacheable) {

@@ -1,5 +1,5 @@
 // The framework-free HTTP pipeline: option merging, scopes, identities and plans, and how decisions map to responses.
-import { createHttpLimiter } from '../src/http/http-limiter';
+import { createHttpLimiter, type HttpResult } from '../src/http/http-limiter';
 import { DEFAULT_LIMIT, resolveHttpOptions } from '../src/http/resolve-http-options';
 import type { RequestFacts } from '../src/identity';
 import { MemoryStore } from '../src/stores/memory-store';
@@ -63,6 +63,19 @@ describe('createHttpLimiter', () => {
     expect(cheap.limiter).toBe(http.limiter);
     expect(strict.limiter).not.toBe(http.limiter);
     expect(strict.limiter.options.store).toBe(http.limiter.options.store);
+  });
+
+  it('answers a blocked caller synchronously (handleNow returns no promise), and waits only when the store is asked', async () => {
+    const http = createHttpLimiter({ limit: 1, retryAfterJitterMs: 0, logger: silent });
+    const first = http.handleNow(facts(), {});
+    expect(first).toBeInstanceOf(Promise); // the store decides: a promise
+    expect((await first).status).toBe('next');
+    const second = await http.handleNow(facts(), {});
+    expect(second.status).toBe(429); // denied by the store, which sets the block
+    const third = http.handleNow(facts(), {});
+    expect(third).not.toBeInstanceOf(Promise);
+    expect((third as HttpResult).status).toBe(429);
+    expect((third as HttpResult).decision?.reason).toBe('blocked');
   });
 
   it('answers 503 with Retry-After and problem+json when the store fails with failMode closed', async () => {
