@@ -1,6 +1,10 @@
 // The behaviour table every adapter runs: one set of HTTP scenarios with exact header values, on memory and Redis.
 import type { HttpRateLimitOptions, RateLimitEvent } from '../src/http/resolve-http-options';
 import { QUOTA_EXCEEDED_TYPE } from '../src/headers/problem-details';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import { MemoryStore } from '../src/stores/memory-store';
+import { RedisStore } from '../src/stores/redis-store';
 import type { Store } from '../src/stores/store';
 
 /** One route of a scenario's app; `options` are its per-route overrides (false: not limited). */
@@ -49,6 +53,27 @@ const silent = { warn: () => undefined, error: () => undefined };
 const json = (reply: Reply): any => JSON.parse(reply.body);
 
 /** Runs every scenario against one adapter, framework version and store. */
+/**
+ * The stores every adapter runs the table on: memory, and a real redis-server started for the test
+ * file (in beforeAll, stopped in afterAll). Both follow the table's fake clock.
+ */
+export function behaviourStores(): Record<'memory' | 'redis', (clock: () => number) => Store> {
+  let redis: RedisServer | undefined;
+  let client: Redis | undefined;
+  beforeAll(async () => {
+    redis = await startRedis();
+    client = redis.client();
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await redis?.stop();
+  });
+  return {
+    memory: (clock) => new MemoryStore({ clock }),
+    redis: (clock) => new RedisStore({ client: client!, timeoutMs: 2_000, UNSAFE_testClock: clock }),
+  };
+}
+
 export function runBehaviourTable(h: Harness): void {
   describe(`behaviour table: ${h.name}`, () => {
     let now = T0;

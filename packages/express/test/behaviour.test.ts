@@ -1,13 +1,10 @@
 // The shared behaviour table through @floodgate/express: Express 4 and 5, app-level and per-route, memory and Redis.
 import { createServer } from 'node:http';
-import { MemoryStore, RedisStore } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Express, Request, Response } from 'express';
 import express5 from 'express';
-import type { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
-import { runBehaviourTable, type AppSpec, type Harness, type TestApp } from '../../core/test/http-behaviour';
+import { behaviourStores, runBehaviourTable, type AppSpec, type Harness, type TestApp } from '../../core/test/http-behaviour';
 import { rateLimit } from '../src';
 
 // Express 4 is installed under an alias; both versions share @types/express's surface used here.
@@ -55,21 +52,7 @@ function build(express: typeof express5, mode: Mode) {
   };
 }
 
-let redis: RedisServer;
-let client: Redis;
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(async () => {
-  client?.disconnect();
-  await redis?.stop();
-});
-
-const stores = {
-  memory: (clock: () => number) => new MemoryStore({ clock }),
-  redis: (clock: () => number) => new RedisStore({ client, timeoutMs: 2_000, UNSAFE_testClock: clock }),
-};
+const stores = behaviourStores();
 
 for (const [version, express] of [['4', express4], ['5', express5]] as const) {
   for (const mode of ['app-level', 'per-route'] as const) {

@@ -1,11 +1,8 @@
 // The shared behaviour table through @floodgate/fastify (plugin + per-route config), on memory and Redis.
 import type { AddressInfo } from 'node:net';
-import { MemoryStore, RedisStore } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
 import Fastify from 'fastify';
-import type { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
-import { runBehaviourTable, type AppSpec, type TestApp } from '../../core/test/http-behaviour';
+import { behaviourStores, runBehaviourTable, type AppSpec, type TestApp } from '../../core/test/http-behaviour';
 import { rateLimit } from '../src';
 
 async function build(spec: AppSpec): Promise<TestApp> {
@@ -35,21 +32,7 @@ async function build(spec: AppSpec): Promise<TestApp> {
   };
 }
 
-let redis: RedisServer;
-let client: Redis;
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(async () => {
-  client?.disconnect();
-  await redis?.stop();
-});
-
-const stores = {
-  memory: (clock: () => number) => new MemoryStore({ clock }),
-  redis: (clock: () => number) => new RedisStore({ client, timeoutMs: 2_000, UNSAFE_testClock: clock }),
-};
+const stores = behaviourStores();
 
 for (const [storeName, store] of Object.entries(stores)) {
   runBehaviourTable({

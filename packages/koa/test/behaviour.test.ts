@@ -1,13 +1,10 @@
 // The shared behaviour table through @floodgate/koa with @koa/router: app-level and per-route, memory and Redis.
 import { createServer } from 'node:http';
 import Router from '@koa/router';
-import { MemoryStore, RedisStore } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
-import type { Redis } from 'ioredis';
 import Koa, { type Context } from 'koa';
 import { parseList } from 'structured-headers';
 import request from 'supertest';
-import { runBehaviourTable, type AppSpec, type TestApp } from '../../core/test/http-behaviour';
+import { behaviourStores, runBehaviourTable, type AppSpec, type TestApp } from '../../core/test/http-behaviour';
 import { rateLimit } from '../src';
 
 type Mode = 'app-level' | 'per-route';
@@ -53,21 +50,7 @@ function build(mode: Mode) {
   };
 }
 
-let redis: RedisServer;
-let client: Redis;
-beforeAll(async () => {
-  redis = await startRedis();
-  client = redis.client();
-});
-afterAll(async () => {
-  client?.disconnect();
-  await redis?.stop();
-});
-
-const stores = {
-  memory: (clock: () => number) => new MemoryStore({ clock }),
-  redis: (clock: () => number) => new RedisStore({ client, timeoutMs: 2_000, UNSAFE_testClock: clock }),
-};
+const stores = behaviourStores();
 
 for (const mode of ['app-level', 'per-route'] as const) {
   for (const [storeName, store] of Object.entries(stores)) {
