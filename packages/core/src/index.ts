@@ -11,7 +11,7 @@ export { TWINS, evaluateTwins } from './algorithms/evaluate';
 export { MemoryStore } from './stores/memory-store';
 export type { MemoryStoreOptions } from './stores/memory-store';
 export { RedisStore } from './stores/redis-store';
-export type { RedisStoreOptions, RedisClient } from './stores/redis-store';
+export type { RedisStoreOptions, RedisClient, CoalesceMode } from './stores/redis-store';
 export type { Store, StoreRequest, StoreResult } from './stores/store';
 export { FloodgateError, invalidOption } from './errors';
 export type { FloodgateErrorCode } from './errors';

@@ -1,7 +1,8 @@
 // Coalescing in RedisStore: requests for one subject sent together in one script call decide exactly as if sent one by one.
+// 'turn' (the default) groups the requests of one event-loop turn; 'in-flight' also holds them behind a call in flight.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { ALGORITHMS, createLimiter, RedisStore, subjectKey, type Decision } from '../src';
+import { ALGORITHMS, createLimiter, RedisStore, subjectKey, type CoalesceMode, type Decision } from '../src';
 
 let server: RedisServer;
 let client: Redis;
@@ -17,7 +18,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-async function burst(coalesce: boolean, algorithm: (typeof ALGORITHMS)[number], n: number, costs: (i: number) => number) {
+async function burst(coalesce: CoalesceMode, algorithm: (typeof ALGORITHMS)[number], n: number, costs: (i: number) => number) {
   const limiter = createLimiter({
     store: new RedisStore({ client, coalesce, timeoutMs: 10_000 }),
     prefix: rnd(),
@@ -38,7 +39,7 @@ const summary = (ds: Decision[]) => ds.map((d) => `${d.allowed ? 'A' : 'D'}${d.r
 
 describe.each(ALGORITHMS)('%s', (algorithm) => {
   it('200 concurrent requests on one subject: exactly the limit admitted, in far fewer script calls, each with its own figures', async () => {
-    const { decisions, scripts } = await burst(true, algorithm, 200, () => 1);
+    const { decisions, scripts } = await burst('in-flight', algorithm, 200, () => 1);
     const admitted = decisions.filter((d) => d.allowed);
     expect(admitted).toHaveLength(50);
     expect(decisions.every((d) => d.reason === 'allowed' || d.reason === 'limited')).toBe(true);
@@ -49,18 +50,29 @@ describe.each(ALGORITHMS)('%s', (algorithm) => {
 
   it('mixed costs: the coalesced answers equal the one-by-one answers, request for request', async () => {
     const costs = (i: number) => [1, 3, 0, 7, 2, 5][i % 6];
-    const together = await burst(true, algorithm, 60, costs);
+    const together = await burst('in-flight', algorithm, 60, costs);
+    const turn = await burst('turn', algorithm, 60, costs);
     const apart = await burst(false, algorithm, 60, costs);
     expect(apart.scripts).toBe(60);
     expect(together.scripts).toBeLessThan(60);
+    expect(turn.scripts).toBe(1); // all 60 were made in one turn: one call
     expect(summary(together.decisions)).toEqual(summary(apart.decisions));
+    expect(summary(turn.decisions)).toEqual(summary(apart.decisions));
+  });
+
+  it("'turn': 200 requests made in one turn go in calls of at most 64, each request with its own figures", async () => {
+    const { decisions, scripts } = await burst('turn', algorithm, 200, () => 1);
+    expect(scripts).toBe(4); // 64 + 64 + 64 + 8
+    const admitted = decisions.filter((d) => d.allowed);
+    expect(admitted.map((d) => d.remaining)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
+    expect(decisions.slice(50).every((d) => !d.allowed && d.reason === 'limited')).toBe(true);
   });
 });
 
 it('requests queued behind a call to a hung Redis are failed at once, never sent, and nothing counts twice', async () => {
   const prefix = rnd();
   const limiter = createLimiter({
-    store: new RedisStore({ client, timeoutMs: 150, coalesce: true }),
+    store: new RedisStore({ client, timeoutMs: 150, coalesce: 'in-flight' }),
     prefix,
     algorithm: 'fixed-window',
     limit: 1_000,
@@ -84,4 +96,45 @@ it('requests queued behind a call to a hung Redis are failed at once, never sent
   expect(stats.evalsha).toBe(1); // only the call in flight reached Redis
   const [count] = await client.hmget(`${subjectKey(prefix, '', 'victim')}:default.fw`, 'c');
   expect(Number(count)).toBe(2); // the first request and the one that ran after the resume
+});
+
+describe("'turn' (the default)", () => {
+  const limiterOn = (store: RedisStore) =>
+    createLimiter({ store, prefix: rnd(), algorithm: 'fixed-window', limit: 1_000, windowMs: '1h', blockCacheSize: 0, logger: quiet });
+
+  it('is the default, and a request awaited before the next is made goes alone', async () => {
+    const limiter = limiterOn(new RedisStore({ client }));
+    await server.resetStats();
+    for (let i = 0; i < 5; i++) expect((await limiter.consume('solo')).remaining).toBe(999 - i);
+    expect((await server.commandStats()).evalsha).toBe(5);
+  });
+
+  it('one call per subject per turn: 3 subjects x 10 requests -> 3 calls, every subject counted exactly', async () => {
+    const limiter = limiterOn(new RedisStore({ client }));
+    await server.resetStats();
+    const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`s${i % 3}`)));
+    expect((await server.commandStats()).evalsha).toBe(3);
+    for (let s = 0; s < 3; s++) {
+      const mine = decisions.filter((_, i) => i % 3 === s).map((d) => d.remaining);
+      expect(mine).toEqual([999, 998, 997, 996, 995, 994, 993, 992, 991, 990]);
+    }
+  });
+
+  it('requests of different costs, modes or scopes share a call only when their keys and mode match', async () => {
+    const limiter = limiterOn(new RedisStore({ client }));
+    await server.resetStats();
+    const [a, b, p, c] = await Promise.all([
+      limiter.consume('x', { cost: 5 }),
+      limiter.consume('x', { cost: 2 }),
+      limiter.peek('x', { cost: 1 }),
+      limiter.consume('x', { scope: 'other' }),
+    ]);
+    expect([a.remaining, b.remaining, c.remaining]).toEqual([995, 993, 999]);
+    expect(p.allowed).toBe(true);
+    expect((await server.commandStats()).evalsha).toBe(3); // x consume (2 requests), x peek, x in 'other'
+  });
+
+  it('rejects an unknown mode at construction, naming the valid ones', () => {
+    expect(() => new RedisStore({ client, coalesce: true as unknown as CoalesceMode })).toThrow(/coalesce.*'turn'.*'in-flight'.*false/);
+  });
 });

@@ -79,6 +79,12 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
     for (const [name, value] of result.headers) res.setHeader(name, value);
     return next();
   }
+  if (result.direct) {
+    // Floodgate's own problem+json: straight to Node (headers set earlier on res are merged in).
+    res.writeHead(result.status, result.direct as string[]);
+    res.end(result.body as string);
+    return;
+  }
   try {
     for (const [name, value] of result.headers) res.setHeader(name, value);
     send(res, result);

@@ -69,6 +69,7 @@ function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefine
 }
 
 function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+  if (result.direct) return writeDirect(result, request, reply);
   try {
     request.rateLimit = result.decision;
     for (const [name, value] of result.headers) reply.header(name, value);
@@ -79,6 +80,32 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   reply.code(result.status);
   if (result.contentType) reply.type(result.contentType);
   reply.send(result.body); // replying from a callback-style hook: the chain stops, done is not called
+}
+
+/**
+ * Floodgate's own problem+json, straight to Node: Fastify's onSend hooks and serialisation are
+ * skipped (its onResponse hooks and logging still run). Headers other hooks already set on the reply
+ * (e.g. CORS) go out too, unless Floodgate sets the same name.
+ */
+function writeDirect(result: HttpResult, request: FastifyRequest, reply: FastifyReply): void {
+  request.rateLimit = result.decision;
+  let head = result.direct as string[];
+  const earlier = reply.getHeaders();
+  const names = Object.keys(earlier);
+  if (names.length > 0) {
+    const own = new Set<string>();
+    for (let i = 0; i < head.length; i += 2) own.add(head[i].toLowerCase());
+    head = [...head];
+    for (const name of names) {
+      const value = earlier[name];
+      if (value === undefined || own.has(name.toLowerCase())) continue;
+      if (Array.isArray(value)) for (const v of value) head.push(name, String(v));
+      else head.push(name, String(value));
+    }
+  }
+  reply.hijack();
+  reply.raw.writeHead(result.status as number, head);
+  reply.raw.end(result.body as string);
 }
 
 function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {

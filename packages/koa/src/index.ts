@@ -85,6 +85,15 @@ function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
     const pending = http.handleNow(facts(ctx, layer?.path), ctx);
     const result = pending instanceof Promise ? await pending : pending;
     ctx.state.rateLimit = result.decision;
+    if (result.direct) {
+      // Floodgate's own problem+json, straight to Node: Koa's respond() is skipped (headers set
+      // earlier on ctx are merged in); ctx.status still says 429 to upstream middleware.
+      ctx.status = result.status as number;
+      ctx.respond = false;
+      ctx.res.writeHead(result.status as number, result.direct as string[]);
+      ctx.res.end(result.body as string);
+      return undefined;
+    }
     for (const [name, value] of result.headers) ctx.set(name, value);
     if (result.status === 'next') return next();
     ctx.status = result.status;

@@ -25,6 +25,12 @@ export interface HttpResult {
   readonly body?: unknown;
   /** Set when the body is the default problem+json; otherwise the framework picks. */
   readonly contentType?: string;
+  /**
+   * Set when the adapter should write this response itself, straight to Node's response (a default
+   * problem+json body with `respondDirectly` on): every header of it, `headers` plus Content-Type
+   * and Content-Length, as one flat [name, value, name, value, ...] list for `res.writeHead`.
+   */
+  readonly direct?: readonly string[];
 }
 
 export interface HttpLimiter<Req = unknown> {
@@ -47,6 +53,15 @@ interface Shared {
 
 const HTTP_ONLY: ReadonlySet<string> = new Set(HTTP_KEYS);
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
+const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
+
+/** The flat header list of a response written directly: the rate-limit headers, then the body's type and length. */
+function directHead(headers: readonly HeaderPair[], body: string): string[] {
+  const head: string[] = [];
+  for (const [name, value] of headers) head.push(name, value);
+  head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
+  return head;
+}
 
 function validCost(cost: unknown): number {
   if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) {
@@ -129,7 +144,10 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   }
 
   function withIdentity(identity: Identity, request: Req, cost: number, scope: string): HttpResult | Promise<HttpResult> {
-    if (identity.rejected) return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE };
+    if (identity.rejected) {
+      const direct = o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
+      return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
+    }
     const chosen = limiterFor(identity);
     const options = { cost, scope };
     // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
@@ -153,7 +171,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     }
     const retryAfter = headers.find(([name]) => name === 'Retry-After');
     const body = JSON.stringify(problemDetails(decision, cost, retryAfter ? Number(retryAfter[1]) : undefined));
-    return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE };
+    return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, body) : undefined };
   }
 
   async function handle(facts: RequestFacts, request: Req): Promise<HttpResult> {

@@ -55,6 +55,17 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
   /** Evaluate, report through the hooks and headers, and never block. Default false. */
   shadow?: boolean;
   /**
+   * Write Floodgate's own error responses (the default problem+json 429, 503 and 401) straight to
+   * Node's response (`res.writeHead` + `res.end`), skipping the framework's reply pipeline, so that
+   * a flood of 429s costs no more than the route itself. Headers already set on the response (e.g.
+   * by a CORS middleware or hook that ran before the limiter) are kept. What is skipped: Fastify's
+   * onSend hooks and serialisation (onResponse hooks and logging still run), Express's ETag, and
+   * changes a Koa middleware makes after `await next()` (headers are already sent). Set false to
+   * send them through the framework like any other response. A `handler`'s body always goes
+   * through the framework. Default true.
+   */
+  respondDirectly?: boolean;
+  /**
    * Replaces the default 429 body (application/problem+json): return the body to send, which the
    * framework serialises as it would any other body. The status and headers stay. Default: none.
    */
@@ -76,6 +87,7 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly dialects: readonly HeaderDialect[];
   readonly retryAfterJitterMs: number;
   readonly shadow: boolean;
+  readonly respondDirectly: boolean;
   readonly handler: HttpRateLimitOptions<Req>['handler'];
   readonly onLimited: HttpRateLimitOptions<Req>['onLimited'];
   readonly onDecision: HttpRateLimitOptions<Req>['onDecision'];
@@ -84,7 +96,18 @@ export interface ResolvedHttpOptions<Req = unknown> {
 /** The limit when none is given: 60 requests per minute per caller per route. */
 export const DEFAULT_LIMIT = 60;
 /** Options the HTTP layer reads itself; the rest go to createLimiter and createIdentify. */
-export const HTTP_KEYS = ['cost', 'key', 'group', 'headers', 'retryAfterJitterMs', 'shadow', 'handler', 'onLimited', 'onDecision'] as const;
+export const HTTP_KEYS = [
+  'cost',
+  'key',
+  'group',
+  'headers',
+  'retryAfterJitterMs',
+  'shadow',
+  'respondDirectly',
+  'handler',
+  'onLimited',
+  'onDecision',
+] as const;
 const SHAPE_ONE = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
 
 function fn(option: string, value: unknown): void {
@@ -133,6 +156,9 @@ export function resolveHttpOptions<Req = unknown>(
     invalidOption('retryAfterJitterMs', jitter, 'a whole number of ms from 0 to 3600000');
   }
   if (o.shadow !== undefined && typeof o.shadow !== 'boolean') invalidOption('shadow', o.shadow, 'true or false');
+  if (o.respondDirectly !== undefined && typeof o.respondDirectly !== 'boolean') {
+    invalidOption('respondDirectly', o.respondDirectly, 'true or false');
+  }
   fn('key', o.key);
   fn('handler', o.handler);
   fn('onLimited', o.onLimited);
@@ -150,6 +176,7 @@ export function resolveHttpOptions<Req = unknown>(
     dialects: dialectsOf(o.headers),
     retryAfterJitterMs: jitter,
     shadow: o.shadow ?? false,
+    respondDirectly: o.respondDirectly ?? true,
     handler: o.handler,
     onLimited: o.onLimited,
     onDecision: o.onDecision,

@@ -7,7 +7,8 @@
 -- ARGV[3]   UNSAFE test clock in ms, or '' (production): then the clock is redis.call('TIME')
 -- ARGV[4+3(i-1)..6+3(i-1)]  limit i: algorithm id, capacity, period (window ms or refill/s)
 -- Returns   per request: allowedAll (0|1), then per limit: allowed, remaining, resetMs, retryAfterMs
--- Writes    only for a request every limit admits, in mode 'c'; every write sets PEXPIRE here.
+-- Writes    only for a request every limit admits, in mode 'c'; every write sets its expiry here
+--           (hash and string state is written once per key, at the end: see the prelude's cache).
 local mode = ARGV[1]
 local now
 if ARGV[3] ~= '' then
@@ -38,4 +39,5 @@ for c in string.gmatch(ARGV[2], '[^,]+') do
     for i = 1, #KEYS do commits[i]() end
   end
 end
+flush()
 return out

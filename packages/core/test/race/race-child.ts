@@ -61,7 +61,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
   client.on('error', () => undefined);
   await client.ping();
   // One script per request (the default, no coalescing): the most concurrent scripts, the strictest race.
-  const store = new RedisStore({ client, timeoutMs: 20_000, coalesce: process.env.FLOODGATE_RACE_COALESCE === '1' });
+  const store = new RedisStore({ client, timeoutMs: 20_000, coalesce: process.env.FLOODGATE_RACE_COALESCE === '1' ? 'in-flight' : undefined });
   for (const algorithm of ALGORITHMS) {
     const limiter = createLimiter({
       ...optionsFor(algorithm, message.limit),

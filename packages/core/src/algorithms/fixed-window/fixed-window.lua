@@ -3,14 +3,13 @@
 -- Admits up to 2x the limit in a span straddling a window edge; kept because everyone ships it.
 CHECK[1] = function(key, now, cap, win, cost)
   local w = math.floor(now / win)
-  local s = redis.call('HMGET', key, 'w', 'c')
+  local s = hmget(key, 'w', 'c')
   local c = 0
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
   local reset = (w + 1) * win - now
   if c + cost <= cap then
     return 1, cap - c - cost, reset, 0, function()
-      redis.call('HSET', key, 'w', fmt(w), 'c', fmt(c + cost))
-      redis.call('PEXPIRE', key, ttl(reset))
+      hsave(key, ttl(reset), 'w', fmt(w), 'c', fmt(c + cost))
     end
   end
   local retry = reset

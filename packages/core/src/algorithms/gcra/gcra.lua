@@ -6,12 +6,12 @@ CHECK[5] = function(key, now, cap, rate, cost)
   local T = math.max(1, math.floor(1e6 / rate + 0.5))
   local tau = cap * T
   local nowUs = now * 1000
-  local tat = tonumber(redis.call('GET', key)) or nowUs
+  local tat = tonumber(sget(key)) or nowUs
   if tat < nowUs then tat = nowUs end
   local diff = tat + cost * T - nowUs
   if diff <= tau then
     return 1, math.floor((tau - diff) / T), math.ceil(diff / 1000), 0, function()
-      redis.call('SET', key, fmt(nowUs + diff), 'PX', ttl(diff / 1000))
+      ssave(key, fmt(nowUs + diff), ttl(diff / 1000))
     end
   end
   local retry = -1

@@ -3,7 +3,7 @@
 -- State: HASH { w = current window index, c = count in w, p = count in w - 1 }.
 -- TTL: until the end of the next window, when c stops mattering.
 CHECK[3] = function(key, now, cap, win, cost)
-  local s = redis.call('HMGET', key, 'w', 'c', 'p')
+  local s = hmget(key, 'w', 'c', 'p')
   -- What this check sees at time `at`, from the stored state (also used to settle retry):
   -- the weighted estimate, the current and previous counts, the ms elapsed in the window, the window.
   local function view(at)
@@ -25,8 +25,7 @@ CHECK[3] = function(key, now, cap, win, cost)
     local reset = 0
     if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
     return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, function()
-      redis.call('HSET', key, 'w', fmt(w), 'c', fmt(c + cost), 'p', fmt(p))
-      redis.call('PEXPIRE', key, ttl(win - elapsed + win))
+      hsave(key, ttl(win - elapsed + win), 'w', fmt(w), 'c', fmt(c + cost), 'p', fmt(p))
     end
   end
   local reset = 0

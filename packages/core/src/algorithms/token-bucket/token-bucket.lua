@@ -2,7 +2,7 @@
 -- State: HASH { t = tokens after the last admission, ts = its time in ms }.
 -- TTL: until the bucket is full again, when the state says no more than an absent key.
 CHECK[4] = function(key, now, cap, rate, cost)
-  local s = redis.call('HMGET', key, 't', 'ts')
+  local s = hmget(key, 't', 'ts')
   -- The tokens this check sees at time `at`, from the stored state (also used to settle retry).
   local function tokensAt(at)
     if not s[1] then return cap end
@@ -15,8 +15,7 @@ CHECK[4] = function(key, now, cap, rate, cost)
     local left = math.max(0, tokens - cost)
     local full = (cap - left) * 1000 / rate
     return 1, math.floor(left + EPSILON), math.ceil(full), 0, function()
-      redis.call('HSET', key, 't', fmt(left), 'ts', fmt(now))
-      redis.call('PEXPIRE', key, ttl(full))
+      hsave(key, ttl(full), 't', fmt(left), 'ts', fmt(now))
     end
   end
   local retry = -1

@@ -1,0 +1,94 @@
+// The suite every adapter runs for `respondDirectly`: Floodgate's own 429 written straight to Node,
+// with the headers set before the limiter kept, and through the framework when it is turned off.
+import type { HttpRateLimitOptions } from '../src/http/resolve-http-options';
+import { MemoryStore } from '../src/stores/memory-store';
+
+export interface DirectApp {
+  port: number;
+  /** The status every finished response was logged with, by the framework's own after-response hook. */
+  statuses: number[];
+  close(): Promise<void>;
+}
+
+export interface DirectHarness {
+  name: string;
+  /**
+   * An app with: a middleware or hook BEFORE the limiter that sets `X-Before: yes`; the limiter with
+   * these options; when `afterHook`, something the framework runs on the way out of every response it
+   * sends itself that sets `X-After: yes` (Fastify onSend, a Koa middleware after `await next()`);
+   * a route GET /r answering 200 'ok'.
+   */
+  start(options: HttpRateLimitOptions<any>): Promise<DirectApp>;
+  afterHook: boolean;
+}
+
+export function runDirectResponseSuite(h: DirectHarness): void {
+  describe(`${h.name}: Floodgate's own 429 (respondDirectly)`, () => {
+    let app: DirectApp | undefined;
+    afterEach(async () => {
+      await app?.close();
+      app = undefined;
+    });
+    const open = async (options: HttpRateLimitOptions<any>) => {
+      app = await h.start({ store: new MemoryStore(), limit: 1, windowMs: '1m', retryAfterJitterMs: 0, ...options });
+      const port = app.port;
+      return (method = 'GET') => fetch(`http://127.0.0.1:${port}/r`, { method });
+    };
+
+    it('by default is written straight to Node: full headers, exact length, headers set before the limiter kept', async () => {
+      const request = await open({});
+      const ok = await request();
+      expect(ok.status).toBe(200);
+      if (h.afterHook) expect(ok.headers.get('x-after')).toBe('yes');
+      const limited = await request();
+      const body = await limited.text();
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('content-type')).toBe('application/problem+json');
+      expect(Number(limited.headers.get('content-length'))).toBe(Buffer.byteLength(body));
+      expect(JSON.parse(body)).toMatchObject({ status: 429, title: 'Quota Exceeded' });
+      expect(limited.headers.get('ratelimit-limit')).toBe('1');
+      expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(limited.headers.get('x-before')).toBe('yes');
+      // The framework's outgoing pipeline was skipped...
+      expect(limited.headers.get('x-after')).toBeNull();
+      // ...but its after-response logging still saw the 429.
+      await new Promise((r) => setTimeout(r, 20));
+      expect(app!.statuses).toEqual([200, 429]);
+    });
+
+    it('answers HEAD with the headers and no body', async () => {
+      const request = await open({});
+      expect((await request('HEAD')).status).toBe(200);
+      const limited = await request('HEAD');
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('retry-after')).not.toBeNull();
+      expect(await limited.text()).toBe('');
+    });
+
+    it('with respondDirectly: false goes through the framework, same status, headers and body', async () => {
+      const request = await open({ respondDirectly: false });
+      await request();
+      const limited = await request();
+      expect(limited.status).toBe(429);
+      expect(limited.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(await limited.text())).toMatchObject({ status: 429 });
+      expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+      expect(limited.headers.get('x-before')).toBe('yes');
+      if (h.afterHook) expect(limited.headers.get('x-after')).toBe('yes');
+    });
+
+    it("a custom handler's body always goes through the framework", async () => {
+      const request = await open({ handler: () => ({ slowDown: true }) });
+      await request();
+      const limited = await request();
+      expect(limited.status).toBe(429);
+      expect(await limited.json()).toEqual({ slowDown: true });
+      if (h.afterHook) expect(limited.headers.get('x-after')).toBe('yes');
+    });
+
+    it('rejects a respondDirectly that is not a boolean, naming the option', async () => {
+      await expect(h.start({ respondDirectly: 'yes' as unknown as boolean })).rejects.toThrow(/respondDirectly.*true or false/);
+    });
+  });
+}
