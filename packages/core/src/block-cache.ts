@@ -20,6 +20,7 @@ export class BlockCache<D> {
 
   /** The decision that blocked this subject, if it still applies to this cost; with the time left. */
   get(key: string, cost: number): { decision: D; leftMs: number } | undefined {
+    if (this.blocks.size === 0) return undefined; // nobody is blocked: the common case, no lookup
     const block = this.blocks.get(key);
     if (block === undefined) return undefined;
     const leftMs = block.until - this.clock();

@@ -1,6 +1,5 @@
 // Redis keys: `<prefix>:{<digest of scope + identity>}:<policy>`. Raw identities never reach Redis.
 import * as crypto from 'node:crypto';
-import { LRUCache } from 'lru-cache';
 
 // crypto.hash (Node 20.12+) is a one-shot digest without a Hash object: about 3x cheaper.
 const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
@@ -8,9 +7,12 @@ const digestOf = oneShot
   ? (data: string) => oneShot('sha256', data, 'base64url')
   : (data: string) => crypto.createHash('sha256').update(data).digest('base64url');
 
-// The same callers come back request after request: remember their keys (bounded, short identities only).
-const memo = new LRUCache<string, string>({ max: 20_000 });
+// The same callers come back request after request: remember their keys (bounded, short identities
+// only). Nested maps keyed by the strings the caller already has: no string is built to look one up.
+const MEMO_MAX = 20_000;
 const MEMO_MAX_INPUT = 512;
+const memo = new Map<string, Map<string, Map<string, string>>>();
+let memoSize = 0;
 
 /**
  * The subject part of every key of one caller in one scope: a fixed-length digest inside a hash
@@ -18,15 +20,27 @@ const MEMO_MAX_INPUT = 512;
  * key or IP, and all keys of one subject live in one Redis Cluster slot.
  */
 export function subjectKey(prefix: string, scope: string, identity: string): string {
-  // The scope's length first: no scope and identity pair can spell another pair's input.
-  const input = `${scope.length}:${scope}\u0000${identity}`;
-  const cacheable = input.length + prefix.length <= MEMO_MAX_INPUT;
-  const id = cacheable ? `${prefix}\u0000${input}` : '';
+  const cacheable = prefix.length + scope.length + identity.length <= MEMO_MAX_INPUT;
+  let byIdentity: Map<string, string> | undefined;
   if (cacheable) {
-    const hit = memo.get(id);
+    let byScope = memo.get(prefix);
+    if (byScope === undefined) memo.set(prefix, (byScope = new Map()));
+    byIdentity = byScope.get(scope);
+    if (byIdentity === undefined) byScope.set(scope, (byIdentity = new Map()));
+    const hit = byIdentity.get(identity);
     if (hit !== undefined) return hit;
   }
-  const key = `${prefix}:{${digestOf(input).slice(0, 22)}}`;
-  if (cacheable) memo.set(id, key);
+  // The scope's length first: no scope and identity pair can spell another pair's input.
+  const key = `${prefix}:{${digestOf(`${scope.length}:${scope}\u0000${identity}`).slice(0, 22)}}`;
+  if (byIdentity) {
+    // Bounded: past MEMO_MAX remembered keys, start over (a miss only costs one digest).
+    if (memoSize >= MEMO_MAX) {
+      memo.clear();
+      memoSize = 0;
+      return key;
+    }
+    byIdentity.set(identity, key);
+    memoSize++;
+  }
   return key;
 }

@@ -56,10 +56,10 @@ const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized'
 const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
 
 /** The flat header list of a response written directly: the rate-limit headers, then the body's type and length. */
-function directHead(headers: readonly HeaderPair[], body: string): string[] {
+function directHead(headers: readonly HeaderPair[], length: string): string[] {
   const head: string[] = [];
   for (const [name, value] of headers) head.push(name, value);
-  head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body)));
+  head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', length);
   return head;
 }
 
@@ -68,6 +68,27 @@ function validCost(cost: unknown): number {
     throw new FloodgateError('FG_INVALID_COST', `Invalid cost: the cost function returned ${String(cost)}; expected a whole number from 0.`);
   }
   return cost;
+}
+
+/** Default bodies already rendered, by what they say: a flood of 429s renders each distinct body once. */
+const BODIES_MAX = 1000;
+const bodies = new Map<string, { body: string; length: string }>();
+
+function problemBody(decision: Decision, cost: number, retryAfter: number | undefined): { body: string; length: string } {
+  const render = () => {
+    const body = JSON.stringify(problemDetails(decision, cost, retryAfter));
+    return { body, length: String(Buffer.byteLength(body)) };
+  };
+  // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
+  if (decision.reason !== 'fail-closed' && decision.retryAfterMs < 0) return render();
+  let key = `${decision.reason === 'fail-closed' ? 'c' : 'r'}${retryAfter ?? ''}`;
+  if (decision.reason !== 'fail-closed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
+  let hit = bodies.get(key);
+  if (hit === undefined) {
+    if (bodies.size >= BODIES_MAX) bodies.clear();
+    bodies.set(key, (hit = render()));
+  }
+  return hit;
 }
 
 /**
@@ -170,8 +191,8 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
       return Promise.resolve(handler(request, event)).then((body) => ({ decision, status, headers, body }));
     }
     const retryAfter = headers.find(([name]) => name === 'Retry-After');
-    const body = JSON.stringify(problemDetails(decision, cost, retryAfter ? Number(retryAfter[1]) : undefined));
-    return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, body) : undefined };
+    const { body, length } = problemBody(decision, cost, retryAfter ? Number(retryAfter[1]) : undefined);
+    return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, length) : undefined };
   }
 
   async function handle(facts: RequestFacts, request: Req): Promise<HttpResult> {
