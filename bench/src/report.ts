@@ -306,6 +306,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     'Floodgate runs as a release build would: the bench compiles each @floodgate package with esbuild (no keepNames) before it starts, while frameworks and peers run as installed from npm. ' +
       'Every Redis client is ioredis with `maxRetriesPerRequest: 1` and `autoResendUnfulfilledCommands: false` (as Floodgate\'s docs ask; it changes nothing for the peers); ' +
       "Floodgate's RedisStore gets a 1 s `timeoutMs` so that a slow moment on a busy machine does not turn into failure-mode decisions, and a run in which Floodgate still logs a store failure says so above. " +
+      "Everything else in Floodgate is at its defaults: `coalesce: 'turn'` (one script call per subject per event-loop turn, each request still decided exactly and on its own; the Redis commands column shows the calls it saved) and `respondDirectly: true` (its own 429 written straight to Node). " +
       'Peers use their documented Redis setup and default options (headers included); rate-limiter-flexible runs in the Express middleware from its wiki. ' +
       'Hot-key mode is configured with `{ instances: 4 }` for throughput and with the number of processes for races.',
   );
