@@ -126,7 +126,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     out.push(
       `${meta.settings.connections} connections on one subject (all requests come from 127.0.0.1), every limiter on the same Redis; ` +
         `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender (the ceiling twice per round) after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
-        'medians over rounds. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
+        'medians over rounds; "× ceiling" is paired by round: the median over rounds of the contender\'s req/s divided by the ceiling\'s in the same round, so slow drift in the machine\'s load cancels. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
         'Each server is its own Node process; autocannon runs in the bench process. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
         "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response. " +
         "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). ✓/✗: Floodgate on Redis against the goal. " +

@@ -18,3 +18,19 @@ export function sum(values: readonly number[]): number {
   for (const v of values) total += v;
   return total;
 }
+
+/**
+ * A contender's share of the ceiling, paired by round: its req/s in each round over the ceiling's in
+ * the same round (the mean of the ceiling's runs that round), then the median of those. Load on a
+ * shared machine drifts over minutes; a ratio of two medians taken minutes apart carries that drift,
+ * a ratio within one round mostly cancels it. `ceilingPerRound` runs of the ceiling per round.
+ */
+export function pairedRatio(contender: readonly number[], ceiling: readonly number[], ceilingPerRound: number): number {
+  const ratios: number[] = [];
+  for (let round = 0; round < contender.length; round++) {
+    const runs = ceiling.slice(round * ceilingPerRound, (round + 1) * ceilingPerRound);
+    if (runs.length === 0) break;
+    ratios.push(ratio(contender[round], sum(runs) / runs.length));
+  }
+  return median(ratios.filter(Number.isFinite));
+}

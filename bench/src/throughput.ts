@@ -5,7 +5,7 @@ import type { RedisServer } from '@floodgate/testing';
 import { startServer, type RunningServer } from './children';
 import { runLoad, type LoadResult } from './load';
 import type { Progress } from './progress';
-import { median, ratio, sum } from './stats';
+import { median, pairedRatio, ratio, sum } from './stats';
 import type { Framework, LimiterSpec, Regime, ThroughputRow } from './types';
 
 export interface ThroughputSettings {
@@ -193,7 +193,7 @@ export async function runThroughput(
         }
       }
       const ceilingRun = measured.get(`${framework}/none`)!;
-      const ceiling = median(ceilingRun.loads.map((l) => l.rps));
+      const ceilingSamples = ceilingRun.loads.map((l) => l.rps);
       const ceilingCpu = ceilingRun.serverCpuUs / sum(ceilingRun.loads.map((l) => l.total));
       for (const c of contenders) {
         const { loads, redisCalls, redisCpuS, serverCpuUs } = measured.get(c.id)!;
@@ -208,7 +208,8 @@ export async function runThroughput(
           wiring: servers.get(c.id)!.wiring,
           samples: loads.map((l) => Math.round(l.rps)),
           medianRps: Math.round(rps),
-          ratio: c.group === 'ceiling' ? 1 : ratio(rps, ceiling),
+          // Paired by round (the ceiling runs twice a round), so drift in the machine's load cancels.
+          ratio: c.group === 'ceiling' ? 1 : pairedRatio(loads.map((l) => l.rps), ceilingSamples, 2),
           latencyP50Ms: median(loads.map((l) => l.latencyP50Ms)),
           latencyP99Ms: median(loads.map((l) => l.latencyP99Ms)),
           okShare: responses ? sum(loads.map((l) => l.ok)) / responses : 0,

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { commandsBetween, parseRedisCpu, storeTrouble } from '../src/throughput';
 import { areaOf, summarize } from '../src/profile';
-import { median, ratio } from '../src/stats';
+import { median, pairedRatio, ratio } from '../src/stats';
 
 describe('bench parsers', () => {
   it('reads requests per second from redis-benchmark --csv', () => {
@@ -65,5 +65,17 @@ describe('bench parsers', () => {
     );
     expect(areaOf('node:internal/stream', 'x')).toBe('node internals');
     expect(areaOf('file:///a/bench/src/server.ts', 'x')).toBe('bench harness');
+  });
+
+  it('pairs each round with the ceiling of the same round, so a slow round does not skew the ratio', () => {
+    // The machine slows to half speed in round 2: the contender keeps 0.8 of the ceiling every round.
+    const ceiling = [10_000, 10_000, 5_000, 5_000, 10_000, 10_000];
+    const contender = [8_000, 4_000, 8_000];
+    expect(pairedRatio(contender, ceiling, 2)).toBeCloseTo(0.8);
+    // Rounds read 0.8, 0.8 and 0.4: the median is 0.8, where the ratio of the two medians reads 0.4.
+    expect(pairedRatio([8_000, 4_000, 4_000], ceiling, 2)).toBeCloseTo(0.8);
+    expect(ratio(median([8_000, 4_000, 4_000]), median(ceiling))).toBeCloseTo(0.4);
+    expect(pairedRatio([], ceiling, 2)).toBeNaN();
+    expect(pairedRatio([1_000], [], 2)).toBeNaN();
   });
 });
