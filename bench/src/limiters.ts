@@ -47,6 +47,28 @@ function draft6(decision: Decision): Record<string, string> {
   return headers;
 }
 
+/**
+ * The floors: no limiting, only Redis round trips. 'redis-floor': one PING per request.
+ * 'redis-floor-turn': the requests of one event-loop turn share one PING, sent at the end of the turn
+ * (as Floodgate's RedisStore sends a turn's script calls). Calls `done` once Redis answered.
+ */
+function redisFloor(spec: LimiterSpec, redis: Redis | undefined): (done: (error?: Error) => void) => void {
+  const client = need(redis);
+  if (spec.kind === 'redis-floor') return (done) => void client.ping().then(() => done(), done);
+  let waiting: ((error?: Error) => void)[] = [];
+  const flush = () => {
+    const batch = waiting;
+    waiting = [];
+    client.ping().then(
+      () => batch.forEach((d) => d()),
+      (error: Error) => batch.forEach((d) => d(error)),
+    );
+  };
+  return (done) => {
+    if (waiting.push(done) === 1) setImmediate(flush);
+  };
+}
+
 function headerKey(header: string | undefined, value: unknown, ip: string | undefined): string {
   if (header && typeof value === 'string' && value) return value;
   return ip ?? 'unknown';
@@ -109,6 +131,12 @@ export function expressLimiter(spec: LimiterSpec, redis: Redis | undefined): Bui
       };
       return { handler, wiring: 'n/a' };
     }
+    case 'redis-floor':
+    case 'redis-floor-turn': {
+      const floor = redisFloor(spec, redis);
+      const handler: RequestHandler = (_req, _res, next) => floor((error) => next(error));
+      return { handler, wiring: 'n/a' };
+    }
     case 'naive': {
       // GET, compare, INCR: the race every hand-rolled limiter has.
       const client = need(redis);
@@ -156,6 +184,12 @@ export async function fastifyLimiter(app: FastifyInstance, spec: LimiterSpec, re
       });
       return 'inline-core';
     }
+    case 'redis-floor':
+    case 'redis-floor-turn': {
+      const floor = redisFloor(spec, redis);
+      app.addHook('onRequest', (_req, _reply, done) => floor((error) => done(error)));
+      return 'n/a';
+    }
     case 'fastify-rate-limit': {
       const mod = require('@fastify/rate-limit');
       await app.register(mod.default ?? mod, {
@@ -193,6 +227,13 @@ export function koaLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<M
         ctx.body = 'Too Many Requests';
       };
       return { handler, wiring: 'inline-core' };
+    }
+    case 'redis-floor':
+    case 'redis-floor-turn': {
+      const floor = redisFloor(spec, redis);
+      const handler: Middleware = (_ctx, next) =>
+        new Promise<void>((resolve, reject) => floor((error) => (error ? reject(error) : resolve()))).then(next);
+      return { handler, wiring: 'n/a' };
     }
     case 'koa-ratelimit': {
       const ratelimit = require('koa-ratelimit');

@@ -81,9 +81,14 @@ function goalSummary(results: BenchResults): string[] {
         ? ` (${cpuValues.length > 1 ? `${fix(Math.min(...cpuValues))} to ${fix(Math.max(...cpuValues))}` : fix(cpuValues[0])} by server CPU per request)`
         : '';
       const peerText = peers.map((p) => `${p.label} ${fix(p.ratio)}`).join(', ');
+      const floors = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'floor');
+      const floorText = floors.length
+        ? ` Floors, no limiting at all: ${floors.map((f) => `${f.label.replace(/^floor: /, '').replace(/, no limiting$/, '')} ${fix(f.ratio)}`).join(', ')}.`
+        : '';
       lines.push(
         `- **${framework}, ${regime === 'admit' ? 'admitting' : 'rejecting'}**: Floodgate on Redis keeps ${range} of the ceiling${cpu}: ${verdict} the goal of ${GOALS[regime]}` +
-          (peerText ? ` (peers: ${peerText}).` : '.'),
+          (peerText ? ` (peers: ${peerText}).` : '.') +
+          floorText,
       );
     }
     const hot = results.throughput.filter((r) => r.framework === framework && r.group === 'floodgate-hot');
@@ -131,7 +136,9 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response. " +
         "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). ✓/✗: Floodgate on Redis against the goal. " +
         '"by CPU" is the ceiling\'s server CPU time per request divided by the contender\'s (each server\'s own user + system time over the measured runs): ' +
-        'the ratio a CPU-bound server shows, and steadier than req/s when other processes share the machine.',
+        'the ratio a CPU-bound server shows, and steadier than req/s when other processes share the machine. ' +
+        'The two "floor" rows limit nothing: one sends a Redis PING per request, the other one PING per event-loop turn for all of that turn\'s requests (how Floodgate batches its script calls). ' +
+        'They are the most any limiter that asks Redis, or one that batches as Floodgate does, can keep on this machine: the round trip alone costs that much.',
     );
     for (const framework of FRAMEWORKS) {
       const tables = throughputTables(results, framework);

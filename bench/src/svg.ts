@@ -56,7 +56,7 @@ function barKind(row: ThroughputRow): Bar['kind'] {
 function throughputPanel(results: BenchResults, regime: Regime): Panel {
   const groups: Group[] = [];
   for (const framework of FRAMEWORKS) {
-    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime);
+    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group !== 'floor');
     if (rows.length === 0) continue;
     const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling');
     groups.push({

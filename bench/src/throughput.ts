@@ -88,6 +88,11 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
       });
     }
     for (const peer of PEERS[framework]) add(peer.kind, peer.label, 'peer', { kind: peer.kind });
+    if (regime === 'admit') {
+      // Floors: Redis round trips and nothing else. No limiter that asks Redis can keep more.
+      add('redis-floor', 'floor: one Redis PING per request, no limiting', 'floor', { kind: 'redis-floor' });
+      add('redis-floor-turn', 'floor: one Redis PING per event-loop turn, no limiting', 'floor', { kind: 'redis-floor-turn' });
+    }
   }
   return list;
 }

@@ -15,7 +15,11 @@ export type LimiterKind =
   | 'fastify-rate-limit'
   | 'koa-ratelimit'
   | 'rate-limiter-flexible'
-  | 'naive';
+  | 'naive'
+  /** No limiting: one Redis round trip (PING) per request. What any exact shared limiter costs at least. */
+  | 'redis-floor'
+  /** No limiting: one Redis round trip (PING) per event-loop turn, shared by that turn's requests: Floodgate's design at no cost. */
+  | 'redis-floor-turn';
 
 /** One limiter as a server mounts it. */
 export interface LimiterSpec {
@@ -51,7 +55,8 @@ export interface ThroughputRow {
   regime: Regime | null;
   id: string;
   label: string;
-  group: 'ceiling' | 'floodgate' | 'floodgate-hot' | 'peer';
+  /** 'floor': no limiting at all, only Redis round trips: the most a Redis-backed limiter can keep. */
+  group: 'ceiling' | 'floodgate' | 'floodgate-hot' | 'peer' | 'floor';
   wiring: Wiring;
   /** Requests per second, one sample per round. */
   samples: number[];
