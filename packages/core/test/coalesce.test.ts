@@ -19,9 +19,10 @@ afterAll(async () => {
 });
 
 async function burst(coalesce: CoalesceMode, algorithm: (typeof ALGORITHMS)[number], n: number, costs: (i: number) => number) {
+  const prefix = rnd();
   const limiter = createLimiter({
     store: new RedisStore({ client, coalesce, timeoutMs: 10_000 }),
-    prefix: rnd(),
+    prefix,
     algorithm,
     limit: 50,
     windowMs: '1h',
@@ -32,7 +33,10 @@ async function burst(coalesce: CoalesceMode, algorithm: (typeof ALGORITHMS)[numb
   await server.resetStats();
   const decisions = await Promise.all(Array.from({ length: n }, (_, i) => limiter.consume('hot', { cost: costs(i) })));
   const stats = await server.commandStats();
-  return { decisions, scripts: (stats.evalsha ?? 0) + (stats.eval ?? 0) };
+  // The state the burst left: each key with its remaining lifetime (rounded to seconds: calls run ms apart).
+  const keys = await client.keys(`${prefix}:*`);
+  const ttls = await Promise.all(keys.map((k) => client.pttl(k)));
+  return { decisions, scripts: (stats.evalsha ?? 0) + (stats.eval ?? 0), ttls: ttls.map((t) => Math.round(t / 1000)) };
 }
 
 const summary = (ds: Decision[]) => ds.map((d) => `${d.allowed ? 'A' : 'D'}${d.remaining}`);
@@ -58,6 +62,10 @@ describe.each(ALGORITHMS)('%s', (algorithm) => {
     expect(turn.scripts).toBe(1); // all 60 were made in one turn: one call
     expect(summary(together.decisions)).toEqual(summary(apart.decisions));
     expect(summary(turn.decisions)).toEqual(summary(apart.decisions));
+    // Written once at the end of the call, the state keeps the expiry one-by-one writes leave.
+    expect(turn.ttls.length).toBeGreaterThan(0);
+    expect(turn.ttls.every((t) => t > 0)).toBe(true);
+    expect(turn.ttls).toEqual(apart.ttls);
   });
 
   it("'turn': 200 requests made in one turn go in calls of at most 64, each request with its own figures", async () => {

@@ -140,8 +140,9 @@ export class RedisStore implements Store {
     } catch (error) {
       return Promise.reject(error);
     }
-    if (this.coalesce === false) return this.send([request]).then((results) => results[0]);
+    // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
+    if (this.coalesce === false) return this.send([request], now).then((results) => results[0]);
     const key = batchKey(request, now);
     if (this.coalesce === 'turn') {
       return new Promise((resolve, reject) => {
@@ -167,12 +168,14 @@ export class RedisStore implements Store {
     const groups = this.turn;
     this.turn = new Map();
     for (const group of groups.values()) {
-      for (let i = 0; i < group.length; i += MAX_BATCH) this.sendWaiters(group.length <= MAX_BATCH ? group : group.slice(i, i + MAX_BATCH));
+      // Each waiter already got the failure; nothing else waits on the call.
+      for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
     }
   };
 
-  private sendWaiters(batch: Waiter[]): void {
-    this.send(
+  /** One call for a batch; each waiter gets its own result, or the call's error. Rejects when the call failed. */
+  private settle(batch: Waiter[]): Promise<void> {
+    return this.send(
       batch.map((w) => w.request),
       batch[0].now,
     ).then(
@@ -181,6 +184,7 @@ export class RedisStore implements Store {
       },
       (error: unknown) => {
         for (const w of batch) w.reject(error);
+        throw error;
       },
     );
   }
@@ -192,18 +196,13 @@ export class RedisStore implements Store {
    * batch instead of one per request.
    */
   private dispatch(key: string, batch: Waiter[]): void {
-    this.send(
-      batch.map((w) => w.request),
-      batch[0].now,
-    ).then(
-      (results) => {
-        for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
+    this.settle(batch).then(
+      () => {
         const queued = this.batches.get(key);
         if (!queued || queued.length === 0) this.batches.delete(key);
         else this.dispatch(key, queued.splice(0, MAX_BATCH));
       },
       (error: unknown) => {
-        for (const w of batch) w.reject(error);
         // Requests queued behind a failed call were never sent: fail them now rather than send
         // them to a store that just failed (the failure policy answers them at once).
         const queued = this.batches.get(key);
@@ -214,14 +213,14 @@ export class RedisStore implements Store {
   }
 
   /** One script call for requests on the same keys and limits; one result per request, in order. */
-  private async send(requests: readonly StoreRequest[], now?: number): Promise<StoreResult[]> {
+  private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
     const request = requests[0];
     const first = request.limits[0].algorithm;
     const name: ScriptName = request.limits.every((l) => l.algorithm === first) ? first : 'all';
     const args: (string | number)[] = [
       request.mode === 'peek' ? 'p' : 'c',
       requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
-      this.testClock ? (now ?? Math.floor(this.testClock())) : '',
+      now ?? '',
     ];
     for (const limit of request.limits) {
       args.push(ALGORITHM_ID[limit.algorithm], limit.capacity, limit.period);
