@@ -11,6 +11,21 @@ export interface AppOptions {
   prefix?: string;
   /** Where Floodgate reports a failing store. Default console. */
   logger?: Logger;
+  /**
+   * The API keys this app issued, key -> account (a real app looks them up in its database).
+   * Default: one demo key, 'demo'.
+   */
+  apiKeys?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Verifies an API key: its account, or null for a key nobody issued. Only a verified key gets a
+ * bucket of its own; a request with an invented key is limited by its IP, so rotating made-up keys
+ * buys no fresh budget (docs/security.md). Floodgate caches the answers and skips the lookup for a
+ * caller it is already refusing.
+ */
+function keyDirectory(apiKeys: Readonly<Record<string, string>>) {
+  return async (apiKey: string) => (Object.hasOwn(apiKeys, apiKey) ? { account: apiKeys[apiKey] } : null);
 }
 
 /** Requests per minute for each caller on each route. */
@@ -20,8 +35,8 @@ export const REPORT_COST = 10;
 
 /**
  * The API. Every route has its own bucket per caller (`GET /widgets/:id` is one bucket, whatever
- * the id). The caller is its API key (`Authorization: Bearer <key>` or `x-api-key`), hashed before
- * it reaches Redis; a request without one is limited by its IP.
+ * the id). The caller is its verified API key (`Authorization: Bearer <key>` or `x-api-key`),
+ * hashed before it reaches Redis; a request without one, or with a key nobody issued, is limited by its IP.
  */
 export function createApp(options: AppOptions): Express {
   const store = new RedisStore({ client: options.redis });
@@ -31,6 +46,7 @@ export function createApp(options: AppOptions): Express {
     store,
     prefix: options.prefix,
     logger: options.logger,
+    resolveKey: keyDirectory(options.apiKeys ?? { demo: 'demo-account' }),
   });
 
   const app = express();

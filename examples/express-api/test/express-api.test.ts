@@ -17,10 +17,13 @@ afterAll(async () => {
   await server?.stop();
 });
 
+/** The keys the app "issued" for these tests. */
+const API_KEYS = { 'key-alpha': 'alpha', 'key-beta': 'beta', 'key-gamma': 'gamma', 'key-reports': 'reports', k: 'k' };
+
 /** A fresh app on its own key prefix, so tests never share counts. */
 function freshApp() {
   const prefix = `ex-${randomUUID().slice(0, 8)}`;
-  return { app: createApp({ redis, prefix }), prefix };
+  return { app: createApp({ redis, prefix, apiKeys: API_KEYS }), prefix };
 }
 
 async function keysUnder(prefix: string): Promise<string[]> {
@@ -70,6 +73,17 @@ describe('express-api example', () => {
     const anonymous2 = await request(app).get('/widgets');
     expect(anonymous1.headers['ratelimit-remaining']).toBe(String(LIMIT - 1));
     expect(anonymous2.headers['ratelimit-remaining']).toBe(String(LIMIT - 2));
+  });
+
+  it('limits a request with a key nobody issued by its IP: rotating invented keys buys no budget', async () => {
+    const { app } = freshApp();
+    const remaining: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await request(app).get('/widgets').set('x-api-key', `invented-${i}`);
+      remaining.push(Number(res.headers['ratelimit-remaining']));
+    }
+    const anonymous = await request(app).get('/widgets');
+    expect([...remaining, Number(anonymous.headers['ratelimit-remaining'])]).toEqual([1, 2, 3, 4, 5, 6].map((n) => LIMIT - n));
   });
 
   it('gives each route pattern its own bucket, whatever the path parameter', async () => {

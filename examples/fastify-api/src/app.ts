@@ -11,6 +11,21 @@ export interface AppOptions {
   prefix?: string;
   /** Where Floodgate reports a failing store. Default console. */
   logger?: Logger;
+  /**
+   * The API keys this app issued, key -> account (a real app looks them up in its database).
+   * Default: one demo key, 'demo'.
+   */
+  apiKeys?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Verifies an API key: its account, or null for a key nobody issued. Only a verified key gets a
+ * bucket of its own; a request with an invented key is limited by its IP, so rotating made-up keys
+ * buys no fresh budget (docs/security.md). Floodgate caches the answers and skips the lookup for a
+ * caller it is already refusing.
+ */
+function keyDirectory(apiKeys: Readonly<Record<string, string>>) {
+  return async (apiKey: string) => (Object.hasOwn(apiKeys, apiKey) ? { account: apiKeys[apiKey] } : null);
 }
 
 /** The plugin's default: requests per minute for each caller on each route. */
@@ -22,8 +37,8 @@ export const REPORT_COST = 10;
 
 /**
  * The API. The plugin's options are the default for every route; a route's `config.rateLimit` is
- * merged over them once, when the route is registered. Callers are keyed on their API key
- * (`Authorization: Bearer <key>` or `x-api-key`), else their IP.
+ * merged over them once, when the route is registered. Callers are keyed on their verified API
+ * key (`Authorization: Bearer <key>` or `x-api-key`), else their IP.
  */
 export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify();
@@ -33,6 +48,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
     store: new RedisStore({ client: options.redis }),
     prefix: options.prefix,
     logger: options.logger,
+    resolveKey: keyDirectory(options.apiKeys ?? { demo: 'demo-account' }),
   });
 
   app.get('/items', async () => ({ items: [{ id: 1 }, { id: 2 }] }));

@@ -27,10 +27,13 @@ interface Answer {
 }
 type Call = (path: string, init?: { method?: string; headers?: Record<string, string>; payload?: unknown }) => Promise<Answer>;
 
+/** The keys the app "issued" for these tests. */
+const API_KEYS = { 'key-alpha': 'alpha', 'key-search': 'search', 'key-other': 'other', 'key-reports': 'reports' };
+
 /** A fresh app on its own key prefix (so tests never share counts), listening on a free loopback port. */
 async function freshApp(): Promise<{ call: Call; prefix: string }> {
   const prefix = `fa-${randomUUID().slice(0, 8)}`;
-  const app = await createApp({ redis, prefix });
+  const app = await createApp({ redis, prefix, apiKeys: API_KEYS });
   apps.push(app);
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   const call: Call = async (path, init = {}) => {

@@ -49,12 +49,13 @@ export function createApp(options: AppOptions): Koa {
   });
 
   // Login: a guessing attack must never get an unlimited window, so when Redis cannot count the
-  // attempts the route answers 503 with Retry-After. The limiter runs before the body is parsed, so
+  // attempts the route answers 503 with Retry-After. It is keyed on the client IP only
+  // (apiKeyHeaders: false): a header the client writes must never pick the bucket it is counted in. The limiter runs before the body is parsed, so
   // a refused attempt costs almost nothing. The app-level limiter sees this route has its own and
   // steps aside: one decision per request.
   router.post(
     '/login',
-    rateLimit({ ...shared, limit: LOGIN_LIMIT, windowMs: 60_000, failMode: 'closed' }),
+    rateLimit({ ...shared, limit: LOGIN_LIMIT, windowMs: 60_000, failMode: 'closed', apiKeyHeaders: false }),
     bodyParser({ enableTypes: ['json'], jsonLimit: '4kb' }),
     (ctx) => {
       const body = ctx.request.body as { username?: unknown; password?: unknown } | undefined;

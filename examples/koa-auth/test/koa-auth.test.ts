@@ -65,6 +65,18 @@ describe('koa-auth example with Redis up', () => {
     expect(products.status).toBe(200);
     expect(products.headers['ratelimit-remaining']).toBe(String(PUBLIC_LIMIT - 1));
   });
+
+  it('holds a guesser that sends a fresh invented API key with every attempt to the login limit', async () => {
+    const app = freshApp();
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const key = i % 2 ? { 'x-api-key': `invented-${randomUUID()}` } : { authorization: `Bearer ${randomUUID()}` };
+      statuses.push((await request(app).post('/login').set(key).send(wrong)).status);
+    }
+    // Before: each invented key was a fresh bucket, and 20 of 20 guesses reached the password check.
+    expect(statuses.filter((s) => s !== 429)).toHaveLength(LOGIN_LIMIT);
+    expect(statuses.slice(LOGIN_LIMIT).every((s) => s === 429)).toBe(true);
+  });
 });
 
 describe('koa-auth example when Redis dies', () => {

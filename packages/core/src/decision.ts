@@ -1,6 +1,6 @@
 // The Decision: what the limiter answers for one request. A limit is a resolved Decision, never a rejection.
 import type { LimitResult } from './algorithms/types';
-import type { ResolvedLimit } from './options';
+import type { ResolvedLimit } from './limit';
 
 export type DecisionReason =
   /** Admitted by the store. */

@@ -5,6 +5,8 @@ export const DOCS_ERRORS_URL = 'docs/errors.md';
 
 export type FloodgateErrorCode =
   | 'FG_INVALID_OPTION'
+  | 'FG_UNKNOWN_OPTION'
+  | 'FG_BUCKET_CONFLICT'
   | 'FG_INVALID_COST'
   | 'FG_STORE_TIMEOUT'
   | 'FG_STORE_UNAVAILABLE'
@@ -26,11 +28,18 @@ function show(value: unknown): string {
   if (typeof value === 'function') return 'a function';
   // JSON would print NaN and Infinity as null.
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return String(value);
+  // A class instance (a Redis client, a Store) is named, not dumped: its JSON can run to kilobytes.
+  const proto = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : null;
+  if (proto !== null && proto !== Object.prototype && proto !== Array.prototype) {
+    return `an instance of ${(value as object).constructor?.name || 'a class'}`;
   }
+  let text: string;
+  try {
+    text = JSON.stringify(value) ?? String(value);
+  } catch {
+    text = String(value);
+  }
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
 /** Throws FG_INVALID_OPTION naming the option, the value given and what is valid. */

@@ -1,31 +1,21 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { BlockCache } from './block-cache';
-import { bareDecision, toDecision, type Decision } from './decision';
-import { FloodgateError, invalidOption } from './errors';
+import { toDecision, type Decision } from './decision';
 import { breakerFor } from './failure/breaker';
 import { createFallback, reportTransitions } from './failure/policy';
 import { withDeadline } from './failure/timeout';
 import { subjectKey } from './keys';
-import { resolveLimiterOptions, type LimiterOptions, type ResolvedLimiterOptions } from './options';
+import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { StoreRequest } from './stores/store';
-import { withHotKeys, type HotKeyOptions } from './hot-keys/hot-key-store';
+import { withHotKeys } from './hot-keys/hot-key-store';
+import { isCost, requestCost } from './validate';
+
+export type { CreateLimiterOptions } from './options';
 
 // One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
 const monotonic = () => performance.now();
 // Stores whose configuration warnings were already logged.
 const warned = new WeakSet<object>();
-
-export interface CreateLimiterOptions extends LimiterOptions {
-  /**
-   * Remember denied subjects locally until their retry time, answering them without a store call.
-   * Bounded to this many subjects; 0 turns it off. Default 10_000.
-   */
-  blockCacheSize?: number;
-  /** Monotonic clock in ms for local caches and the circuit breaker (not for decisions: the store keeps time). Default performance.now. */
-  clock?: () => number;
-  /** Hot-key mode: subjects above `threshold` req/s are served from quota leased in blocks (docs/scaling.md). Default off. */
-  hotKeys?: HotKeyOptions;
-}
 
 export interface ConsumeOptions {
   /** Units this request draws; a whole number from 0. Default 1. */
@@ -51,16 +41,15 @@ export interface Limiter {
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
-  const resolved = resolveLimiterOptions(options);
-  const { prefix, limits, maxCost } = resolved;
-  const store = withHotKeys(resolved.store, options.hotKeys, { clock: options.clock, instances: resolved.failure.instances });
+  return limiterFrom(resolveLimiterOptions(options));
+}
+
+/** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
+export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
+  const { prefix, limits, maxCost, blockCacheSize } = resolved;
+  const store = withHotKeys(resolved.store, resolved.hotKeys, { clock: resolved.clock, instances: resolved.failure.instances });
   const storeLimits = limits.map((l) => l.store);
-  const clock = options.clock ?? monotonic;
-  if (typeof clock !== 'function') invalidOption('clock', options.clock, 'a function returning monotonic ms');
-  const blockCacheSize = options.blockCacheSize ?? 10_000;
-  if (typeof blockCacheSize !== 'number' || !Number.isInteger(blockCacheSize) || blockCacheSize < 0 || blockCacheSize > 1e8) {
-    invalidOption('blockCacheSize', options.blockCacheSize, 'a whole number from 0 (off) to 100000000');
-  }
+  const clock = resolved.clock ?? monotonic;
   const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
 
   // Failure policy: every store call is bounded, passes the store's circuit breaker, and a failure
@@ -117,10 +106,7 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
   }
 
   async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
-    const cost = opts.cost ?? 1;
-    if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) {
-      throw new FloodgateError('FG_INVALID_COST', `Invalid cost: got ${String(cost)}; expected a whole number from 0.`);
-    }
+    const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
     const { base, keys } = keysOf(subject, opts.scope ?? '');
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > maxCost) mode = 'peek';
@@ -143,7 +129,7 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
     blocked(subject, opts = {}) {
       const cost = opts.cost ?? 1;
       // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
-      if (!blocks || typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > maxCost) return undefined;
+      if (!blocks || !isCost(cost) || cost > maxCost) return undefined;
       return fromBlock(subjectKey(prefix, opts.scope ?? '', String(subject)), cost);
     },
     async reset(subject, opts = {}) {
@@ -154,5 +140,3 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
     },
   };
 }
-
-export { bareDecision };

@@ -1,12 +1,15 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
-import { ALGORITHMS, type AlgorithmName, type StoreLimit } from './algorithms/types';
+import { ALGORITHMS, type AlgorithmName } from './algorithms/types';
 import { parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
-import { resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
+import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
+import type { HotKeyOptions } from './hot-keys/hot-key-store';
+import type { ResolvedLimit } from './limit';
 import type { Store } from './stores/store';
 import { MemoryStore } from './stores/memory-store';
+import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from './validate';
 
-const MAX_UNITS = 1_000_000_000;
+export type { ResolvedLimit } from './limit';
 
 /** One limit. Window algorithms use `limit` per `windowMs`; token-bucket and gcra use `burst` and `refillPerSecond`. */
 export interface LimitOptions {
@@ -33,17 +36,17 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
   limits?: LimitOptions[];
 }
 
-export interface ResolvedLimit {
-  readonly name: string;
-  readonly algorithm: AlgorithmName;
-  /** The limit (window algorithms) or burst (token-bucket, gcra). */
-  readonly limit: number;
-  /** The window; for token-bucket and gcra, the time to refill a full burst. */
-  readonly windowMs: number;
-  /** What the store is sent. */
-  readonly store: StoreLimit;
-  /** The last part of this limit's key. */
-  readonly keySuffix: string;
+/** Everything `createLimiter` takes. */
+export interface CreateLimiterOptions extends LimiterOptions {
+  /**
+   * Remember denied subjects locally until their retry time, answering them without a store call.
+   * Bounded to this many subjects; 0 turns it off. Default 10_000.
+   */
+  blockCacheSize?: number;
+  /** Monotonic clock in ms for local caches and the circuit breaker (not for decisions: the store keeps time). Default performance.now. */
+  clock?: () => number;
+  /** Hot-key mode: subjects above `threshold` req/s are served from quota leased in blocks (docs/scaling.md). Default off. */
+  hotKeys?: HotKeyOptions;
 }
 
 export interface ResolvedLimiterOptions {
@@ -54,7 +57,28 @@ export interface ResolvedLimiterOptions {
   readonly maxCost: number;
   /** What happens when the store fails: failure mode, deadline, breaker, reporting. */
   readonly failure: ResolvedFailureOptions;
+  /** Subjects the block cache remembers; 0: off. */
+  readonly blockCacheSize: number;
+  /** Monotonic ms for local caches and the breaker; undefined: the shared default clock. */
+  readonly clock: (() => number) | undefined;
+  /** Hot-key options (checked by the hot-key store when the limiter is built); undefined: off. */
+  readonly hotKeys: HotKeyOptions | undefined;
 }
+
+/** The names of one limit's options. */
+export const LIMIT_OPTION_NAMES = optionNames<LimitOptions>()(['name', 'algorithm', 'limit', 'windowMs', 'burst', 'refillPerSecond']);
+
+/** The names of every option `createLimiter` takes. */
+export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
+  ...(LIMIT_OPTION_NAMES as readonly (keyof LimitOptions)[]),
+  ...(FAILURE_OPTION_NAMES as readonly (keyof FailureOptions)[]),
+  'store',
+  'prefix',
+  'limits',
+  'blockCacheSize',
+  'clock',
+  'hotKeys',
+]);
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 const ABBR: Record<AlgorithmName, string> = {
@@ -65,15 +89,11 @@ const ABBR: Record<AlgorithmName, string> = {
   gcra: 'gcra',
 };
 
-function units(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_UNITS) {
-    invalidOption(option, value, `a whole number from 1 to ${MAX_UNITS}`);
-  }
-  return value;
-}
+const units = (option: string, value: unknown) => wholeNumber(option, value, 1, MAX_UNITS);
 
 function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string, defaultName: string): ResolvedLimit {
-  if (!raw || typeof raw !== 'object') invalidOption(option, raw, 'an object');
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) invalidOption(option, raw, 'an object');
+  if (option !== 'options') checkOptionNames(option, raw, LIMIT_OPTION_NAMES);
   const get = <K extends keyof LimitOptions>(k: K) => (raw[k] !== undefined ? raw[k] : defaults[k]);
   const algorithm = get('algorithm') ?? 'sliding-window-counter';
   if (!ALGORITHMS.includes(algorithm)) invalidOption(`${option}.algorithm`, algorithm, `one of ${ALGORITHMS.join(', ')}`);
@@ -113,8 +133,32 @@ function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string,
   return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, period: windowMs }, keySuffix };
 }
 
-export function resolveLimiterOptions(options: LimiterOptions = {}): ResolvedLimiterOptions {
-  if (!options || typeof options !== 'object') invalidOption('options', options, 'an object');
+/**
+ * A list of limits (createLimiter's `limits`, or an API key's plan from `resolveKey`), validated
+ * where it enters: 1 to 16 objects with unique names. `defaults` fill what each limit leaves out.
+ */
+export function resolveLimits(list: unknown, option = 'limits', defaults: LimitOptions = {}): ResolvedLimit[] {
+  if (!Array.isArray(list) || list.length < 1 || list.length > 16) invalidOption(option, list, 'an array of 1 to 16 limit objects');
+  const limits = list.map((l: LimitOptions, i) => resolveLimit(l, defaults, `${option}[${i}]`, list.length === 1 ? 'default' : `limit-${i + 1}`));
+  const seen = new Set<string>();
+  for (const l of limits) {
+    if (seen.has(l.name)) invalidOption(option, l.name, 'unique `name`s');
+    seen.add(l.name);
+  }
+  return limits;
+}
+
+/** The smallest limit or burst: the largest cost that can ever be admitted. */
+export const maxCostOf = (limits: readonly ResolvedLimit[]) => Math.min(...limits.map((l) => l.limit));
+
+/**
+ * Parses everything createLimiter takes. `where` names the options in errors ('createLimiter',
+ * 'rateLimit'); `checkNames: false` when the caller already checked the names (the HTTP layer checks
+ * its own wider set).
+ */
+export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where = 'createLimiter', checkNames = true): ResolvedLimiterOptions {
+  if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('options', options, 'an object');
+  if (checkNames) checkOptionNames(`${where} options`, options, LIMITER_OPTION_NAMES);
   const prefix = options.prefix ?? 'fg';
   if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) {
     invalidOption('prefix', prefix, 'a string matching [A-Za-z0-9_.-]{1,32}');
@@ -128,23 +172,28 @@ export function resolveLimiterOptions(options: LimiterOptions = {}): ResolvedLim
     if (options.limit !== undefined || options.burst !== undefined) {
       invalidOption('limit', options.limit ?? options.burst, 'no top-level `limit` or `burst` when `limits` is given (set them per limit)');
     }
-    if (!Array.isArray(options.limits) || options.limits.length < 1 || options.limits.length > 16) {
-      invalidOption('limits', options.limits, 'an array of 1 to 16 limit objects');
-    }
     if (options.name !== undefined) {
       invalidOption('name', options.name, 'no top-level `name` when `limits` is given (name each limit)');
     }
     // Top-level algorithm, windowMs and refillPerSecond are defaults for every limit.
-    const defaults: LimitOptions = { algorithm: options.algorithm, windowMs: options.windowMs, refillPerSecond: options.refillPerSecond };
-    limits = options.limits.map((l, i) => resolveLimit(l, defaults, `limits[${i}]`, options.limits!.length === 1 ? 'default' : `limit-${i + 1}`));
-    const seen = new Set<string>();
-    for (const l of limits) {
-      if (seen.has(l.name)) invalidOption('limits', l.name, 'unique `name`s');
-      seen.add(l.name);
-    }
+    limits = resolveLimits(options.limits, 'limits', { algorithm: options.algorithm, windowMs: options.windowMs, refillPerSecond: options.refillPerSecond });
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
-  const failure = resolveFailureOptions(options, store);
-  return { store, prefix, limits, maxCost: Math.min(...limits.map((l) => l.limit)), failure };
+  const clock = options.clock;
+  if (clock !== undefined && typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
+  const blockCacheSize = options.blockCacheSize === undefined ? 10_000 : wholeNumber('blockCacheSize', options.blockCacheSize, 0, 100_000_000);
+  if (options.hotKeys !== undefined && (!options.hotKeys || typeof options.hotKeys !== 'object' || Array.isArray(options.hotKeys))) {
+    invalidOption('hotKeys', options.hotKeys, 'an object such as { instances: 4 }');
+  }
+  return {
+    store,
+    prefix,
+    limits,
+    maxCost: maxCostOf(limits),
+    failure: resolveFailureOptions(options, store),
+    blockCacheSize,
+    clock,
+    hotKeys: options.hotKeys,
+  };
 }

@@ -130,7 +130,8 @@ export function runFaultScenarios(name: string, build: BuildFaultApp): void {
           // An override of HTTP options only: the route keeps the global limiter, so the default failMode ('open').
           { method: 'GET', path: '/catalog', options: { cost: 1 } },
           { method: 'POST', path: '/login', options: { failMode: 'closed' } },
-          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, limit: 10 } },
+          // Keys verified upstream (trust): each request's fresh key is a caller of its own.
+          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, limit: 10, unverifiedKeys: 'trust' } },
         ],
       });
       // Warm up (JIT, connections, script cache) before measuring: a cold process under this load

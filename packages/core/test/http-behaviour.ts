@@ -314,8 +314,8 @@ export function runBehaviourTable(h: Harness): void {
       expect(Object.keys(denied.headers).filter((k) => k.includes('ratelimit'))).toEqual([]);
     });
 
-    it('answers a cost that can never fit with 429, no Retry-After, and a body that says so', async () => {
-      const a = await app({}, [{ method: 'POST', path: '/huge', options: { cost: 10 } }]);
+    it('answers a cost function that returns a cost that can never fit with 429, no Retry-After, and a body that says so', async () => {
+      const a = await app({}, [{ method: 'POST', path: '/huge', options: { cost: () => 10 } }]);
       const r = await a.request('POST', '/huge');
       expect(r.status).toBe(429);
       expect(r.headers['retry-after']).toBeUndefined();

@@ -21,18 +21,17 @@ describe('resolveHttpOptions', () => {
     expect(o.retryAfterJitterMs).toBe(1000);
     expect(o.cost).toBe(1);
     expect(o.shadow).toBe(false);
-    expect(o.limiter.limit).toBe(DEFAULT_LIMIT);
+    expect(o.limiter.limits.map((l) => l.limit)).toEqual([DEFAULT_LIMIT]);
   });
 
   it('merges route overrides key by key; `limits` on a route drops the global single limit and back', () => {
     const global = { limit: 100, windowMs: 10_000, headers: 'legacy' as const, cost: 2 };
-    expect(resolveHttpOptions(global, { limit: 5 }).limiter).toMatchObject({ limit: 5, windowMs: 10_000 });
+    expect(resolveHttpOptions(global, { limit: 5 }).limiter.limits).toMatchObject([{ name: 'default', limit: 5, windowMs: 10_000 }]);
     const withLimits = resolveHttpOptions(global, { limits: [{ name: 'b', limit: 3 }] });
-    expect(withLimits.limiter.limit).toBeUndefined();
-    expect(withLimits.limiter.limits).toEqual([{ name: 'b', limit: 3 }]);
+    expect(withLimits.limiter.limits).toMatchObject([{ name: 'b', limit: 3, windowMs: 10_000 }]);
     expect(withLimits.dialects).toEqual(['legacy']);
     const single = resolveHttpOptions({ limits: [{ limit: 3 }] }, { limit: 7 }).limiter;
-    expect([single.limit, single.limits]).toEqual([7, undefined]);
+    expect(single.limits).toMatchObject([{ name: 'default', limit: 7 }]);
     expect(resolveHttpOptions(global, { headers: ['draft-10', 'draft-10', 'draft-6'] }).dialects).toEqual(['draft-10', 'draft-6']);
     expect(global).toEqual({ limit: 100, windowMs: 10_000, headers: 'legacy', cost: 2 });
   });

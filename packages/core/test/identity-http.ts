@@ -124,8 +124,9 @@ export function runIdentitySuite(h: IdentityHarness): void {
       expect(await sendAll(agent, app.port, spoofed, 1)).toEqual([200, 200, 200, 429, 429, 429]);
     });
 
-    it('keys on the API key first, through Authorization: Bearer and x-api-key, whatever the IP', async () => {
-      const app = await start({ store: new MemoryStore(), ...exactly(2) }, true);
+    it('keys on a verified API key first, through Authorization: Bearer and x-api-key, whatever the IP', async () => {
+      const resolveKey = (key: string) => (key === 'k1' || key === 'k2' ? { account: key } : null);
+      const app = await start({ store: new MemoryStore(), ...exactly(2), resolveKey }, true);
       const statuses = await sendAll(
         agent,
         app.port,

@@ -84,7 +84,7 @@ describe('resolveKey', () => {
 
   it('keeps the cache bounded', async () => {
     const dir = fakeDirectory({});
-    const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey, keyCache: { max: 50 } });
+    const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey, keyCache: { max: 50, unknownMax: 50, lookupsPerIp: 10_000 } });
     for (let i = 0; i < 500; i++) await identify(facts(`k${i}`));
     expect(dir.calls).toHaveLength(500);
     // The oldest keys were evicted: asking again looks them up again; the newest were kept.
@@ -96,7 +96,8 @@ describe('resolveKey', () => {
   it("answers an unknown key with rejected: 'unknown-key' when unknownKey is 'reject'", async () => {
     const dir = fakeDirectory({ good: { account: 1 } });
     const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey, unknownKey: 'reject' });
-    expect(await identify(facts('bad'))).toMatchObject({ kind: 'api-key', rejected: 'unknown-key', keyStatus: 'unknown' });
+    // Counted against the client IP (its subject), answered 401 by the http layer while the IP is within its limit.
+    expect(await identify(facts('bad'))).toEqual({ subject: 'ip:203.0.113.7', kind: 'ip', rejected: 'unknown-key', keyStatus: 'unknown' });
     expect(await identify(facts('good'))).not.toHaveProperty('rejected');
     // No key at all is not an unknown key: the request is limited by IP.
     expect(await identify(facts(undefined))).toEqual({ subject: 'ip:203.0.113.7', kind: 'ip' });

@@ -21,8 +21,28 @@ function recordingLogger() {
 
 const digest = (key: string) => `key:${createHash('sha256').update(key).digest('base64url')}`;
 
-describe('API key first', () => {
-  const identify = createIdentify();
+describe('an unverified key never buys its own budget', () => {
+  it('keys a request with a key but no resolveKey on its client IP by default, whatever key it sends', () => {
+    const identify = createIdentify();
+    const subjects = new Set<string>();
+    for (let i = 0; i < 40; i++) {
+      const id = sync(identify, facts('10.0.0.1', i % 2 ? { 'x-api-key': `invented-${i}` } : { authorization: `Bearer invented-${i}` }));
+      expect(id).toEqual({ subject: 'ip:10.0.0.1', kind: 'ip', keyStatus: 'unverified' });
+      subjects.add(id.subject);
+    }
+    expect(subjects.size).toBe(1);
+  });
+
+  it("keys each key on its own bucket only when the app says the keys are verified upstream (unverifiedKeys: 'trust')", () => {
+    const trusting = createIdentify({ unverifiedKeys: 'trust' });
+    expect(sync(trusting, facts('10.0.0.1', { 'x-api-key': 'k1' }))).toEqual({ subject: digest('k1'), kind: 'api-key', keyStatus: 'unverified' });
+    expect(() => createIdentify({ unverifiedKeys: 'trust', resolveKey: () => null })).toThrow(/unverifiedKeys.*only without `resolveKey`/);
+    expect(() => createIdentify({ unverifiedKeys: 'yes' as never })).toThrow(/`unverifiedKeys`: got "yes"; expected one of 'ip', 'trust'/);
+  });
+});
+
+describe('API key first (keys verified upstream)', () => {
+  const identify = createIdentify({ unverifiedKeys: 'trust' });
 
   it('reads Authorization: Bearer, any case of the scheme, and keys on the digest, never the raw key', () => {
     const a = sync(identify, facts('10.0.0.1', { authorization: 'Bearer sk_live_123' }));
@@ -42,11 +62,11 @@ describe('API key first', () => {
   it('prefers the first configured header that carries a key', () => {
     const both = facts('10.0.0.1', { authorization: 'Bearer first', 'x-api-key': 'second' });
     expect(sync(identify, both).subject).toBe(digest('first'));
-    expect(sync(createIdentify({ apiKeyHeaders: ['x-api-key', 'authorization'] }), both).subject).toBe(digest('second'));
+    expect(sync(createIdentify({ apiKeyHeaders: ['x-api-key', 'authorization'], unverifiedKeys: 'trust' }), both).subject).toBe(digest('second'));
   });
 
   it('takes a configured header name in any case, and ignores blank values', () => {
-    const identifyCustom = createIdentify({ apiKeyHeaders: ['X-Client-Token'] });
+    const identifyCustom = createIdentify({ apiKeyHeaders: ['X-Client-Token'], unverifiedKeys: 'trust' });
     expect(sync(identifyCustom, facts('10.0.0.1', { 'x-client-token': 't' })).subject).toBe(digest('t'));
     expect(sync(identifyCustom, facts('10.0.0.1', { 'x-api-key': 't' })).subject).toBe('ip:10.0.0.1');
     expect(sync(identify, facts('10.0.0.1', { 'x-api-key': '   ', authorization: 'Bearer ' })).subject).toBe('ip:10.0.0.1');

@@ -17,6 +17,8 @@ interface Layer {
   keys?: { name: string | number }[];
   regexp?: RegExp & { fast_slash?: boolean };
   path?: string;
+  /** Router >= 2.3 (Express 5): the path given to app.use, a string, a RegExp or an array of them. */
+  rawPath?: unknown;
   /** Express 4 and router < 2.3: a boolean, with the matched part left on `path`. Router >= 2.3: the match. */
   match(path: string): boolean | { path: string; pattern?: unknown } | false;
 }
@@ -66,27 +68,79 @@ function normalise(text: string, caseInsensitive: boolean): string {
   return caseInsensitive ? trimmed.toLowerCase() : trimmed;
 }
 
+/** Index of the `)` that closes the group opening at `open`, skipping escapes and character classes. */
+function closing(source: string, open: number): number {
+  let depth = 0;
+  let inClass = false;
+  for (let i = open; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') i++;
+    else if (inClass) inClass = c !== ']';
+    else if (c === '[') inClass = true;
+    else if (c === '(') depth++;
+    else if (c === ')' && --depth === 0) return i;
+  }
+  return -1;
+}
+
 /**
- * The pattern of a mount that matched `matched` of `path`. Express 4 keeps only the regexp: its
- * parameter groups are cut back to `:name` using the match indices, so the key never holds a value.
- * Router 2.0-2.2 (early Express 5) keep neither: a parameterised mount is then named by its place.
+ * Reads a path-to-regexp 0.1 source (Express 4) back into the pattern it was made from: escaped
+ * characters are literal text, each capture group is its parameter (`:name`), a `(?:...)` group of
+ * those is kept (with `?` when optional). Anything else (a character class, a quantifier outside a
+ * capture, an alternation) means the mount matches URLs of many shapes: undefined, so the caller
+ * names the mount by its regexp and never by the URL text it matched.
  */
-function mountPattern(layer: Layer, path: string, matched: string, index: number): string {
-  const { regexp, keys = [] } = layer;
-  const ci = regexp ? regexp.flags.includes('i') : true;
-  if (keys.length === 0) return normalise(matched, ci);
-  const m = regexp ? new RegExp(regexp.source, regexp.flags.replace(/[gyd]/g, '') + 'd').exec(path) : null;
-  if (!m?.indices) return `/{mount ${index}}`;
-  const text = (from: number, to: number) => (ci ? path.slice(from, to).toLowerCase() : path.slice(from, to));
+function readPattern(source: string, keys: readonly { name: string | number }[], next: { key: number }): string | undefined {
   let out = '';
-  let at = m.index;
-  keys.forEach((key, i) => {
-    const span = m.indices![i + 1];
-    if (!span) return; // an optional parameter that is absent
-    out += text(at, span[0]) + `:${key.name}`;
-    at = span[1];
-  });
-  return (out + text(at, m.index + m[0].length)).replace(/\/+$/, '');
+  for (let i = 0; i < source.length; i++) {
+    const c = source[i];
+    if (c === '\\') {
+      out += source[++i];
+    } else if (c === '(') {
+      const end = closing(source, i);
+      if (end === -1) return undefined;
+      const optional = source[end + 1] === '?';
+      if (source.startsWith('(?:', i)) {
+        const inner = readPattern(source.slice(i + 3, end), keys, next);
+        if (inner === undefined) return undefined;
+        out += optional ? `{${inner}}?` : inner;
+      } else if (source[i + 1] === '?') {
+        return undefined; // a lookahead or named group: not something path-to-regexp writes mid-path
+      } else {
+        const key = keys[next.key++];
+        if (key === undefined) return undefined;
+        out += `:${key.name}${optional ? '?' : ''}`;
+      }
+      i = optional ? end + 1 : end;
+    } else if ('[]{}*+?|^$.'.includes(c)) {
+      return undefined;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/** The end every Express 4 mount's regexp carries: an optional slash, then a segment boundary. */
+const MOUNT_END = '\\/?(?=\\/|$)';
+
+/**
+ * The pattern of a mount. Express 4 keeps only the regexp: it is read back into the pattern given
+ * to app.use ('/orgs/:org'), so the key never holds a value from the URL. A regexp or array mount
+ * (`app.use(/\/v\d+/, r)`, `app.use(['/a', '/b'], r)`) is named by its regexp: one bucket for the
+ * mount, whatever URL it matched. Router 2.0-2.2 (early Express 5) keep neither: a parameterised
+ * mount is then named by its place.
+ */
+function mountPattern(layer: Layer, matched: string, index: number): string {
+  const { regexp, keys = [] } = layer;
+  if (!regexp) return keys.length === 0 ? normalise(matched, true) : `/{mount ${index}}`;
+  const ci = regexp.flags.includes('i');
+  const { source } = regexp;
+  const body = source.startsWith('^') && source.endsWith(MOUNT_END) ? source.slice(1, -MOUNT_END.length) : undefined;
+  const next = { key: 0 };
+  const read = body === undefined ? undefined : readPattern(body, keys, next);
+  if (read === undefined || next.key !== keys.length) return `/{${String(regexp)}}`;
+  return normalise(ci ? read.toLowerCase() : read, false);
 }
 
 function handles(route: Route, method: string): boolean {
@@ -115,7 +169,12 @@ function* walk(stack: Layer[], path: string, prefix: string, method: string): Ge
       }
       continue;
     }
-    const mount = given !== undefined ? normalise(String(given), false) : mountPattern(layer, path, matched, i);
+    // An array mount is one mount: one name for all its paths, not one bucket per path.
+    const mount = Array.isArray(layer.rawPath)
+      ? `/{${layer.rawPath.map(String).join(',')}}`
+      : given !== undefined
+        ? normalise(String(given), false)
+        : mountPattern(layer, matched, i);
     const rest = path.slice(matched.length);
     yield* walk(nested!, rest.startsWith('/') ? rest : `/${rest}`, prefix + mount, method);
   }

@@ -119,6 +119,35 @@ for (const [version, express] of [['4', express4], ['5', express5]] as const) {
       ]);
     });
 
+    it('keeps one bucket per route under regexp, array, parameter and pattern mounts, whatever the URL', async () => {
+      const { limiter, scopes } = setup({ limit: 2 });
+      const app = express();
+      app.use(limiter);
+      const mounts: [string, unknown, string[]][] = [
+        ['regexp', /\/v\d+/, ['/v1', '/v2', '/v12345', '/v77', '/v3']],
+        ['array', ['/a', '/b'], ['/a', '/b', '/A', '/B', '/a']],
+        ['parameter', '/orgs/:org', ['/orgs/x', '/orgs/y', '/orgs/zz', '/ORGS/q', '/orgs/w']],
+        ['non-capturing group', '/n/(\\d+)', ['/n/1', '/n/22', '/n/333', '/n/4444', '/n/5']],
+        ['optional', '/opt/:id?', ['/opt/1', '/opt/2', '/opt/3', '/opt/4', '/opt/5']],
+      ];
+      // Express 5 reads the mounts itself; path-to-regexp 8 has no regexp-in-string groups or `?` params.
+      const usable = version === '4' ? mounts : mounts.filter(([name]) => name === 'regexp' || name === 'array' || name === 'parameter');
+      for (const [, mount] of usable) {
+        const router = express.Router();
+        router.get('/items', ok);
+        app.use(mount as string, router);
+      }
+      const agent = await serve(app);
+      for (const [name, , prefixes] of usable) {
+        scopes.length = 0;
+        const statuses: number[] = [];
+        for (const p of prefixes) statuses.push((await agent.get(`${p}/items`)).status);
+        // One bucket: two admitted, then 429 whatever the URL; a bucket per URL would admit all five.
+        expect({ name, statuses, buckets: new Set(scopes).size }).toEqual({ name, statuses: [200, 200, 429, 429, 429], buckets: 1 });
+        expect(scopes[0]).not.toMatch(/v12345|zz|333/);
+      }
+    });
+
     it('passes a failing key function to the error handler, and the app keeps serving', async () => {
       const { limiter } = setup({
         key: (req) => {

@@ -2,6 +2,7 @@
 import type { Duration } from '../duration';
 import { parseDuration } from '../duration';
 import { invalidOption } from '../errors';
+import { checkOptionNames, optionNames, wholeNumber } from '../validate';
 import type { Store } from '../stores/store';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
@@ -17,6 +18,8 @@ export interface BreakerOptions {
   /** The longest wait between probes. At least `coolDownMs`. Default 10_000 ms (or `coolDownMs` if larger). */
   maxCoolDownMs?: Duration;
 }
+
+const BREAKER_OPTION_NAMES = optionNames<BreakerOptions>()(['failureThreshold', 'coolDownMs', 'maxCoolDownMs']);
 
 export interface ResolvedBreakerOptions {
   readonly failureThreshold: number;
@@ -41,11 +44,9 @@ export type Admission = 'call' | 'probe' | 'skip';
 
 export function resolveBreakerOptions(raw: BreakerOptions | undefined): ResolvedBreakerOptions {
   if (raw === undefined) raw = {};
-  if (raw === null || typeof raw !== 'object') invalidOption('breaker', raw, 'an object { failureThreshold, coolDownMs, maxCoolDownMs }');
-  const failureThreshold = raw.failureThreshold ?? 5;
-  if (typeof failureThreshold !== 'number' || !Number.isInteger(failureThreshold) || failureThreshold < 1 || failureThreshold > 1000) {
-    invalidOption('breaker.failureThreshold', failureThreshold, 'a whole number from 1 to 1000');
-  }
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) invalidOption('breaker', raw, 'an object { failureThreshold, coolDownMs, maxCoolDownMs }');
+  checkOptionNames('breaker', raw, BREAKER_OPTION_NAMES);
+  const failureThreshold = wholeNumber('breaker.failureThreshold', raw.failureThreshold ?? 5, 1, 1000);
   const coolDownMs = parseDuration('breaker.coolDownMs', raw.coolDownMs ?? 1_000, 1, 3_600_000);
   const maxCoolDownMs = parseDuration('breaker.maxCoolDownMs', raw.maxCoolDownMs ?? Math.max(10_000, coolDownMs), 1, 3_600_000);
   if (maxCoolDownMs < coolDownMs) {

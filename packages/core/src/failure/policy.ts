@@ -2,7 +2,9 @@
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
-import type { ResolvedLimit } from '../options';
+import type { ResolvedLimit } from '../limit';
+import type { Logger } from '../logger';
+import { optionNames } from '../validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
 import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type BreakerTransition, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
@@ -18,11 +20,7 @@ export const FAIL_MODES = ['open', 'closed', 'local'] as const;
  */
 export type FailMode = (typeof FAIL_MODES)[number];
 
-/** Where Floodgate writes what an operator must see. `console` fits; so do pino and winston loggers. */
-export interface Logger {
-  warn(message: string, details?: Record<string, unknown>): void;
-  error(message: string, details?: Record<string, unknown>): void;
-}
+export type { Logger } from '../logger';
 
 /** Passed to `onStoreError` once per change of the circuit breaker's state, never once per request. */
 export interface StoreErrorEvent {
@@ -65,6 +63,9 @@ export interface FailureOptions {
   /** Receives the same state changes ('open' as error, the others as warn) and configuration warnings. Default `console`. */
   logger?: Logger;
 }
+
+/** The names of the failure options (part of createLimiter's). */
+export const FAILURE_OPTION_NAMES = optionNames<FailureOptions>()(['failMode', 'instances', 'timeoutMs', 'breaker', 'onStoreError', 'logger']);
 
 export interface ResolvedFailureOptions {
   readonly failMode: FailMode;

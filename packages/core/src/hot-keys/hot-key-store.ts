@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import type { LimitResult, StoreLimit } from '../algorithms/types';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
+import { checkOptionNames, optionNames } from '../validate';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 
 /**
@@ -42,6 +43,9 @@ export interface HotKeyStoreOptions extends HotKeyOptions {
   /** The shared store the leases are drawn from. */
   store: Store;
 }
+
+const HOT_KEY_OPTION_NAMES = optionNames<HotKeyOptions>()(['instances', 'threshold', 'leaseSize', 'leaseMs', 'maxSubjects', 'clock']);
+const HOT_KEY_STORE_OPTION_NAMES = optionNames<HotKeyStoreOptions>()([...(HOT_KEY_OPTION_NAMES as readonly (keyof HotKeyOptions)[]), 'store']);
 
 /** What the wrapper did, for logs, metrics and tests. Counters only grow. */
 export interface HotKeyStats {
@@ -112,6 +116,7 @@ export class HotKeyStore implements Store {
 
   constructor(options: HotKeyStoreOptions, optionPrefix = '') {
     if (!options || typeof options !== 'object') invalidOption('HotKeyStore', options, 'an options object { store, instances }');
+    if (!optionPrefix) checkOptionNames('HotKeyStore options', options, HOT_KEY_STORE_OPTION_NAMES);
     const store = options.store;
     if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
       invalidOption(`${optionPrefix}store`, store, 'a Store such as new RedisStore({ client })');
@@ -336,6 +341,7 @@ export function withHotKeys(
 ): Store {
   if (options === undefined) return store;
   if (!options || typeof options !== 'object') invalidOption('hotKeys', options, 'an object such as { instances: 4 }');
+  checkOptionNames('hotKeys', options, HOT_KEY_OPTION_NAMES);
   return new HotKeyStore(
     { ...options, store, clock: options.clock ?? defaults.clock, instances: options.instances ?? defaults.instances },
     'hotKeys.',

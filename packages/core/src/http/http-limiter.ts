@@ -1,12 +1,21 @@
 // The framework-free request pipeline the adapters share: facts in; decision, status, headers and body out.
 import type { Decision } from '../decision';
-import { FloodgateError } from '../errors';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
-import { createIdentify, type Identify, type Identity, type RequestFacts } from '../identity';
-import { createLimiter, type Limiter } from '../limiter';
+import { identifyFrom, type Identify, type Identity, type RequestFacts } from '../identity';
+import { maxCostOf } from '../options';
+import { limiterFrom, type Limiter } from '../limiter';
 import { MemoryStore } from '../stores/memory-store';
-import { HTTP_KEYS, resolveHttpOptions, type HttpRateLimitOptions, type RateLimitEvent, type ResolvedHttpOptions } from './resolve-http-options';
+import { requestCost } from '../validate';
+import { callSite, claimBuckets } from './bucket-claims';
+import {
+  IDENTITY_NAMES,
+  LIMITER_NAMES,
+  resolveHttpOptions,
+  type HttpRateLimitOptions,
+  type RateLimitEvent,
+  type ResolvedHttpOptions,
+} from './resolve-http-options';
 
 /** The scope of requests that matched no route: one bucket per caller, so raw URLs never mint buckets. */
 export const UNMATCHED_SCOPE = '<unmatched>';
@@ -40,8 +49,12 @@ export interface HttpLimiter<Req = unknown> {
   handle(facts: RequestFacts, request: Req): Promise<HttpResult>;
   /** The same decision, returned synchronously when nothing had to wait (adapters use it to answer a blocked caller at once). */
   handleNow(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult>;
-  /** A limiter for one route: these overrides merged over the global options, on the same store. false: no limit. */
-  route(overrides: HttpRateLimitOptions<Req> | false | undefined): HttpLimiter<Req> | null;
+  /**
+   * A limiter for one route: these overrides merged over the global options, on the same store.
+   * false: no limit. `label` names the route in errors (e.g. 'POST /login'); default: the caller's
+   * source location.
+   */
+  route(overrides: HttpRateLimitOptions<Req> | false | undefined, label?: string): HttpLimiter<Req> | null;
   /** The bucket scope: the group, `METHOD /pattern` (HEAD counts as GET), or '<unmatched>' when no route matched. */
   scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string;
 }
@@ -51,7 +64,11 @@ interface Shared {
   identify: Identify;
 }
 
-const HTTP_ONLY: ReadonlySet<string> = new Set(HTTP_KEYS);
+/** What createHttpLimiter is told besides the options. */
+export interface HttpLimiterContext {
+  /** Names this limiter in errors (FG_BUCKET_CONFLICT); default: the caller's source location. */
+  readonly label?: string;
+}
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
 const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
 
@@ -61,13 +78,6 @@ function directHead(headers: readonly HeaderPair[], length: string): string[] {
   for (const [name, value] of headers) head.push(name, value);
   head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', length);
   return head;
-}
-
-function validCost(cost: unknown): number {
-  if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) {
-    throw new FloodgateError('FG_INVALID_COST', `Invalid cost: the cost function returned ${String(cost)}; expected a whole number from 0.`);
-  }
-  return cost;
 }
 
 /** Default bodies already rendered, by what they say: a flood of 429s renders each distinct body once. */
@@ -95,15 +105,21 @@ function problemBody(decision: Decision, cost: number, retryAfter: number | unde
  * Builds the pipeline once from the global options. The default MemoryStore is made here, once, so
  * that routes and groups resolved later share it.
  */
-export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<Req> = {}): HttpLimiter<Req> {
-  const global = { ...options, store: options?.store ?? new MemoryStore() };
-  const resolved = resolveHttpOptions(global);
-  return build(global, resolved, { limiter: createLimiter(resolved.limiter), identify: createIdentify(resolved.identity) });
+export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<Req> = {}, context: HttpLimiterContext = {}): HttpLimiter<Req> {
+  const resolved = resolveHttpOptions(options);
+  // Only when no store was given; the store is set after parsing so that errors name what the app wrote.
+  const global = options.store === undefined ? { ...options, store: resolved.limiter.store } : options;
+  const label = context.label ?? `rateLimit() at ${callSite() ?? 'an unknown place'}`;
+  return build(global, resolved, { limiter: limiterFrom(resolved.limiter), identify: identifyFrom(resolved.identity) }, label);
 }
 
-function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Req>, shared: Shared): HttpLimiter<Req> {
+function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Req>, shared: Shared, label: string): HttpLimiter<Req> {
   const { limiter, identify } = shared;
   const plans = new Map<string, Limiter>();
+  const { store, prefix, limits } = o.limiter;
+  // A group's bucket is known now: claim it at registration. A route's scope is known at its first request.
+  if (o.group !== undefined) claimBuckets(store, prefix, o.group, limits, label);
+  const claimed = new Set<string>();
 
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
     if (o.group !== undefined) return o.group;
@@ -127,15 +143,11 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
 
   /** The key's own plan (from resolveKey) replaces the route's limits; one limiter per plan, on the same store. */
   function limiterFor(identity: Identity): Limiter {
-    if (!identity.limits || !identity.plan) return limiter;
+    if (!identity.resolvedLimits || !identity.plan) return limiter;
     let planned = plans.get(identity.plan);
     if (!planned) {
-      const { limit: _l, burst: _b, refillPerSecond: _r, name: _n, ...rest } = o.limiter;
-      try {
-        planned = createLimiter({ ...rest, limits: [...identity.limits] });
-      } catch {
-        return limiter; // identity already warned (FG_RESOLVE_KEY_BAD_PLAN); the route's limits apply
-      }
+      // The plan was validated when resolveKey answered; the route's other options apply to it.
+      planned = limiterFrom({ ...o.limiter, limits: identity.resolvedLimits, maxCost: maxCostOf(identity.resolvedLimits) });
       if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value as string);
       plans.set(identity.plan, planned);
     }
@@ -150,7 +162,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   function handleNow(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
     try {
       if (typeof o.cost !== 'function') return withCost(facts, request, o.cost);
-      return Promise.resolve(o.cost(request)).then((cost) => withCost(facts, request, validCost(cost)));
+      return Promise.resolve(o.cost(request)).then((cost) => withCost(facts, request, requestCost(cost, 'the cost function returned')));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -158,6 +170,10 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
 
   function withCost(facts: RequestFacts, request: Req, cost: number): HttpResult | Promise<HttpResult> {
     const scope = scopeOf(facts);
+    if (!claimed.has(scope)) {
+      claimBuckets(store, prefix, scope, limits, label);
+      claimed.add(scope);
+    }
     const pending = identityOf(facts, request, cost, scope);
     return pending instanceof Promise
       ? pending.then((identity) => withIdentity(identity, request, cost, scope))
@@ -165,12 +181,17 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   }
 
   function withIdentity(identity: Identity, request: Req, cost: number, scope: string): HttpResult | Promise<HttpResult> {
-    if (identity.rejected) {
-      const direct = o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
-      return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
-    }
     const chosen = limiterFor(identity);
     const options = { cost, scope };
+    if (identity.rejected) {
+      // An unknown key is answered 401, but counted against its client IP: past the IP's limit the
+      // answer is that IP's 429, so guessing keys is limited like any other request.
+      return chosen.consume(identity.subject, options).then((decision) => {
+        if (!decision.allowed && !decision.degraded) return respond(decision, request, cost, scope, identity);
+        const direct = o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
+        return { decision: undefined, status: 401 as const, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
+      });
+    }
     // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
     const blocked = chosen.blocked(identity.subject, options);
     if (blocked) return respond(blocked, request, cost, scope, identity);
@@ -199,14 +220,23 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     return handleNow(facts, request);
   }
 
-  function route(overrides: HttpRateLimitOptions<Req> | false | undefined): HttpLimiter<Req> | null {
+  function route(overrides: HttpRateLimitOptions<Req> | false | undefined, routeLabel?: string): HttpLimiter<Req> | null {
     if (overrides === false) return null;
     if (overrides === undefined) return api;
-    const resolved = resolveHttpOptions(global, overrides);
-    // Overrides of HTTP options only (cost, group, headers, ...) keep the global limiter and its block
-    // cache; anything else (limits, failMode, identity options) gets its own, on the same store.
-    const own = Object.entries(overrides).some(([k, v]) => v !== undefined && !HTTP_ONLY.has(k));
-    return build(global, resolved, own ? { limiter: createLimiter(resolved.limiter), identify: createIdentify(resolved.identity) } : shared);
+    const where = routeLabel ?? `route() at ${callSite() ?? 'an unknown place'}`;
+    const resolved = resolveHttpOptions(global, overrides, routeLabel ? `${routeLabel} config.rateLimit` : 'rateLimit');
+    // A route keeps the global limiter (and its block cache) unless it overrides a limiter option,
+    // and the global identity (one key cache, one lookup per key) unless it overrides an identity option.
+    const overridden = (names: ReadonlySet<string>) => Object.entries(overrides).some(([k, v]) => v !== undefined && names.has(k));
+    return build(
+      global,
+      resolved,
+      {
+        limiter: overridden(LIMITER_NAMES) ? limiterFrom(resolved.limiter) : limiter,
+        identify: overridden(IDENTITY_NAMES) ? identifyFrom(resolved.identity) : identify,
+      },
+      where,
+    );
   }
 
   const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf };

@@ -2,8 +2,9 @@
 import type { Decision } from '../decision';
 import { invalidOption } from '../errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
-import type { Identity, IdentityOptions } from '../identity';
-import type { CreateLimiterOptions } from '../limiter';
+import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
+import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
+import { bool, checkOptionNames, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
 
 /** What the hooks and the 429 handler are told about one decision. */
 export interface RateLimitEvent<Req = unknown> {
@@ -77,10 +78,10 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
 }
 
 export interface ResolvedHttpOptions<Req = unknown> {
-  /** What createLimiter is given (limits, store, prefix, failMode, ...). */
-  readonly limiter: CreateLimiterOptions;
-  /** What createIdentify is given. */
-  readonly identity: IdentityOptions;
+  /** The limiter's options, parsed (limits, store, prefix, failure policy, ...). */
+  readonly limiter: ResolvedLimiterOptions;
+  /** The identity options, parsed. */
+  readonly identity: ResolvedIdentityOptions;
   readonly cost: number | ((request: Req) => number | Promise<number>);
   readonly key: HttpRateLimitOptions<Req>['key'];
   readonly group: string | undefined;
@@ -95,8 +96,10 @@ export interface ResolvedHttpOptions<Req = unknown> {
 
 /** The limit when none is given: 60 requests per minute per caller per route. */
 export const DEFAULT_LIMIT = 60;
-/** Options the HTTP layer reads itself; the rest go to createLimiter and createIdentify. */
-export const HTTP_KEYS = [
+
+type HttpOnly = Omit<HttpRateLimitOptions, keyof CreateLimiterOptions | keyof IdentityOptions>;
+/** Options the HTTP layer reads itself; the rest go to the limiter and identity. */
+export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'cost',
   'key',
   'group',
@@ -107,12 +110,15 @@ export const HTTP_KEYS = [
   'handler',
   'onLimited',
   'onDecision',
-] as const;
+]);
+/** Identity options the HTTP layer passes on; `logger` and `clock` are the limiter's, shared. */
+const IDENTITY_ONLY = IDENTITY_OPTION_NAMES.filter((k) => k !== 'logger' && k !== 'clock');
+/** Every option an adapter takes, globally and per route. */
+export const ALL_HTTP_OPTION_NAMES: readonly string[] = [...HTTP_OPTION_NAMES, ...LIMITER_OPTION_NAMES, ...IDENTITY_ONLY];
+/** Which part of the pipeline an option belongs to, for deciding what a route's overrides rebuild. */
+export const LIMITER_NAMES: ReadonlySet<string> = new Set(LIMITER_OPTION_NAMES);
+export const IDENTITY_NAMES: ReadonlySet<string> = new Set(IDENTITY_OPTION_NAMES);
 const SHAPE_ONE = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
-
-function fn(option: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') invalidOption(option, value, 'a function');
-}
 
 function dialectsOf(value: HttpRateLimitOptions['headers']): HeaderDialect[] {
   if (value === undefined || value === true) return ['draft-6'];
@@ -125,17 +131,31 @@ function dialectsOf(value: HttpRateLimitOptions['headers']): HeaderDialect[] {
   return [...new Set(list)];
 }
 
+function pick(from: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of names) if (from[k] !== undefined) out[k] = from[k];
+  return out;
+}
+
 /**
- * Merges a route's overrides over the global options and parses the result. A route that sets
- * `limits` drops the global single limit (and the reverse), so the two never clash; everything else
- * is overridden key by key. The caller's objects are never mutated.
+ * Merges a route's overrides over the global options and parses the result, down one path: the
+ * names are checked (FG_UNKNOWN_OPTION), then the options are split into the limiter's, identity's
+ * and the HTTP layer's own, each parsed once by its own validators. A route that sets `limits`
+ * drops the global single limit (and the reverse), so the two never clash; everything else is
+ * overridden key by key. The caller's objects are never mutated. `where` names the options in
+ * errors ('rateLimit', 'GET /login config.rateLimit').
  */
 export function resolveHttpOptions<Req = unknown>(
   global: HttpRateLimitOptions<Req> = {},
   route?: HttpRateLimitOptions<Req>,
+  where = 'rateLimit',
 ): ResolvedHttpOptions<Req> {
-  if (!global || typeof global !== 'object') invalidOption('options', global, 'an object');
-  if (route !== undefined && (!route || typeof route !== 'object')) invalidOption('route options', route, 'an object, or false for no limit');
+  if (!global || typeof global !== 'object' || Array.isArray(global)) invalidOption('options', global, 'an object');
+  if (route !== undefined && (!route || typeof route !== 'object' || Array.isArray(route))) {
+    invalidOption('route options', route, 'an object, or false for no limit');
+  }
+  checkOptionNames(`${where} options`, global, ALL_HTTP_OPTION_NAMES);
+  if (route) checkOptionNames(`${where} route options`, route, ALL_HTTP_OPTION_NAMES);
   const merged: Record<string, unknown> = { ...global };
   if (route) {
     if (route.limits !== undefined) for (const k of SHAPE_ONE) delete merged[k];
@@ -144,41 +164,32 @@ export function resolveHttpOptions<Req = unknown>(
   }
   const o = merged as HttpRateLimitOptions<Req>;
 
-  const cost = o.cost ?? 1;
-  if (typeof cost !== 'function' && (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0 || cost > 1_000_000_000)) {
-    invalidOption('cost', cost, 'a whole number from 0, or a function of the request returning one');
+  const limiterOptions = pick(merged, LIMITER_OPTION_NAMES) as CreateLimiterOptions;
+  if (limiterOptions.limit === undefined && limiterOptions.burst === undefined && limiterOptions.limits === undefined) {
+    limiterOptions.limit = DEFAULT_LIMIT;
   }
+  const limiter = resolveLimiterOptions(limiterOptions, where, false);
+  const identity = resolveIdentityOptions(
+    { ...pick(merged, IDENTITY_ONLY), logger: limiter.failure.logger, clock: limiter.clock } as IdentityOptions,
+    false,
+  );
+
+  const cost = typeof o.cost === 'function' ? o.cost : staticCost('cost', o.cost ?? 1, limiter.maxCost);
   if (o.group !== undefined && (typeof o.group !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.group))) {
     invalidOption('group', o.group, 'a string matching [A-Za-z0-9_.-]{1,64}');
   }
-  const jitter = o.retryAfterJitterMs ?? 1000;
-  if (typeof jitter !== 'number' || !Number.isInteger(jitter) || jitter < 0 || jitter > 3_600_000) {
-    invalidOption('retryAfterJitterMs', jitter, 'a whole number of ms from 0 to 3600000');
-  }
-  if (o.shadow !== undefined && typeof o.shadow !== 'boolean') invalidOption('shadow', o.shadow, 'true or false');
-  if (o.respondDirectly !== undefined && typeof o.respondDirectly !== 'boolean') {
-    invalidOption('respondDirectly', o.respondDirectly, 'true or false');
-  }
-  fn('key', o.key);
-  fn('handler', o.handler);
-  fn('onLimited', o.onLimited);
-  fn('onDecision', o.onDecision);
-
-  const rest: Record<string, unknown> = { ...merged };
-  for (const k of HTTP_KEYS) delete rest[k];
-  if (rest.limit === undefined && rest.burst === undefined && rest.limits === undefined) rest.limit = DEFAULT_LIMIT;
   return {
-    limiter: rest as CreateLimiterOptions,
-    identity: rest as IdentityOptions,
+    limiter,
+    identity,
     cost,
-    key: o.key,
+    key: optionalFunction('key', o.key),
     group: o.group,
     dialects: dialectsOf(o.headers),
-    retryAfterJitterMs: jitter,
-    shadow: o.shadow ?? false,
-    respondDirectly: o.respondDirectly ?? true,
-    handler: o.handler,
-    onLimited: o.onLimited,
-    onDecision: o.onDecision,
+    retryAfterJitterMs: wholeNumber('retryAfterJitterMs', o.retryAfterJitterMs ?? 1000, 0, 3_600_000),
+    shadow: bool('shadow', o.shadow, false),
+    respondDirectly: bool('respondDirectly', o.respondDirectly, true),
+    handler: optionalFunction('handler', o.handler),
+    onLimited: optionalFunction('onLimited', o.onLimited),
+    onDecision: optionalFunction('onDecision', o.onDecision),
   };
 }

@@ -1,8 +1,10 @@
 // Who is one caller: API key first (hashed), else the client IP (IPv4-mapped -> IPv4, IPv6 -> its /64).
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
-import type { Logger } from '../failure/policy';
+import type { ResolvedLimit } from '../limit';
 import type { LimitOptions } from '../options';
+import type { Logger } from '../logger';
+import { checkOptionNames, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
 import { findApiKey, type Headers } from './api-key';
 import { ipSubject } from './ip';
 import { KeyCache, type KeyRecord, type ResolveKey } from './key-cache';
@@ -34,7 +36,11 @@ export type IdentityWarning =
   | 'FG_RESOLVE_KEY_BAD_PLAN';
 
 export interface IdentityOptions {
-  /** Headers that carry an API key, checked in order. `Authorization: Bearer <key>` is read from 'authorization'. Default ['authorization', 'x-api-key']; false to key on IP only. */
+  /**
+   * Headers that carry an API key, checked in order. `Authorization: Bearer <key>` is read from
+   * 'authorization'. A key counts as the caller only once `resolveKey` has verified it (or with
+   * `unverifiedKeys: 'trust'`). Default ['authorization', 'x-api-key']; false to key on IP only.
+   */
   apiKeyHeaders?: string[] | false;
   /** Prefix length IPv6 addresses are keyed on: a whole number from 1 to 128. Default 64. */
   ipv6Subnet?: number;
@@ -46,24 +52,44 @@ export interface IdentityOptions {
   /**
    * Looks an API key up (e.g. in your database): `{ account, limits? }` for a key you issued, null
    * or undefined for one you did not. Called through a bounded cache (`keyCache`), one lookup in
-   * flight per key, and only when the caller is not already blocked. Default: none (every key is
-   * limited on its own bucket, unverified).
+   * flight per key, and only when the caller is not already blocked. Default: none (a request
+   * that carries a key is limited by its client IP: see `unverifiedKeys`).
    */
   resolveKey?: ResolveKey;
   /**
+   * Without `resolveKey` no key can be verified, and a client can invent a new one per request.
+   * 'ip' (the default) limits such a request by its client IP, as if it carried no key, so an
+   * invented key never buys a fresh budget. 'trust' keys each distinct key on its own bucket: only
+   * for an app whose keys were already verified upstream (an API gateway that rejects unknown
+   * keys), since otherwise every invented key is a new, full budget. Not with `resolveKey`.
+   */
+  unverifiedKeys?: 'ip' | 'trust';
+  /**
    * What a request with a key `resolveKey` does not know gets: 'ip' limits it by its client IP, as
-   * if it carried no key; 'reject' marks it for a 401 answer (`Identity.rejected`). Needs
-   * `resolveKey`. Default 'ip'.
+   * if it carried no key; 'reject' marks it for a 401 answer (`Identity.rejected`), counted
+   * against the client IP's budget (so the 401 path is limited too: past the IP's limit it
+   * answers 429). Needs `resolveKey`. Default 'ip'.
    */
   unknownKey?: 'ip' | 'reject';
   /** The `resolveKey` cache. */
   keyCache?: {
-    /** Most keys remembered (found and unknown together). Default 10_000. */
+    /** Most found keys remembered. Default 10_000. */
     max?: number;
+    /** Most unknown keys remembered, in a cache of their own, so invented keys never push found ones out. Default 10_000. */
+    unknownMax?: number;
     /** How long a found key's answer is reused: also how long a revoked key keeps its plan. Default '60s'. */
     ttlMs?: Duration;
     /** How long an unknown key's answer is reused: also how long a new key waits to be known. Default '10s'. */
     unknownTtlMs?: Duration;
+    /**
+     * Lookups of keys never seen before, per client IP (per IPv6 /64) per `lookupWindowMs`. Past
+     * it, an unseen key from that IP is treated as unknown without a lookup (limited by IP, or 401
+     * with `unknownKey: 'reject'`), so a client rotating invented keys costs at most this many
+     * lookups. Keys already cached are not counted. Default 10.
+     */
+    lookupsPerIp?: number;
+    /** The window of `lookupsPerIp`. Default '1m'. */
+    lookupWindowMs?: Duration;
   };
   /** Longest wait for one `resolveKey` answer; past it the request goes on without it (the lookup still completes and is cached). Default '1s'. */
   resolveTimeoutMs?: Duration;
@@ -90,15 +116,21 @@ export interface Identity {
    * http layer keeps one limiter per `plan`.
    */
   readonly limits?: readonly LimitOptions[];
+  /** `limits`, parsed: what the http layer builds the plan's limiter from. Set exactly when `limits` is. */
+  readonly resolvedLimits?: readonly ResolvedLimit[];
   /** A stable name for `limits`: equal plans have equal names. Set exactly when `limits` is. */
   readonly plan?: string;
   /**
    * When the request carried an API key: 'known' (resolveKey found it), 'unknown' (it did not, or
-   * the key was too long), 'unverified' (no resolveKey), 'lookup-failed' (resolveKey failed or
-   * timed out, and no earlier answer was cached).
+   * the key was too long), 'unverified' (no resolveKey), 'unchecked' (never looked up: the client
+   * IP was already blocked, or spent its `keyCache.lookupsPerIp`), 'lookup-failed' (resolveKey
+   * failed or timed out, and no earlier answer was cached).
    */
-  readonly keyStatus?: 'known' | 'unknown' | 'unverified' | 'lookup-failed';
-  /** 'unknown-key': answer 401 without limiting (an unknown key with `unknownKey: 'reject'`). */
+  readonly keyStatus?: 'known' | 'unknown' | 'unverified' | 'unchecked' | 'lookup-failed';
+  /**
+   * 'unknown-key': an unknown key with `unknownKey: 'reject'`. `subject` is then the client IP's:
+   * the request is counted against it and answered 401 while the IP is within its limit, 429 past it.
+   */
   readonly rejected?: 'unknown-key';
 }
 
@@ -129,31 +161,56 @@ const WARNINGS: readonly IdentityWarning[] = [
   'FG_RESOLVE_KEY_BAD_PLAN',
 ];
 
-interface ResolvedIdentityOptions {
-  headers: readonly string[];
-  ipv6Subnet: number;
-  maxApiKeyLength: number;
-  resolveKey: ResolveKey | undefined;
-  unknownKey: 'ip' | 'reject';
-  cacheMax: number;
-  ttlMs: number;
-  unknownTtlMs: number;
-  timeoutMs: number;
-  logger: Pick<Logger, 'warn'>;
-  warnings: ReadonlySet<IdentityWarning>;
-  clock: () => number;
+/** Identity options after parsing: what `identifyFrom` builds on. */
+export interface ResolvedIdentityOptions {
+  readonly headers: readonly string[];
+  readonly ipv6Subnet: number;
+  readonly maxApiKeyLength: number;
+  readonly resolveKey: ResolveKey | undefined;
+  readonly unknownKey: 'ip' | 'reject';
+  readonly unverifiedKeys: 'ip' | 'trust';
+  readonly cacheMax: number;
+  readonly unknownMax: number;
+  readonly ttlMs: number;
+  readonly unknownTtlMs: number;
+  readonly lookupsPerIp: number;
+  readonly lookupWindowMs: number;
+  readonly timeoutMs: number;
+  readonly logger: Pick<Logger, 'warn'>;
+  readonly warnings: ReadonlySet<IdentityWarning>;
+  readonly clock: () => number;
 }
 
-function wholeNumber(option: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    invalidOption(option, value, `a whole number from ${min} to ${max}`);
-  }
-  return value;
-}
+/** The names of every identity option. */
+export const IDENTITY_OPTION_NAMES = optionNames<IdentityOptions>()([
+  'apiKeyHeaders',
+  'ipv6Subnet',
+  'maxApiKeyLength',
+  'resolveKey',
+  'unverifiedKeys',
+  'unknownKey',
+  'keyCache',
+  'resolveTimeoutMs',
+  'logger',
+  'warnings',
+  'clock',
+]);
+const KEY_CACHE_OPTION_NAMES = optionNames<NonNullable<IdentityOptions['keyCache']>>()([
+  'max',
+  'unknownMax',
+  'ttlMs',
+  'unknownTtlMs',
+  'lookupsPerIp',
+  'lookupWindowMs',
+]);
 
-/** Parses identity options once, at construction; throws FG_INVALID_OPTION naming the bad one. */
-function resolveIdentityOptions(options: IdentityOptions): ResolvedIdentityOptions {
+/**
+ * Parses identity options once, at construction; throws FG_INVALID_OPTION naming the bad one, or
+ * FG_UNKNOWN_OPTION for a name it does not know (`checkNames: false` when the caller checked them).
+ */
+export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames = true): ResolvedIdentityOptions {
   if (!options || typeof options !== 'object') invalidOption('identity options', options, 'an object');
+  if (checkNames) checkOptionNames('identity options', options, IDENTITY_OPTION_NAMES);
   const rawHeaders = options.apiKeyHeaders ?? DEFAULT_HEADERS;
   let headers: string[] = [];
   if (rawHeaders !== false) {
@@ -168,26 +225,27 @@ function resolveIdentityOptions(options: IdentityOptions): ResolvedIdentityOptio
       return name.toLowerCase();
     });
   }
-  const ipv6Subnet = wholeNumber('ipv6Subnet', options.ipv6Subnet ?? 64, 1, 128);
-  const maxApiKeyLength = wholeNumber('maxApiKeyLength', options.maxApiKeyLength ?? 4096, 1, 16_384);
   const resolveKey = options.resolveKey;
   if (resolveKey !== undefined && typeof resolveKey !== 'function') {
     invalidOption('resolveKey', resolveKey, 'a function (apiKey) => { account, limits? } | null, or a promise of it');
   }
-  const unknownKey = options.unknownKey ?? 'ip';
-  if (unknownKey !== 'ip' && unknownKey !== 'reject') invalidOption('unknownKey', unknownKey, "'ip' or 'reject'");
+  const unknownKey = oneOf('unknownKey', options.unknownKey, ['ip', 'reject'], 'ip');
   if (options.unknownKey !== undefined && resolveKey === undefined) {
     // Without a lookup no key is ever unknown: the setting would silently do nothing.
     invalidOption('unknownKey', options.unknownKey, 'to be set only together with `resolveKey`');
   }
-  const cache = options.keyCache ?? {};
-  if (!cache || typeof cache !== 'object') invalidOption('keyCache', cache, 'an object { max?, ttlMs?, unknownTtlMs? }');
+  const unverifiedKeys = oneOf('unverifiedKeys', options.unverifiedKeys, ['ip', 'trust'], 'ip');
+  if (options.unverifiedKeys !== undefined && resolveKey !== undefined) {
+    // With a lookup every key is verified: the setting would silently do nothing.
+    invalidOption('unverifiedKeys', options.unverifiedKeys, 'to be set only without `resolveKey` (keys it answers are verified)');
+  }
+  const cache = optionsObject('keyCache', options.keyCache, 'an object { max?, unknownMax?, ttlMs?, unknownTtlMs?, lookupsPerIp?, lookupWindowMs? }');
+  checkOptionNames('keyCache', cache, KEY_CACHE_OPTION_NAMES);
   const logger = options.logger ?? console;
   if (!logger || typeof logger.warn !== 'function') {
     invalidOption('logger', options.logger, 'an object with a warn(message) method, such as console');
   }
-  const warningOptions = options.warnings ?? {};
-  if (!warningOptions || typeof warningOptions !== 'object') invalidOption('warnings', warningOptions, 'an object');
+  const warningOptions = optionsObject('warnings', options.warnings, 'an object such as { FG_IP_MISSING: false }');
   for (const [name, on] of Object.entries(warningOptions)) {
     if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
     if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
@@ -196,13 +254,17 @@ function resolveIdentityOptions(options: IdentityOptions): ResolvedIdentityOptio
   if (typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
   return {
     headers,
-    ipv6Subnet,
-    maxApiKeyLength,
+    ipv6Subnet: wholeNumber('ipv6Subnet', options.ipv6Subnet ?? 64, 1, 128),
+    maxApiKeyLength: wholeNumber('maxApiKeyLength', options.maxApiKeyLength ?? 4096, 1, 16_384),
     resolveKey,
     unknownKey,
+    unverifiedKeys,
     cacheMax: wholeNumber('keyCache.max', cache.max ?? 10_000, 1, 10_000_000),
+    unknownMax: wholeNumber('keyCache.unknownMax', cache.unknownMax ?? 10_000, 1, 10_000_000),
     ttlMs: parseDuration('keyCache.ttlMs', cache.ttlMs ?? 60_000, 1, 86_400_000),
     unknownTtlMs: parseDuration('keyCache.unknownTtlMs', cache.unknownTtlMs ?? 10_000, 1, 86_400_000),
+    lookupsPerIp: wholeNumber('keyCache.lookupsPerIp', cache.lookupsPerIp ?? 10, 0, 1_000_000),
+    lookupWindowMs: parseDuration('keyCache.lookupWindowMs', cache.lookupWindowMs ?? 60_000, 1, 86_400_000),
     timeoutMs: parseDuration('resolveTimeoutMs', options.resolveTimeoutMs ?? 1_000, 1, 60_000),
     logger,
     warnings: new Set(WARNINGS.filter((w) => warningOptions[w] !== false)),
@@ -215,14 +277,19 @@ function sample(value: unknown): string {
   return typeof value === 'string' ? JSON.stringify(value.slice(0, 64)) + (value.length > 64 ? '...' : '') : typeof value;
 }
 
-/**
- * Builds the identify function once, from options parsed once. Cheapest first: header scan and
- * digest, IP parse, a fresh cached key answer (all local); then `hooks.isBlocked`; only then a
- * `resolveKey` lookup. It returns synchronously unless it has to wait for a lookup, and never
- * throws or rejects for anything a request carries.
- */
+/** Builds the identify function once from options parsed once (see `identifyFrom`). */
 export function createIdentify(options: IdentityOptions = {}): Identify {
-  const o = resolveIdentityOptions(options);
+  return identifyFrom(resolveIdentityOptions(options));
+}
+
+/**
+ * The identify function for parsed options. Cheapest first: header scan and digest, IP parse, a
+ * fresh cached key answer (all local); then `hooks.isBlocked`; then the client IP's lookup budget;
+ * only then a `resolveKey` lookup. A key that is not verified never escapes its client IP's bucket.
+ * It returns synchronously unless it has to wait for a lookup, and never throws or rejects for
+ * anything a request carries.
+ */
+export function identifyFrom(o: ResolvedIdentityOptions): Identify {
   const warned = new Set<IdentityWarning>();
   let lookupsFailing = false;
 
@@ -242,9 +309,12 @@ export function createIdentify(options: IdentityOptions = {}): Identify {
     ? new KeyCache({
         resolveKey: o.resolveKey,
         max: o.cacheMax,
+        unknownMax: o.unknownMax,
         ttlMs: o.ttlMs,
         unknownTtlMs: o.unknownTtlMs,
         timeoutMs: o.timeoutMs,
+        lookupsPerIp: o.lookupsPerIp,
+        lookupWindowMs: o.lookupWindowMs,
         clock: o.clock,
         onBadPlan: (error) =>
           warn('FG_RESOLVE_KEY_BAD_PLAN', 'resolveKey returned limits the limiter rejects; that key gets the route limits.', error),
@@ -262,14 +332,15 @@ export function createIdentify(options: IdentityOptions = {}): Identify {
     return { subject: UNKNOWN_IP_SUBJECT, kind: 'unknown' };
   }
 
-  function fromRecord(record: KeyRecord, subject: string, ip: unknown): Identity {
+  /** Who the caller is for this answer: a known key is its own bucket; anything else is its client IP's. */
+  function fromRecord(record: KeyRecord, subject: string, ip: unknown, status: 'unknown' | 'unchecked' = 'unknown'): Identity {
     if (record.known) {
       return record.limits
-        ? { subject, kind: 'api-key', account: record.account, limits: record.limits, plan: record.plan, keyStatus: 'known' }
+        ? { subject, kind: 'api-key', account: record.account, limits: record.limits, resolvedLimits: record.resolvedLimits, plan: record.plan, keyStatus: 'known' }
         : { subject, kind: 'api-key', account: record.account, keyStatus: 'known' };
     }
-    if (o.unknownKey === 'reject') return { subject, kind: 'api-key', keyStatus: 'unknown', rejected: 'unknown-key' };
-    return { ...byIp(ip), keyStatus: 'unknown' };
+    const own = byIp(ip);
+    return o.unknownKey === 'reject' ? { ...own, keyStatus: status, rejected: 'unknown-key' } : { ...own, keyStatus: status };
   }
 
   return function identify(facts: RequestFacts, hooks?: IdentifyHooks): Identity | Promise<Identity> {
@@ -277,7 +348,10 @@ export function createIdentify(options: IdentityOptions = {}): Identify {
     const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
     if (!key?.found) return byIp(ip);
     const subject = `key:${key.digest}`;
-    if (!cache) return { subject, kind: 'api-key', keyStatus: 'unverified' };
+    if (!cache) {
+      // Nothing can verify the key: it names nobody, so it must not buy a budget of its own.
+      return o.unverifiedKeys === 'trust' ? { subject, kind: 'api-key', keyStatus: 'unverified' } : { ...byIp(ip), keyStatus: 'unverified' };
+    }
     if (key.tooLong) {
       warn('FG_API_KEY_TOO_LONG', `a request carried an API key longer than maxApiKeyLength (${o.maxApiKeyLength}); it is treated as unknown.`);
       return fromRecord({ known: false }, subject, ip);
@@ -286,10 +360,17 @@ export function createIdentify(options: IdentityOptions = {}): Identify {
     if (fresh) return fromRecord(fresh, subject, ip);
 
     // A lookup would follow. A caller already denied is answered from the block cache, so ask
-    // first, with the identity its last answer predicts, and skip the lookup if it is blocked.
+    // first, with the identity its last answer predicts (a key never seen: its client IP, which is
+    // what an unknown key gets), and skip the lookup if that identity is blocked.
     const last = cache.last(key.digest);
-    const predicted: Identity = last ? fromRecord(last, subject, ip) : { subject, kind: 'api-key' };
-    if (hooks?.isBlocked && predicted.rejected === undefined && hooks.isBlocked(predicted)) return predicted;
+    const predicted = fromRecord(last ?? { known: false }, subject, ip, last ? 'unknown' : 'unchecked');
+    if (hooks?.isBlocked) {
+      // A rejected key is counted against its IP too: when that is blocked, the answer is its 429.
+      const counted: Identity = predicted.rejected ? { subject: predicted.subject, kind: predicted.kind, keyStatus: 'unchecked' } : predicted;
+      if (hooks.isBlocked(counted)) return counted;
+    }
+    // A key never seen spends one of its IP's lookups; past the budget it is not looked up at all.
+    if (!last && !cache.pending(key.digest) && !cache.spendLookup(predicted.subject)) return predicted;
 
     return cache.lookup(key.digest, key.key).then((outcome) => {
       if (outcome.ok) {

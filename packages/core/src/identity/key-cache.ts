@@ -1,7 +1,7 @@
-// The resolveKey cache: bounded, a TTL for found keys and a shorter one for unknown keys, one lookup in flight per key.
+// The resolveKey cache: found and unknown keys kept apart (a flood of invented keys never evicts a real one), one lookup in flight per key, lookups of unseen keys bounded per IP.
 import { LRUCache } from 'lru-cache';
-import { resolveLimiterOptions, type LimitOptions } from '../options';
-import type { Store } from '../stores/store';
+import type { ResolvedLimit } from '../limit';
+import { resolveLimits, type LimitOptions } from '../options';
 
 /** What `resolveKey` returns for a key it knows. */
 export interface ResolvedKey {
@@ -19,7 +19,14 @@ export type ResolveKey = (apiKey: string) => ResolvedKey | null | undefined | Pr
 
 /** One cached answer. */
 export type KeyRecord =
-  | { readonly known: true; readonly account: unknown; readonly limits?: readonly LimitOptions[]; readonly plan?: string }
+  | {
+      readonly known: true;
+      readonly account: unknown;
+      /** The plan as resolveKey gave it (a frozen copy), and parsed; both set or neither. */
+      readonly limits?: readonly LimitOptions[];
+      readonly resolvedLimits?: readonly ResolvedLimit[];
+      readonly plan?: string;
+    }
   | { readonly known: false };
 
 export type LookupOutcome =
@@ -28,21 +35,20 @@ export type LookupOutcome =
 
 export interface KeyCacheOptions {
   resolveKey: ResolveKey;
+  /** Found keys remembered. */
   max: number;
+  /** Unknown keys remembered (a separate cache: unknown keys never push found ones out). */
+  unknownMax: number;
   ttlMs: number;
   unknownTtlMs: number;
   timeoutMs: number;
+  /** Lookups of keys this cache has never seen, per client IP per `lookupWindowMs`. */
+  lookupsPerIp: number;
+  lookupWindowMs: number;
   clock: () => number;
   /** A found key whose `limits` are invalid: it is cached as known with the route's limits. */
   onBadPlan(error: unknown): void;
 }
-
-// Plans are validated with the limiter's own parser, which needs a store; this one is never called.
-const VALIDATION_ONLY_STORE: Store = {
-  name: 'plan-validation',
-  evaluate: () => Promise.reject(new Error('never called')),
-  reset: () => Promise.resolve(),
-};
 
 class BadResult extends Error {
   constructor(value: unknown) {
@@ -52,54 +58,85 @@ class BadResult extends Error {
 }
 
 const UNKNOWN: KeyRecord = { known: false };
+/** Client IPs whose lookup budget is tracked at once; an IP dropped past it starts a fresh budget. */
+const MAX_TRACKED_IPS = 100_000;
 
 export class KeyCache {
-  private readonly cache: LRUCache<string, KeyRecord, string>;
+  private readonly found: LRUCache<string, KeyRecord>;
+  private readonly unknown: LRUCache<string, KeyRecord>;
+  private readonly inFlight = new Map<string, Promise<KeyRecord>>();
+  /** Per client IP: lookups of unseen keys in the current window, and when it started. */
+  private readonly budgets: LRUCache<string, { used: number; since: number }>;
 
   constructor(private readonly options: KeyCacheOptions) {
-    this.cache = new LRUCache<string, KeyRecord, string>({
-      max: options.max,
-      ttl: options.ttlMs,
+    const common = {
       perf: { now: options.clock },
       // Read the clock on every check: the default caches it for 1 ms behind a timer.
       ttlResolution: 0,
-      // An expired record still predicts who the caller is while its block lasts (see `last`).
+      // An expired record still predicts who the caller is while its block lasts (see `last`), and
+      // a failed refresh keeps it, so a lookup outage serves the last answer.
       noDeleteOnStaleGet: true,
-      // A failed refresh keeps the expired record, so a lookup outage serves the last answer.
-      noDeleteOnFetchRejection: true,
-      fetchMethod: async (_digest, _stale, { options: setOptions, context }) => {
-        const record = await this.load(context);
-        setOptions.ttl = record.known ? options.ttlMs : options.unknownTtlMs;
-        return record;
-      },
-    });
+    };
+    this.found = new LRUCache<string, KeyRecord>({ ...common, max: options.max, ttl: options.ttlMs });
+    this.unknown = new LRUCache<string, KeyRecord>({ ...common, max: options.unknownMax, ttl: options.unknownTtlMs });
+    this.budgets = new LRUCache({ max: MAX_TRACKED_IPS });
   }
 
   /** A record still within its TTL, with no lookup; undefined when a lookup is needed. */
   fresh(digest: string): KeyRecord | undefined {
-    return this.cache.get(digest);
+    return this.found.get(digest) ?? this.unknown.get(digest);
   }
 
   /** The last record seen for this key, even past its TTL (never triggers a lookup). */
   last(digest: string): KeyRecord | undefined {
-    return this.cache.peek(digest, { allowStale: true });
+    return this.found.peek(digest, { allowStale: true }) ?? this.unknown.peek(digest, { allowStale: true });
   }
 
   /**
-   * Looks the key up through `resolveKey`. Concurrent calls for one key share one lookup (the cache
-   * holds it in flight). Never rejects: a throw, a rejection, a bad result or a timeout is an
-   * outcome. A timed-out lookup keeps running and its answer is cached when it arrives.
+   * Spends one of this client IP's lookups of unseen keys; false when its budget for the window is
+   * spent (the key is then treated as unknown without a lookup). Keys seen before do not spend.
+   */
+  spendLookup(ip: string): boolean {
+    const now = this.options.clock();
+    let budget = this.budgets.get(ip);
+    if (!budget || now - budget.since >= this.options.lookupWindowMs) {
+      budget = { used: 0, since: now };
+      this.budgets.set(ip, budget);
+    }
+    if (budget.used >= this.options.lookupsPerIp) return false;
+    budget.used++;
+    return true;
+  }
+
+  /** True while a lookup of this key is in flight (a request for it then spends no lookup budget). */
+  pending(digest: string): boolean {
+    return this.inFlight.has(digest);
+  }
+
+  /**
+   * Looks the key up through `resolveKey`. Concurrent calls for one key share one lookup. Never
+   * rejects: a throw, a rejection, a bad result or a timeout is an outcome. A timed-out lookup
+   * keeps running and its answer is cached when it arrives.
    */
   lookup(digest: string, apiKey: string): Promise<LookupOutcome> {
-    let fetching: Promise<KeyRecord | undefined>;
-    try {
-      fetching = this.cache.fetch(digest, { context: apiKey });
-    } catch (error) {
-      return Promise.resolve({ ok: false, why: 'error', error });
+    let pending = this.inFlight.get(digest);
+    if (!pending) {
+      pending = this.load(apiKey).then((record) => {
+        if (record.known) {
+          this.found.set(digest, record);
+          this.unknown.delete(digest);
+        } else {
+          this.unknown.set(digest, record);
+          this.found.delete(digest);
+        }
+        return record;
+      });
+      const forget = () => this.inFlight.delete(digest);
+      pending.then(forget, forget);
+      this.inFlight.set(digest, pending);
     }
-    const settled = fetching.then(
-      (record): LookupOutcome =>
-        record ? { ok: true, record } : { ok: false, why: 'error', error: new Error('lookup aborted') },
+    const settled = pending.then(
+      (record): LookupOutcome => ({ ok: true, record }),
       (error: unknown): LookupOutcome => ({ ok: false, why: 'error', error }),
     );
     let timer: NodeJS.Timeout | undefined;
@@ -110,8 +147,9 @@ export class KeyCache {
     return Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
   }
 
+  /** Keys remembered, found and unknown. */
   get size(): number {
-    return this.cache.size;
+    return this.found.size + this.unknown.size;
   }
 
   private async load(apiKey: string): Promise<KeyRecord> {
@@ -121,10 +159,10 @@ export class KeyCache {
     const { account, limits } = value as ResolvedKey;
     if (limits === undefined) return { known: true, account };
     try {
-      const resolved = resolveLimiterOptions({ limits, store: VALIDATION_ONLY_STORE });
+      const resolved = resolveLimits(limits, 'resolveKey(...).limits');
       // Equal plans get equal names, whatever object or property order resolveKey built them with.
-      const plan = JSON.stringify(resolved.limits.map((l) => [l.name, l.store.algorithm, l.store.capacity, l.store.period]));
-      return { known: true, account, limits: Object.freeze([...limits]), plan };
+      const plan = JSON.stringify(resolved.map((l) => [l.name, l.store.algorithm, l.store.capacity, l.store.period]));
+      return { known: true, account, limits: Object.freeze([...limits]), resolvedLimits: Object.freeze(resolved), plan };
     } catch (error) {
       this.options.onBadPlan(error);
       return { known: true, account };

@@ -2,6 +2,7 @@
 import { LRUCache } from 'lru-cache';
 import { evaluateTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
+import { checkOptionNames, optionNames } from '../validate';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
@@ -13,6 +14,8 @@ export interface MemoryStoreOptions {
   /** The clock in ms. Default `Date.now`. Inject one for deterministic tests and simulations. */
   clock?: () => number;
 }
+
+const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>()(['maxKeys', 'clock']);
 
 interface Entry {
   state: unknown;
@@ -27,6 +30,8 @@ export class MemoryStore implements Store {
   private readonly clock: () => number;
 
   constructor(options: MemoryStoreOptions = {}) {
+    if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('MemoryStore', options, 'an options object { maxKeys?, clock? }');
+    checkOptionNames('MemoryStore options', options, MEMORY_STORE_OPTION_NAMES);
     const maxKeys = options.maxKeys ?? 100_000;
     if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 1e8) {
       invalidOption('maxKeys', options.maxKeys, 'a whole number from 1 to 100000000');

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { ALGORITHM_ID, type LimitResult } from '../algorithms/types';
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
+import { checkOptionNames, optionNames } from '../validate';
 import { withDeadline } from '../failure/timeout';
 import { LUA_SCRIPTS } from '../lua/scripts.generated';
 import type { Store, StoreRequest, StoreResult } from './store';
@@ -66,6 +67,8 @@ export interface RedisStoreOptions {
   coalesce?: CoalesceMode;
 }
 
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce']);
+
 /** See `RedisStoreOptions.coalesce`. */
 export type CoalesceMode = 'turn' | 'in-flight' | false;
 
@@ -113,6 +116,10 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
+    if (typeof (options as Partial<RedisClient>).evalsha === 'function') {
+      invalidOption('RedisStore', 'a Redis client', 'an options object: new RedisStore({ client })');
+    }
+    checkOptionNames('RedisStore options', options, REDIS_STORE_OPTION_NAMES);
     const client = options.client as Partial<RedisClient> | undefined;
     if (!client || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
       invalidOption('client', options.client, 'an ioredis Redis or Cluster instance');

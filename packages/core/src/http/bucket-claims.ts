@@ -1,0 +1,66 @@
+// One definition per bucket: two limiters that would count in the same keys with different limits fail loudly instead of resetting each other.
+import { FloodgateError } from '../errors';
+import type { ResolvedLimit } from '../limit';
+import type { Store } from '../stores/store';
+
+interface Claim {
+  readonly definition: string;
+  readonly describe: string;
+  readonly where: string;
+}
+
+// Per store object: two stores on one Redis are not seen here (a different `prefix` is the answer there too).
+const claims = new WeakMap<Store, Map<string, Claim>>();
+
+function definitionOf(l: ResolvedLimit): string {
+  return `${l.store.algorithm}|${l.store.capacity}|${l.store.period}`;
+}
+
+function describeLimit(l: ResolvedLimit): string {
+  return l.algorithm === 'token-bucket' || l.algorithm === 'gcra'
+    ? `${l.algorithm} burst ${l.store.capacity}, ${l.store.period}/s`
+    : `${l.algorithm} ${l.limit} per ${l.windowMs} ms`;
+}
+
+/**
+ * Records that the limiter at `where` counts `scope`'s buckets (one per limit) on this store under
+ * this prefix with these definitions. Throws FG_BUCKET_CONFLICT when another limiter already counts
+ * the same bucket with a different definition: they would share one counter under two limits (and
+ * a window of one length would read the other's counts). Idempotent for equal definitions.
+ */
+export function claimBuckets(store: Store, prefix: string, scope: string, limits: readonly ResolvedLimit[], where: string): void {
+  let byBucket = claims.get(store);
+  if (!byBucket) claims.set(store, (byBucket = new Map()));
+  for (const l of limits) {
+    const bucket = `${prefix}\u0000${scope}\u0000${l.keySuffix}`;
+    const mine: Claim = { definition: definitionOf(l), describe: describeLimit(l), where };
+    const theirs = byBucket.get(bucket);
+    if (!theirs) {
+      byBucket.set(bucket, mine);
+      continue;
+    }
+    if (theirs.definition === mine.definition) continue;
+    throw new FloodgateError(
+      'FG_BUCKET_CONFLICT',
+      `Bucket conflict: \`${scope}\` policy \`${l.name}\` (prefix \`${prefix}\`) is ${theirs.describe} in the limiter for ${theirs.where}, ` +
+        `and ${mine.describe} in the limiter for ${where}; on one store they would count in one key. ` +
+        'Give one of them its own `name` (or `group`, or `prefix`), or define the bucket the same way in both.',
+      'group',
+    );
+  }
+}
+
+/**
+ * Where a limiter was made, for FG_BUCKET_CONFLICT messages: the first stack frame outside
+ * Floodgate's own packages (the app's `rateLimit(...)` call), or undefined.
+ */
+export function callSite(): string | undefined {
+  const stack = new Error().stack?.split('\n').slice(1) ?? [];
+  for (const line of stack) {
+    if (/[\\/](?:packages[\\/](?:core|express|fastify|koa)[\\/](?:src|dist)|node_modules[\\/]@floodgate)[\\/]/.test(line)) continue;
+    if (/node:internal|node_modules[\\/](?:fastify|avvio|express|koa|@koa)/.test(line)) continue;
+    const at = /\(?((?:file:\/\/)?[^\s()]+:\d+:\d+)\)?\s*$/.exec(line);
+    if (at) return at[1].replace(/^file:\/\//, '');
+  }
+  return undefined;
+}

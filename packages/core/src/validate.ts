@@ -1,0 +1,186 @@
+// Option validators: one check and one message per kind of value, shared by every entry point that takes options.
+import { FloodgateError, invalidOption } from './errors';
+
+/** The most units a limit, a burst or a cost can be. */
+export const MAX_UNITS = 1_000_000_000;
+
+/** A whole number within [min, max], or FG_INVALID_OPTION naming the option. */
+export function wholeNumber(option: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    invalidOption(option, value, `a whole number from ${min} to ${max}`);
+  }
+  return value;
+}
+
+/** true or false; `fallback` when undefined. */
+export function bool(option: string, value: unknown, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') invalidOption(option, value, 'true or false');
+  return value;
+}
+
+/** A function, or undefined. */
+export function optionalFunction<F>(option: string, value: F | undefined, what = 'a function'): F | undefined {
+  if (value !== undefined && typeof value !== 'function') invalidOption(option, value, what);
+  return value;
+}
+
+/** One of `choices`; `fallback` when undefined. */
+export function oneOf<T extends string>(option: string, value: unknown, choices: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!choices.includes(value as T)) invalidOption(option, value, `one of ${choices.map((c) => `'${c}'`).join(', ')}`);
+  return value as T;
+}
+
+/** A plain options object (not null, not an array); `{}` when undefined and `optional`. */
+export function optionsObject<T extends object>(option: string, value: T | undefined, what: string): T {
+  if (value === undefined) return {} as T;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) invalidOption(option, value, what);
+  return value;
+}
+
+/** True when `value` is a valid cost: a whole number from 0 to MAX_UNITS. The one definition of a cost. */
+export function isCost(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= MAX_UNITS;
+}
+
+const COST_RANGE = `a whole number from 0 to ${MAX_UNITS}`;
+
+/**
+ * A static cost (an option): FG_INVALID_OPTION when it is not a cost, or when it is above
+ * `maxCost`, the smallest limit, since such a request could never be admitted.
+ */
+export function staticCost(option: string, value: unknown, maxCost: number): number {
+  if (!isCost(value)) invalidOption(option, value, `${COST_RANGE}, or a function of the request returning one`);
+  if (value > maxCost) {
+    invalidOption(option, value, `at most the smallest limit or burst (${maxCost}): a larger cost could never be admitted`);
+  }
+  return value;
+}
+
+/** A cost given at request time (consume's `cost`, a cost function's answer): FG_INVALID_COST when it is not one. */
+export function requestCost(value: unknown, source: string): number {
+  if (!isCost(value)) {
+    throw new FloodgateError('FG_INVALID_COST', `Invalid cost: ${source} ${String(value)}; expected ${COST_RANGE}.`);
+  }
+  return value;
+}
+
+/**
+ * The names of an options type, checked by the compiler against the interface: a list that misses a
+ * key, or names one the type lacks, does not compile. `optionNames<LimitOptions>()([...])`.
+ */
+export function optionNames<T>() {
+  return <const K extends readonly (keyof T & string)[]>(
+    names: K & ([Exclude<keyof T, K[number]>] extends [never] ? unknown : { missing: Exclude<keyof T, K[number]> }),
+  ): readonly string[] => names;
+}
+
+/**
+ * Names other rate limiters use (express-rate-limit, @fastify/rate-limit, koa-ratelimit,
+ * rate-limiter-flexible) and what Floodgate calls the same thing: a user moving over gets the
+ * Floodgate name, not a silently ignored option.
+ */
+const PEER_NAMES: Readonly<Record<string, string>> = {
+  max: 'limit',
+  points: 'limit',
+  limiter: 'limit',
+  windowMS: 'windowMs',
+  windowms: 'windowMs',
+  window: 'windowMs',
+  timeWindow: 'windowMs',
+  duration: 'windowMs',
+  interval: 'windowMs',
+  keyGenerator: 'key',
+  keyGen: 'key',
+  id: 'key',
+  standardHeaders: 'headers',
+  legacyHeaders: 'headers',
+  draft_polli_ratelimit_headers: 'headers',
+  enableDraftSpec: 'headers',
+  addHeaders: 'headers',
+  addHeadersOnExceeding: 'headers',
+  disableHeader: 'headers',
+  keyPrefix: 'prefix',
+  nameSpace: 'prefix',
+  namespace: 'prefix',
+  storeClient: 'store',
+  redis: 'store',
+  db: 'store',
+  driver: 'store',
+  message: 'handler',
+  errorResponseBuilder: 'handler',
+  errorMessage: 'handler',
+  onLimitReached: 'onLimited',
+  onExceeded: 'onLimited',
+  onExceeding: 'onDecision',
+  failmode: 'failMode',
+  skipOnError: 'failMode',
+  insuranceLimiter: 'failMode',
+  timeout: 'timeoutMs',
+};
+
+/** Peer options Floodgate has no direct equivalent for, and what to do instead. */
+const PEER_HINTS: Readonly<Record<string, string>> = {
+  skip: 'Floodgate has no `skip`: exempt a route with `limiter.route(false)` (or `config.rateLimit: false` on Fastify)',
+  allowList: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
+  allowlist: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
+  whitelist: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
+  skipFailedRequests: 'Floodgate counts every request',
+  skipSuccessfulRequests: 'Floodgate counts every request',
+  statusCode: 'Floodgate answers 429 (limited) and 503 (failMode closed); change the body with `handler`',
+  blockDuration: 'a denied caller is blocked until its limit admits it again (the block cache)',
+  ban: 'a denied caller is blocked until its limit admits it again (the block cache)',
+  execEvenly: 'use `algorithm: \'token-bucket\'` or `\'gcra\'` to spread requests evenly',
+  continueExceeding: 'the window does not restart on each request',
+};
+
+/** Edit distance, for "did you mean" on short option names only. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length];
+}
+
+/** The known name an unknown one most likely meant, or undefined. */
+function suggest(name: string, known: readonly string[]): string | undefined {
+  const peer = PEER_NAMES[name];
+  if (peer !== undefined && known.includes(peer)) return peer;
+  const lower = name.toLowerCase();
+  const sameCase = known.find((k) => k.toLowerCase() === lower);
+  if (sameCase) return sameCase;
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const d = distance(lower, k.toLowerCase());
+    if (d < bestDistance) [best, bestDistance] = [k, d];
+  }
+  // One edit in 4, at most 2: 'limt' -> 'limit', never 'key' -> 'cost'.
+  return best !== undefined && bestDistance <= Math.min(2, Math.floor(name.length / 4)) ? best : undefined;
+}
+
+/**
+ * Throws FG_UNKNOWN_OPTION when `options` has an own key that is not in `known`, naming it and the
+ * option it most likely meant. `where` says which options these are ('rateLimit', 'RedisStore').
+ * Keys whose value is undefined count too: a typo is a typo whatever its value.
+ */
+export function checkOptionNames(where: string, options: object, known: readonly string[]): void {
+  for (const name of Object.keys(options)) {
+    if (known.includes(name)) continue;
+    const meant = suggest(name, known);
+    const hint = meant !== undefined ? `did you mean \`${meant}\`?` : PEER_HINTS[name] !== undefined ? `${PEER_HINTS[name]}.` : undefined;
+    throw new FloodgateError(
+      'FG_UNKNOWN_OPTION',
+      `Unknown option \`${name}\` in ${where}${hint ? `: ${hint}` : '.'} Valid options: ${known.join(', ')}.`,
+      name,
+    );
+  }
+}
