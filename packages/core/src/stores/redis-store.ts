@@ -1,21 +1,11 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster.
-import { createHash } from 'node:crypto';
-import { ALGORITHM_ID, type LimitResult } from '../algorithms/types';
+import { ALGORITHM } from '../algorithms/registry';
+import type { LimitResult } from '../algorithms/types';
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
 import { withDeadline } from '../failure/timeout';
-import { LUA_SCRIPTS } from '../lua/scripts.generated';
+import { scriptFor, type Script } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
-
-type ScriptName = keyof typeof LUA_SCRIPTS;
-
-/** Script hashes, computed once when the module loads, never kept by hand. */
-const SCRIPTS = Object.fromEntries(
-  Object.entries(LUA_SCRIPTS).map(([name, source]) => [
-    name,
-    { source, sha: createHash('sha1').update(source).digest('hex') },
-  ]),
-) as Record<ScriptName, { source: string; sha: string }>;
 
 /**
  * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
@@ -215,18 +205,16 @@ export class RedisStore implements Store {
   /** One script call for requests on the same keys and limits; one result per request, in order. */
   private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
     const request = requests[0];
-    const first = request.limits[0].algorithm;
-    const name: ScriptName = request.limits.every((l) => l.algorithm === first) ? first : 'all';
     const args: (string | number)[] = [
       request.mode === 'peek' ? 'p' : 'c',
       requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
       now ?? '',
     ];
     for (const limit of request.limits) {
-      args.push(ALGORITHM_ID[limit.algorithm], limit.capacity, limit.period);
+      args.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
     }
     const call = { expired: false };
-    const reply = await withDeadline(this.run(name, request.keys, args, call), this.timeoutMs, 'Redis', () => {
+    const reply = await withDeadline(this.run(scriptFor(request.limits), request.keys, args, call), this.timeoutMs, 'Redis', () => {
       call.expired = true;
     });
     return parseReply(reply, request.limits.length, requests.length);
@@ -251,8 +239,7 @@ export class RedisStore implements Store {
    * and never after the deadline: a late NOSCRIPT (e.g. ioredis resending to a restarted Redis) is
    * not followed by an EVAL that would count a request already answered.
    */
-  private async run(name: ScriptName, keys: readonly string[], args: (string | number)[], call: { expired: boolean }): Promise<unknown> {
-    const script = SCRIPTS[name];
+  private async run(script: Script, keys: readonly string[], args: (string | number)[], call: { expired: boolean }): Promise<unknown> {
     try {
       return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (error) {
