@@ -1,10 +1,8 @@
-// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster.
-import { ALGORITHM } from '../algorithms/registry';
-import type { LimitResult } from '../algorithms/types';
+// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster (coalescing, client handling).
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
 import { withDeadline } from '../failure/timeout';
-import { scriptFor, type Script } from './redis-protocol';
+import { encodeCall, parseReply, runScript, type SendCommand } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 /**
@@ -92,6 +90,8 @@ export class RedisStore implements Store {
   readonly timeoutMs: number;
   readonly warnings: readonly string[];
   private readonly client: RedisClient;
+  /** The protocol's one seam to the client (stores/redis-protocol.ts). */
+  private readonly sendCommand: SendCommand;
   private readonly testClock?: () => number;
   private everReady = false;
   private readonly coalesce: CoalesceMode;
@@ -108,6 +108,7 @@ export class RedisStore implements Store {
       invalidOption('client', options.client, 'an ioredis Redis or Cluster instance');
     }
     this.client = options.client;
+    this.sendCommand = ioredisCommands(options.client);
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
     if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
@@ -204,20 +205,17 @@ export class RedisStore implements Store {
 
   /** One script call for requests on the same keys and limits; one result per request, in order. */
   private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
-    const request = requests[0];
-    const args: (string | number)[] = [
-      request.mode === 'peek' ? 'p' : 'c',
-      requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
-      now ?? '',
-    ];
-    for (const limit of request.limits) {
-      args.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
-    }
-    const call = { expired: false };
-    const reply = await withDeadline(this.run(scriptFor(request.limits), request.keys, args, call), this.timeoutMs, 'Redis', () => {
-      call.expired = true;
-    });
-    return parseReply(reply, request.limits.length, requests.length);
+    const call = encodeCall(requests, now);
+    const deadline = { expired: false };
+    const reply = await withDeadline(
+      runScript(this.sendCommand, call, () => deadline.expired),
+      this.timeoutMs,
+      'Redis',
+      () => {
+        deadline.expired = true;
+      },
+    );
+    return parseReply(reply, call);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -233,22 +231,11 @@ export class RedisStore implements Store {
     if (!this.everReady && FIRST_CONNECT.has(status)) return;
     throw new FloodgateError('FG_STORE_UNAVAILABLE', `Redis connection is ${status}.`);
   }
+}
 
-  /**
-   * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise,
-   * and never after the deadline: a late NOSCRIPT (e.g. ioredis resending to a restarted Redis) is
-   * not followed by an EVAL that would count a request already answered.
-   */
-  private async run(script: Script, keys: readonly string[], args: (string | number)[], call: { expired: boolean }): Promise<unknown> {
-    try {
-      return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!call.expired && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
-        return this.client.eval(script.source, keys.length, ...keys, ...args);
-      }
-      throw error;
-    }
-  }
+/** The ioredis binding of the protocol's seam: its own evalsha and eval, which a Cluster routes by the key. */
+function ioredisCommands(client: RedisClient): SendCommand {
+  return (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args));
 }
 
 /** What in the client's own configuration can count one request twice. Read from its public `options`. */
@@ -264,27 +251,4 @@ function clientWarnings(client: RedisClient): string[] {
       'connection dropped can run twice and count one request twice. Create the client with ' +
       '{ autoResendUnfulfilledCommands: false } (see docs/failure-modes.md).',
   ];
-}
-
-function parseReply(reply: unknown, n: number, count: number): StoreResult[] {
-  const size = 1 + 4 * n;
-  if (!Array.isArray(reply) || reply.length !== size * count) {
-    throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
-  }
-  const out: StoreResult[] = [];
-  for (let r = 0; r < count; r++) {
-    const head = r * size;
-    const results: LimitResult[] = [];
-    for (let i = 0; i < n; i++) {
-      const o = head + 1 + 4 * i;
-      results.push({
-        allowed: reply[o] === 1,
-        remaining: Number(reply[o + 1]),
-        resetMs: Number(reply[o + 2]),
-        retryAfterMs: Number(reply[o + 3]),
-      });
-    }
-    out.push({ allowed: reply[head] === 1, results });
-  }
-  return out;
 }
