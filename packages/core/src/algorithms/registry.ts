@@ -1,10 +1,11 @@
 // The algorithm registry: the one list of algorithms, from which every other part of core derives them.
+// In registry order, which is also the order TypeScript lists the AlgorithmName union in.
 import { fixedWindowAlgorithm } from './fixed-window';
-import { gcraAlgorithm } from './gcra';
-import { slidingWindowCounterAlgorithm } from './sliding-window-counter';
 import { slidingWindowLogAlgorithm } from './sliding-window-log';
+import { slidingWindowCounterAlgorithm } from './sliding-window-counter';
 import { tokenBucketAlgorithm } from './token-bucket';
-import type { AlgorithmDescriptor, TwinLimit } from './types';
+import { gcraAlgorithm } from './gcra';
+import type { AlgorithmDescriptor } from './types';
 
 /**
  * Every algorithm, in id order: an algorithm's id in the script protocol is its position here,
@@ -19,8 +20,6 @@ const REGISTRY = [
   gcraAlgorithm,
 ] as const;
 
-export type AlgorithmName = (typeof REGISTRY)[number]['name'];
-
 /** A descriptor as the registry hands it out: with its numeric id, sent to Lua in ARGV. */
 export interface RegisteredAlgorithm extends AlgorithmDescriptor<AlgorithmName> {
   readonly id: number;
@@ -29,8 +28,10 @@ export interface RegisteredAlgorithm extends AlgorithmDescriptor<AlgorithmName> 
 // A generic mapped type, so that TypeScript maps the tuple element by element.
 type Names<T extends readonly AlgorithmDescriptor[]> = { readonly [K in keyof T]: T[K]['name'] };
 
-/** The algorithm names, in registry order (a tuple type, as the list was before the registry). */
+/** The algorithm names, in registry order. */
 export const ALGORITHMS = REGISTRY.map((d) => d.name) as unknown as Names<typeof REGISTRY>;
+
+export type AlgorithmName = (typeof ALGORITHMS)[number];
 
 /** Each algorithm's registered descriptor, by name. */
 export const ALGORITHM = Object.fromEntries(
@@ -43,10 +44,11 @@ for (const field of ['name', 'keySuffix'] as const) {
   if (seen.size !== REGISTRY.length) throw new Error(`algorithms/registry.ts: two algorithms share a ${field}`);
 }
 
-/**
- * One limit as the store sees it: the algorithm, `capacity` (the limit or burst) and `period`,
- * whose unit is the algorithm's family's: the window in ms ('window'), or units per second ('rate').
- */
-export interface StoreLimit extends TwinLimit {
+/** One limit as the store sees it; a twin reads the same without `algorithm`. */
+export interface StoreLimit {
   readonly algorithm: AlgorithmName;
+  /** The limit (window algorithms) or the burst (rate algorithms). */
+  readonly capacity: number;
+  /** The algorithm's family says the unit: the window in ms ('window'), or units per second ('rate'). */
+  readonly period: number;
 }
