@@ -26,7 +26,7 @@ async function run(job: CoreWorkerJob): Promise<{ rps: number; calls: number }> 
   } else {
     const script = scriptCall(job.algorithm, limit, windowMs, `${job.prefix}:{ioredis}:default`);
     await client.script('LOAD', script.source);
-    call = () => client.evalsha(script.sha, ...script.args);
+    call = () => client.evalsha(...script.evalsha);
   }
   const loop = async (until: number, count: { n: number }) => {
     while (Date.now() < until) {

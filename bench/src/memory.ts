@@ -1,5 +1,6 @@
 // Memory per caller: Redis MEMORY USAGE per subject filled to its limit (Floodgate and peers), and the memory store's heap.
 import { ALGORITHMS, RedisStore, createLimiter } from '@floodgate/core';
+import { ALGORITHM } from '@floodgate/core/internal';
 import type { RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { spawnChild } from './children';
@@ -10,8 +11,6 @@ import type { MemoryStoreRow, RedisMemoryRow } from './types';
 /* eslint-disable @typescript-eslint/no-require-imports */
 
 const WINDOW_MS = 60_000;
-const ABBR = { 'fixed-window': 'fw', 'sliding-window-log': 'swl', 'sliding-window-counter': 'swc', 'token-bucket': 'tb', gcra: 'gcra' } as const;
-
 /** Sum of MEMORY USAGE (exact: SAMPLES 0) over every key under this prefix. */
 export async function prefixMemory(client: Redis, prefix: string): Promise<{ keys: number; bytes: number }> {
   let cursor = '0';
@@ -35,7 +34,7 @@ async function repeat(times: number, fn: () => Promise<unknown>): Promise<void> 
 /** One subject drawn to `limit` by each library, then measured. */
 async function fillers(client: Redis, limit: number): Promise<{ library: string; algorithm: string; prefix: string; fill: () => Promise<void> }[]> {
   const list: { library: string; algorithm: string; prefix: string; fill: () => Promise<void> }[] = ALGORITHMS.map((algorithm) => {
-    const prefix = `fgbmem-${ABBR[algorithm]}-${limit}`;
+    const prefix = `fgbmem-${ALGORITHM[algorithm].keySuffix}-${limit}`;
     const limiter = createLimiter({ store: new RedisStore({ client }), algorithm, limit, windowMs: WINDOW_MS, prefix });
     return { library: 'Floodgate', algorithm, prefix, fill: () => repeat(limit, () => limiter.consume('subject')) };
   });

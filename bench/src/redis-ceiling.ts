@@ -59,7 +59,7 @@ export async function runRedisCeiling(redis: RedisServer, settings: CeilingSetti
     const client = redis.client();
     await client.script('LOAD', script.source);
     client.disconnect();
-    const args = [script.sha, ...script.args];
+    const args = script.evalsha;
 
     progress.step(`redis ceiling: redis-benchmark EVALSHA ${algorithm}`, (2 * settings.seconds + 1) * 1000);
     // A short probe sizes the measured run so that it lasts about `seconds`.

@@ -1,5 +1,5 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
-import { ALGORITHMS, type AlgorithmName } from './algorithms/types';
+import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry';
 import { parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
@@ -81,13 +81,6 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
 ]);
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-const ABBR: Record<AlgorithmName, string> = {
-  'fixed-window': 'fw',
-  'sliding-window-log': 'swl',
-  'sliding-window-counter': 'swc',
-  'token-bucket': 'tb',
-  gcra: 'gcra',
-};
 
 const units = (option: string, value: unknown) => wholeNumber(option, value, 1, MAX_UNITS);
 
@@ -100,9 +93,9 @@ function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string,
   const name = raw.name ?? defaultName;
   if (typeof name !== 'string' || !NAME.test(name)) invalidOption(`${option}.name`, name, 'a string matching [A-Za-z0-9_.-]{1,64}');
   const windowMs = parseDuration(`${option}.windowMs`, get('windowMs') ?? 60_000);
-  const keySuffix = `${name}.${ABBR[algorithm]}`;
+  const keySuffix = `${name}.${ALGORITHM[algorithm].keySuffix}`;
 
-  if (algorithm === 'token-bucket' || algorithm === 'gcra') {
+  if (ALGORITHM[algorithm].family === 'rate') {
     const limitRaw = get('limit');
     const burstRaw = get('burst') ?? limitRaw;
     if (burstRaw === undefined) invalidOption(`${option}.burst`, undefined, 'a whole number from 1 (or set `limit`)');

@@ -1,19 +1,9 @@
 // Runs the in-memory twins over N limits, all-or-nothing: the same steps as lua/main.lua.
-import type { StoreLimit, Twin, TwinCheck, AlgorithmName } from './types';
-import { fixedWindow } from './fixed-window/fixed-window';
-import { slidingWindowLog } from './sliding-window-log/sliding-window-log';
-import { slidingWindowCounter } from './sliding-window-counter/sliding-window-counter';
-import { tokenBucket } from './token-bucket/token-bucket';
-import { gcra } from './gcra/gcra';
+import { ALGORITHM, ALGORITHMS, type AlgorithmName, type StoreLimit } from './registry';
+import type { Twin, TwinCheck } from './types';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const TWINS: Record<AlgorithmName, Twin<any>> = {
-  'fixed-window': fixedWindow,
-  'sliding-window-log': slidingWindowLog,
-  'sliding-window-counter': slidingWindowCounter,
-  'token-bucket': tokenBucket,
-  gcra,
-};
+/** Each algorithm's twin, by name (from the registry). */
+export const TWINS = Object.fromEntries(ALGORITHMS.map((name) => [name, ALGORITHM[name].twin])) as Readonly<Record<AlgorithmName, Twin<unknown>>>;
 
 export interface TwinEvaluation {
   allowed: boolean;

@@ -1,30 +1,7 @@
-// The contract shared by every algorithm's in-memory twin and its Lua script.
+// The contract every algorithm keeps: its descriptor, its in-memory twin and what its Lua script returns.
 
-export const ALGORITHMS = [
-  'fixed-window',
-  'sliding-window-log',
-  'sliding-window-counter',
-  'token-bucket',
-  'gcra',
-] as const;
-
-export type AlgorithmName = (typeof ALGORITHMS)[number];
-
-/** Numeric ids sent to Lua in ARGV; the order is part of the script protocol. */
-export const ALGORITHM_ID: Record<AlgorithmName, number> = {
-  'fixed-window': 1,
-  'sliding-window-log': 2,
-  'sliding-window-counter': 3,
-  'token-bucket': 4,
-  gcra: 5,
-};
-
-/**
- * One limit as the store sees it. `capacity` is the limit (or burst); `period` is the window in ms
- * for window algorithms, or the refill rate in units per second for token-bucket and gcra.
- */
-export interface StoreLimit {
-  readonly algorithm: AlgorithmName;
+/** What a twin reads of a limit: `capacity` is the limit (or burst); `period`'s unit is the family's (see AlgorithmFamily). */
+export interface TwinLimit {
   readonly capacity: number;
   readonly period: number;
 }
@@ -49,10 +26,48 @@ export const EPSILON = 1e-9;
  * order so that both decide identically for the same state, clock and cost.
  */
 export interface Twin<S> {
-  check(state: S | undefined, now: number, limit: StoreLimit, cost: number): TwinCheck<S>;
+  check(state: S | undefined, now: number, limit: TwinLimit, cost: number): TwinCheck<S>;
 }
 
 export interface TwinCheck<S> extends LimitResult {
   /** New state and its time to live (ms) when admitted. */
   next?: { state: S; ttlMs: number };
+}
+
+/**
+ * Which options an algorithm takes, and so what `period` means to it:
+ * - 'window': `limit` per `windowMs`; `period` is the window in ms.
+ * - 'rate': `burst` and `refillPerSecond`; `period` is the refill rate in units per second.
+ */
+export type AlgorithmFamily = 'window' | 'rate';
+
+/**
+ * Everything core knows about one algorithm, in its folder (algorithms/<name>/index.ts). The
+ * registry (algorithms/registry.ts) lists the descriptors and gives each its numeric id; options,
+ * stores, failure policy, hot keys and the Lua scripts all read them from there.
+ */
+export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
+  /** The `algorithm` option's value, and the name of its folder and of its `.lua` file. */
+  readonly name: N;
+  /**
+   * The last part of every key of this algorithm (`<prefix>:{<subject>}:<policy>.<keySuffix>`).
+   * Stored keys depend on it: changing it orphans every caller's state. Unique in the registry.
+   */
+  readonly keySuffix: string;
+  readonly family: AlgorithmFamily;
+  /** The in-memory twin: decides exactly as the Lua chunk does for the same state, clock and cost. */
+  readonly twin: Twin<S>;
+  /**
+   * Hot-key mode: ms from an admitted consume (its result for this limit) until the edge of the
+   * window the units were charged to, past which a leased unit no longer stands for one the limit
+   * still counts; undefined when the algorithm has no such edge (the lease then runs its leaseMs).
+   */
+  readonly leaseEdgeMs: ((admitted: LimitResult, limit: TwinLimit) => number) | undefined;
+  /** The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`. */
+  readonly lua: string;
+}
+
+/** Keeps a descriptor's literal `name`, so that the registry can derive the AlgorithmName union from it. */
+export function defineAlgorithm<const N extends string, S>(descriptor: AlgorithmDescriptor<N, S>): AlgorithmDescriptor<N, S> {
+  return descriptor;
 }

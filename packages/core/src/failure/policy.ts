@@ -1,4 +1,5 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
+import { ALGORITHM } from '../algorithms/registry';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -108,7 +109,7 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
 export function localLimits(limits: readonly ResolvedLimit[], instances: number): ResolvedLimit[] {
   return limits.map((l) => {
     const capacity = Math.max(1, Math.floor(l.limit / instances));
-    if (l.algorithm === 'token-bucket' || l.algorithm === 'gcra') {
+    if (ALGORITHM[l.algorithm].family === 'rate') {
       const rate = l.store.period / instances;
       return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, period: rate } };
     }

@@ -1,6 +1,7 @@
 // HotKeyStore: a Store wrapper that serves hot subjects from quota leased in blocks from the real store.
 import { LRUCache } from 'lru-cache';
-import type { LimitResult, StoreLimit } from '../algorithms/types';
+import { ALGORITHM, type StoreLimit } from '../algorithms/registry';
+import type { LimitResult } from '../algorithms/types';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
 import { checkOptionNames, optionNames } from '../validate';
@@ -315,10 +316,8 @@ export class HotKeyStore implements Store {
   private lifetime(limits: readonly StoreLimit[], results: readonly LimitResult[]): number {
     let ms = this.leaseMs;
     limits.forEach((limit, i) => {
-      // resetMs after an admitted consume: fixed-window, time to the window's end; sliding-window-
-      // counter, the end of the NEXT window (when the charged units stop counting).
-      if (limit.algorithm === 'fixed-window') ms = Math.min(ms, results[i].resetMs);
-      else if (limit.algorithm === 'sliding-window-counter') ms = Math.min(ms, results[i].resetMs - limit.period);
+      const edge = ALGORITHM[limit.algorithm].leaseEdgeMs;
+      if (edge) ms = Math.min(ms, edge(results[i], limit));
     });
     return ms;
   }

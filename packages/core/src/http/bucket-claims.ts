@@ -1,5 +1,6 @@
 // One definition per bucket: two limiters that would count in the same keys with different limits fail loudly instead of resetting each other.
 import { FloodgateError } from '../errors';
+import { ALGORITHM } from '../algorithms/registry';
 import type { ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
 
@@ -17,7 +18,7 @@ function definitionOf(l: ResolvedLimit): string {
 }
 
 function describeLimit(l: ResolvedLimit): string {
-  return l.algorithm === 'token-bucket' || l.algorithm === 'gcra'
+  return ALGORITHM[l.algorithm].family === 'rate'
     ? `${l.algorithm} burst ${l.store.capacity}, ${l.store.period}/s`
     : `${l.algorithm} ${l.limit} per ${l.windowMs} ms`;
 }

@@ -1,12 +1,8 @@
 -- Floodgate main: consume or peek N limits of one subject, for one or more requests in arrival
 -- order, each all-or-nothing and each seeing the writes of the ones before it.
--- KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}.
--- ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write)
--- ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10');
---           a request is admitted only if all of its cost fits in every limit
--- ARGV[3]   UNSAFE test clock in ms, or '' (production): then the clock is redis.call('TIME')
--- ARGV[4+3(i-1)..6+3(i-1)]  limit i: algorithm id, capacity, period (window ms or refill/s)
--- Returns   per request: allowedAll (0|1), then per limit: allowed, remaining, resetMs, retryAfterMs
+-- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
+-- (encodeCall writes them, parseReply reads the reply); change them there and here together.
+-- Clock     redis.call('TIME'), unless ARGV[3] carries the UNSAFE test clock (tests only).
 -- Writes    only for a request every limit admits, in mode 'c'; every write sets its expiry here
 --           (hash and string state is written once per key, at the end: see the prelude's cache).
 local mode = ARGV[1]

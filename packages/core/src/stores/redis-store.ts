@@ -1,22 +1,10 @@
-// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster.
-import { createHash } from 'node:crypto';
-import { ALGORITHM_ID, type LimitResult } from '../algorithms/types';
+// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster (coalescing, client handling).
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
 import { checkOptionNames, optionNames } from '../validate';
 import { withDeadline } from '../failure/timeout';
-import { LUA_SCRIPTS } from '../lua/scripts.generated';
+import { encodeCall, parseReply, runScript, type SendCommand } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
-
-type ScriptName = keyof typeof LUA_SCRIPTS;
-
-/** Script hashes, computed once when the module loads, never kept by hand. */
-const SCRIPTS = Object.fromEntries(
-  Object.entries(LUA_SCRIPTS).map(([name, source]) => [
-    name,
-    { source, sha: createHash('sha1').update(source).digest('hex') },
-  ]),
-) as Record<ScriptName, { source: string; sha: string }>;
 
 /**
  * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
@@ -105,6 +93,8 @@ export class RedisStore implements Store {
   readonly timeoutMs: number;
   readonly warnings: readonly string[];
   private readonly client: RedisClient;
+  /** The protocol's one seam to the client (stores/redis-protocol.ts). */
+  private readonly sendCommand: SendCommand;
   private readonly testClock?: () => number;
   private everReady = false;
   private readonly coalesce: CoalesceMode;
@@ -125,6 +115,7 @@ export class RedisStore implements Store {
       invalidOption('client', options.client, 'an ioredis Redis or Cluster instance');
     }
     this.client = options.client;
+    this.sendCommand = ioredisCommands(options.client);
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
     if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
@@ -221,22 +212,17 @@ export class RedisStore implements Store {
 
   /** One script call for requests on the same keys and limits; one result per request, in order. */
   private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
-    const request = requests[0];
-    const first = request.limits[0].algorithm;
-    const name: ScriptName = request.limits.every((l) => l.algorithm === first) ? first : 'all';
-    const args: (string | number)[] = [
-      request.mode === 'peek' ? 'p' : 'c',
-      requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
-      now ?? '',
-    ];
-    for (const limit of request.limits) {
-      args.push(ALGORITHM_ID[limit.algorithm], limit.capacity, limit.period);
-    }
-    const call = { expired: false };
-    const reply = await withDeadline(this.run(name, request.keys, args, call), this.timeoutMs, 'Redis', () => {
-      call.expired = true;
-    });
-    return parseReply(reply, request.limits.length, requests.length);
+    const call = encodeCall(requests, now);
+    const deadline = { expired: false };
+    const reply = await withDeadline(
+      runScript(this.sendCommand, call, () => deadline.expired),
+      this.timeoutMs,
+      'Redis',
+      () => {
+        deadline.expired = true;
+      },
+    );
+    return parseReply(reply, call);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -252,23 +238,11 @@ export class RedisStore implements Store {
     if (!this.everReady && FIRST_CONNECT.has(status)) return;
     throw new FloodgateError('FG_STORE_UNAVAILABLE', `Redis connection is ${status}.`);
   }
+}
 
-  /**
-   * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise,
-   * and never after the deadline: a late NOSCRIPT (e.g. ioredis resending to a restarted Redis) is
-   * not followed by an EVAL that would count a request already answered.
-   */
-  private async run(name: ScriptName, keys: readonly string[], args: (string | number)[], call: { expired: boolean }): Promise<unknown> {
-    const script = SCRIPTS[name];
-    try {
-      return await this.client.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!call.expired && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
-        return this.client.eval(script.source, keys.length, ...keys, ...args);
-      }
-      throw error;
-    }
-  }
+/** The ioredis binding of the protocol's seam: its own evalsha and eval, which a Cluster routes by the key. */
+function ioredisCommands(client: RedisClient): SendCommand {
+  return (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args));
 }
 
 /** What in the client's own configuration can count one request twice. Read from its public `options`. */
@@ -284,27 +258,4 @@ function clientWarnings(client: RedisClient): string[] {
       'connection dropped can run twice and count one request twice. Create the client with ' +
       '{ autoResendUnfulfilledCommands: false } (see docs/failure-modes.md).',
   ];
-}
-
-function parseReply(reply: unknown, n: number, count: number): StoreResult[] {
-  const size = 1 + 4 * n;
-  if (!Array.isArray(reply) || reply.length !== size * count) {
-    throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
-  }
-  const out: StoreResult[] = [];
-  for (let r = 0; r < count; r++) {
-    const head = r * size;
-    const results: LimitResult[] = [];
-    for (let i = 0; i < n; i++) {
-      const o = head + 1 + 4 * i;
-      results.push({
-        allowed: reply[o] === 1,
-        remaining: Number(reply[o + 1]),
-        resetMs: Number(reply[o + 2]),
-        retryAfterMs: Number(reply[o + 3]),
-      });
-    }
-    out.push({ allowed: reply[head] === 1, results });
-  }
-  return out;
 }

@@ -1,5 +1,6 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
-import type { LimitResult, StoreLimit } from '../algorithms/types';
+import type { StoreLimit } from '../algorithms/registry';
+import type { LimitResult } from '../algorithms/types';
 
 export interface StoreRequest {
   /** One key per limit; all keys of one subject share one {hash tag}. */

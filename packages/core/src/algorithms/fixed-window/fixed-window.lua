@@ -1,7 +1,7 @@
 -- fixed-window: one counter per window, window = floor(now / windowMs).
 -- State: HASH { w = window index, c = units admitted in window w }. TTL: until the window ends.
 -- Admits up to 2x the limit in a span straddling a window edge; kept because everyone ships it.
-CHECK[1] = function(key, now, cap, win, cost)
+local function check(key, now, cap, win, cost)
   local w = math.floor(now / win)
   local s = hmget(key, 'w', 'c')
   local c = 0

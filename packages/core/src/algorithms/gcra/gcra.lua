@@ -2,7 +2,7 @@
 -- arrival time (TAT). Kept in whole microseconds so that long runs accumulate no rounding error;
 -- the emission interval is rounded to the nearest microsecond (rates up to 1e6/s).
 -- State: STRING tat in microseconds. TTL: until tat, after which the state says nothing.
-CHECK[5] = function(key, now, cap, rate, cost)
+local function check(key, now, cap, rate, cost)
   local T = math.max(1, math.floor(1e6 / rate + 0.5))
   local tau = cap * T
   local nowUs = now * 1000

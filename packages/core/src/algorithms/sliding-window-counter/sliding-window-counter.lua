@@ -2,7 +2,7 @@
 -- sliding window, plus the current window's count. Two integers per subject; the default.
 -- State: HASH { w = current window index, c = count in w, p = count in w - 1 }.
 -- TTL: until the end of the next window, when c stops mattering.
-CHECK[3] = function(key, now, cap, win, cost)
+local function check(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
   -- What this check sees at time `at`, from the stored state (also used to settle retry):
   -- the weighted estimate, the current and previous counts, the ms elapsed in the window, the window.

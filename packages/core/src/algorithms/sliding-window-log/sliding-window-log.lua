@@ -2,7 +2,7 @@
 -- window-long span; memory grows with limit x callers.
 -- State: ZSET of members 'now:seq' (unique per unit, even when two requests share a ms), score now.
 -- An entry with score <= now - windowMs has left the window. TTL: windowMs after the newest entry.
-CHECK[2] = function(key, now, cap, win, cost)
+local function check(key, now, cap, win, cost)
   local floor = now - win
   local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
   local newest = nil

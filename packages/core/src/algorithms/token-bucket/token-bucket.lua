@@ -1,7 +1,7 @@
 -- token-bucket: `burst` tokens, refilled at `refillPerSecond`, computed lazily on read.
 -- State: HASH { t = tokens after the last admission, ts = its time in ms }.
 -- TTL: until the bucket is full again, when the state says no more than an absent key.
-CHECK[4] = function(key, now, cap, rate, cost)
+local function check(key, now, cap, rate, cost)
   local s = hmget(key, 't', 'ts')
   -- The tokens this check sees at time `at`, from the stored state (also used to settle retry).
   local function tokensAt(at)

@@ -1,0 +1,127 @@
+// The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
+import { createHash } from 'node:crypto';
+import { ALGORITHM, ALGORITHMS, type AlgorithmName, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import type { LimitResult } from '../algorithms/types';
+import { FloodgateError } from '../errors';
+import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
+import type { StoreRequest, StoreResult } from './store';
+
+/*
+ * The protocol, which lua/main.lua implements. One call decides one or more requests of ONE
+ * subject, on the same keys and limits, in arrival order, each all-or-nothing:
+ *
+ *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}
+ *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write)
+ *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10')
+ *   ARGV[3]   UNSAFE test clock in ms, or '' (production): then the script reads redis.call('TIME')
+ *   ARGV[4+3(i-1)..6+3(i-1)]  limit i: algorithm id (from the registry), capacity, period
+ *   reply     per request: allowedAll (0|1), then per limit: allowed, remaining, resetMs, retryAfterMs
+ *
+ * encodeCall writes the first four, parseReply reads the last; runScript sends them.
+ */
+
+/** One script per algorithm, run when every limit of a call uses it, and `all` for mixed limits. */
+export type ScriptName = AlgorithmName | 'all';
+
+export interface Script {
+  readonly name: ScriptName;
+  readonly source: string;
+  /** SHA1 of the source, as EVALSHA wants it: computed when the module loads, never kept by hand. */
+  readonly sha: string;
+}
+
+/** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
+function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
+  const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nend\n`);
+  const source = [LUA_PRELUDE, ...chunks, LUA_MAIN].join('\n');
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+export const SCRIPTS = Object.fromEntries([
+  ...ALGORITHMS.map((name) => [name, compose(name, [ALGORITHM[name]])]),
+  ['all', compose('all', ALGORITHMS.map((name) => ALGORITHM[name]))],
+]) as Readonly<Record<ScriptName, Script>>;
+
+/** The smallest script that holds every limit's algorithm: a single algorithm's own, else `all`. */
+export function scriptFor(limits: readonly StoreLimit[]): Script {
+  const first = limits[0].algorithm;
+  return SCRIPTS[limits.every((l) => l.algorithm === first) ? first : 'all'];
+}
+
+/** One script call, encoded: what to run, on which keys, with which ARGV, and the reply's expected size. */
+export interface ScriptCall {
+  readonly script: Script;
+  readonly keys: readonly string[];
+  readonly argv: readonly (string | number)[];
+  readonly limitCount: number;
+  readonly requestCount: number;
+}
+
+/**
+ * Encodes requests that share keys, limits and mode (the first one's are sent) as one call.
+ * `testNow`: the UNSAFE test clock's reading in ms; undefined in production (the script reads TIME).
+ */
+export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
+  const request = requests[0];
+  const argv: (string | number)[] = [
+    request.mode === 'peek' ? 'p' : 'c',
+    requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
+    testNow ?? '',
+  ];
+  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
+  return { script: scriptFor(request.limits), keys: request.keys, argv, limitCount: request.limits.length, requestCount: requests.length };
+}
+
+/** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
+export type EvalArgs = [head: string, numKeys: number, ...keysAndArgv: (string | number)[]];
+
+export function evalArgs(call: ScriptCall, head: string): EvalArgs {
+  return [head, call.keys.length, ...call.keys, ...call.argv];
+}
+
+/** One result per request, in order; FG_STORE_REPLY when the reply is not what the call asked for. */
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount'>): StoreResult[] {
+  const size = 1 + 4 * call.limitCount;
+  if (!Array.isArray(reply) || reply.length !== size * call.requestCount) {
+    throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
+  }
+  const out: StoreResult[] = [];
+  for (let r = 0; r < call.requestCount; r++) {
+    const head = r * size;
+    const results: LimitResult[] = [];
+    for (let i = 0; i < call.limitCount; i++) {
+      const at = head + 1 + 4 * i;
+      results.push({
+        allowed: reply[at] === 1,
+        remaining: Number(reply[at + 1]),
+        resetMs: Number(reply[at + 2]),
+        retryAfterMs: Number(reply[at + 3]),
+      });
+    }
+    out.push({ allowed: reply[head] === 1, results });
+  }
+  return out;
+}
+
+/**
+ * All the protocol needs of a Redis client: send one command with its arguments and resolve with
+ * the raw reply, or reject with the server's error (whose message starts with its code, 'NOSCRIPT
+ * ...'). Integer replies as numbers. A new client (node-redis, ...) plugs in here, and only here.
+ */
+export type SendCommand = (command: 'EVALSHA' | 'EVAL', args: EvalArgs) => Promise<unknown>;
+
+/**
+ * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise, and
+ * never once `expired()` (the caller's deadline passed): a late NOSCRIPT (e.g. a client resending to
+ * a restarted Redis) must not be followed by an EVAL that would count a request already answered.
+ */
+export async function runScript(send: SendCommand, call: ScriptCall, expired: () => boolean): Promise<unknown> {
+  try {
+    return await send('EVALSHA', evalArgs(call, call.script.sha));
+  } catch (error) {
+    if (!expired() && error instanceof Error && error.message.startsWith('NOSCRIPT')) {
+      return send('EVAL', evalArgs(call, call.script.source));
+    }
+    throw error;
+  }
+}
