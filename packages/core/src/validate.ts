@@ -155,8 +155,9 @@ function suggest(name: string, known: readonly string[]): string | undefined {
   const peer = PEER_NAMES[name];
   if (peer !== undefined && known.includes(peer)) return peer;
   const lower = name.toLowerCase();
-  const sameCase = known.find((k) => k.toLowerCase() === lower);
-  if (sameCase) return sameCase;
+  // 'failmode' -> 'failMode'; 'ttl', 'timeout' -> 'ttlMs', 'timeoutMs' (the unit left off).
+  const close = known.find((k) => k.toLowerCase() === lower || k.toLowerCase() === `${lower}ms`);
+  if (close) return close;
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const k of known) {

@@ -46,6 +46,78 @@ describe('resolveHttpOptions', () => {
   });
 });
 
+describe('one definition per bucket', () => {
+  it('refuses two limiters of one group that define its bucket differently, at construction, naming both', () => {
+    const store = new MemoryStore();
+    const http = createHttpLimiter({ store, logger: silent });
+    http.route({ group: 'auth', limit: 3, windowMs: '1m' });
+    http.route({ group: 'auth', limit: 3, windowMs: '1m' }); // the same definition: one bucket, fine
+    let error: unknown;
+    try {
+      http.route({ group: 'auth', limit: 3, windowMs: '1h' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({ code: 'FG_BUCKET_CONFLICT' });
+    const message = (error as Error).message;
+    expect(message).toMatch(/`auth` policy `default`.*sliding-window-counter 3 per 60000 ms.*sliding-window-counter 3 per 3600000 ms/);
+    // Both definitions are named by where the app made them (this file).
+    expect(message.match(/http-limiter\.test\.ts:\d+/g)).toHaveLength(2);
+    // Another name, group or prefix is another bucket.
+    expect(() => http.route({ group: 'auth', limits: [{ name: 'hourly', limit: 3, windowMs: '1h' }] })).not.toThrow();
+    expect(() => http.route({ group: 'auth', limit: 3, windowMs: '1h', prefix: 'other' })).not.toThrow();
+  });
+
+  it('refuses, at the first request of a route, a second limiter that counts the same route under another definition', async () => {
+    const store = new MemoryStore();
+    const perMinute = createHttpLimiter({ store, logger: silent, limit: 100, windowMs: '1m' });
+    const perSecond = createHttpLimiter({ store, logger: silent, limit: 10, windowMs: '1s' });
+    expect((await perMinute.handle(facts(), {})).status).toBe('next');
+    await expect(perSecond.handle(facts(), {})).rejects.toMatchObject({ code: 'FG_BUCKET_CONFLICT' });
+    // Named apart, they count apart.
+    const named = createHttpLimiter({ store, logger: silent, limits: [{ name: 'per-second', limit: 10, windowMs: '1s' }] });
+    expect((await named.handle(facts(), {})).status).toBe('next');
+  });
+});
+
+describe('strict option names', () => {
+  it.each([
+    ['max', 3, 'limit'],
+    ['windowMS', 60_000, 'windowMs'],
+    ['limt', 3, 'limit'],
+    ['failmode', 'closed', 'failMode'],
+    ['timeWindow', 60_000, 'windowMs'],
+    ['keyGenerator', () => 'k', 'key'],
+    ['standardHeaders', true, 'headers'],
+    ['legacyHeaders', false, 'headers'],
+    ['points', 10, 'limit'],
+    ['duration', 60, 'windowMs'],
+  ])('refuses `%s` and names `%s`', (name, value, meant) => {
+    expect(() => createHttpLimiter({ [name]: value } as never)).toThrow(
+      expect.objectContaining({ code: 'FG_UNKNOWN_OPTION', option: name, message: expect.stringContaining(`did you mean \`${meant}\`?`) }),
+    );
+  });
+
+  it('refuses unknown names in route overrides and nested options, and says what to do for peers\' options it has no twin for', () => {
+    const http = createHttpLimiter({ logger: silent });
+    expect(() => http.route({ max: 1 } as never)).toThrow(/Unknown option `max` in rateLimit route options: did you mean `limit`\?/);
+    expect(() => createHttpLimiter({ skip: () => true } as never)).toThrow(/Unknown option `skip`.*route\(false\)/);
+    expect(() => createHttpLimiter({ limits: [{ limit: 1, windowMS: 5 }] } as never)).toThrow(/Unknown option `windowMS` in limits\[0\]: did you mean `windowMs`\?/);
+    expect(() => createHttpLimiter({ breaker: { threshold: 3 } } as never)).toThrow(/Unknown option `threshold` in breaker/);
+    expect(() => createHttpLimiter({ keyCache: { ttl: 5 } } as never)).toThrow(/Unknown option `ttl` in keyCache: did you mean `ttlMs`\?/);
+    expect(() => createHttpLimiter({ hotKeys: { threshhold: 5 } } as never)).toThrow(/Unknown option `threshhold` in hotKeys: did you mean `threshold`\?/);
+    // A typo is a typo whatever its value, undefined included.
+    expect(() => createHttpLimiter({ failmode: undefined } as never)).toThrow(/`failmode`.*did you mean `failMode`/);
+  });
+
+  it('refuses a static cost above the smallest limit, which could never be admitted', () => {
+    expect(() => createHttpLimiter({ limit: 10, cost: 20 })).toThrow(/`cost`: got 20; expected at most the smallest limit or burst \(10\)/);
+    expect(() => createHttpLimiter({ limit: 10 }).route({ cost: 11 })).toThrow(/`cost`: got 11/);
+    expect(() => createHttpLimiter({ limits: [{ name: 'a', limit: 50 }, { name: 'b', algorithm: 'token-bucket', burst: 5, refillPerSecond: 1 }], cost: 6 })).toThrow(/\(5\)/);
+    expect(() => createHttpLimiter({ limit: 10, cost: 10 })).not.toThrow();
+  });
+});
+
 describe('createHttpLimiter', () => {
   it('scopes by group, by method + pattern (HEAD as GET), and one bucket for unmatched requests', () => {
     const http = createHttpLimiter({ logger: silent });
@@ -98,7 +170,7 @@ describe('createHttpLimiter', () => {
     expect(second.headers.map(([n]) => n)).toEqual(['Retry-After']);
   });
 
-  it('answers 401 for an unknown API key when identity rejects it, without drawing quota', async () => {
+  it("answers 401 for an unknown API key when identity rejects it, counted against the client IP", async () => {
     const store = new MemoryStore();
     const http = createHttpLimiter({
       store,
@@ -111,6 +183,28 @@ describe('createHttpLimiter', () => {
     const good = await http.handle(facts({ headers: { 'x-api-key': 'good' } }), {});
     expect(good.status).toBe('next');
     expect(good.decision?.remaining).toBe(DEFAULT_LIMIT - 1);
+    // The 401 drew one unit from the IP's bucket: guessing keys is limited like any request.
+    const anonymous = await http.handle(facts(), {});
+    expect(anonymous.decision?.remaining).toBe(DEFAULT_LIMIT - 2);
+  });
+
+  it('answers 429, not 401, once unknown keys have spent the IP\'s limit', async () => {
+    const http = createHttpLimiter({ logger: silent, limit: 2, resolveKey: () => null, unknownKey: 'reject' });
+    const statuses: (string | number)[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await http.handle(facts({ headers: { 'x-api-key': `guess-${i}` } }), {})).status);
+    expect(statuses).toEqual([401, 401, 429, 429, 429]);
+  });
+
+  it('shares one identity (one key cache, one lookup per key) between routes that override only limiter or HTTP options', async () => {
+    const lookups: string[] = [];
+    const http = createHttpLimiter({ logger: silent, resolveKey: (key) => (lookups.push(key), { account: key }) });
+    const strict = http.route({ limit: 1 })!;
+    const cheap = http.route({ cost: 2 })!;
+    const own = http.route({ apiKeyHeaders: ['x-api-key'] })!;
+    for (const [r, route] of [[http, '/a'], [strict, '/b'], [cheap, '/c']] as const) await r.handle(facts({ route, headers: { 'x-api-key': 'k1' } }), {});
+    expect(lookups).toEqual(['k1']);
+    await own.handle(facts({ route: '/d', headers: { 'x-api-key': 'k1' } }), {});
+    expect(lookups).toEqual(['k1', 'k1']); // an identity option of its own: its own cache
   });
 
   it("enforces an API key's plan from resolveKey instead of the route's limits, one limiter per plan", async () => {

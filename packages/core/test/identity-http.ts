@@ -23,10 +23,10 @@ export interface IdentityHarness {
   readonly floodTests?: boolean;
 }
 
-const quietLogger = { warn() {}, error() {} };
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export const quietLogger = { warn() {}, error() {} };
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-function get(agent: Agent, port: number, headers: Record<string, string>): Promise<number> {
+export function get(agent: Agent, port: number, headers: Record<string, string>): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, path: '/r', method: 'GET', headers, agent }, (res) => {
       res.resume();
@@ -38,7 +38,7 @@ function get(agent: Agent, port: number, headers: Record<string, string>): Promi
 }
 
 /** Sends every request, `concurrency` at a time; resolves with their statuses in order. */
-async function sendAll(agent: Agent, port: number, all: Record<string, string>[], concurrency = 25): Promise<number[]> {
+export async function sendAll(agent: Agent, port: number, all: Record<string, string>[], concurrency = 25): Promise<number[]> {
   const statuses: number[] = new Array(all.length);
   let next = 0;
   await Promise.all(
@@ -56,8 +56,8 @@ async function sendAll(agent: Agent, port: number, all: Record<string, string>[]
  * Exactly n per test: gcra with a one-hour refill, so no window boundary (where a sliding window
  * legitimately re-admits a little) can fall inside a test.
  */
-const exactly = (n: number) => ({ algorithm: 'gcra' as const, burst: n, refillPerSecond: n / 3_600 });
-const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+export const exactly = (n: number) => ({ algorithm: 'gcra' as const, burst: n, refillPerSecond: n / 3_600 });
+export const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 const hex = () => Math.floor(Math.random() * 0x10000).toString(16);
 
 /**

@@ -1,15 +1,16 @@
-// Identity through Express 4 and 5: trust proxy, /64 rotation, IPv4-mapped addresses, cheap rejections in Redis.
+// Identity through Express 4 and 5: trust proxy, /64 rotation, IPv4-mapped addresses, cheap rejections in Redis; and the attack suite.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express5 from 'express';
-import { runIdentitySuite } from '../../core/test/identity-http';
+import { runAttackSuite } from '../../core/test/attack-http';
+import { runIdentitySuite, type IdentityHarness } from '../../core/test/identity-http';
 import { rateLimit } from '../src';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const express4: typeof express5 = require('express4');
 
 for (const [name, express] of [['express 5', express5], ['express 4', express4]] as const) {
-  runIdentitySuite({
+  const harness: IdentityHarness = {
     name,
     // The flood tests exercise core, not routing: once per adapter keeps this file short.
     floodTests: name === 'express 5',
@@ -30,5 +31,7 @@ for (const [name, express] of [['express 5', express5], ['express 4', express4]]
           }),
       };
     },
-  });
+  };
+  runIdentitySuite(harness);
+  runAttackSuite(harness);
 }

@@ -117,7 +117,7 @@ function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {
 const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) => {
   const { hook, ...global } = options ?? {};
   const defaultHook = hookName('hook', hook);
-  const http = createHttpLimiter<FastifyRequest>(global);
+  const http = createHttpLimiter<FastifyRequest>(global, { label: 'the plugin options' });
   // Declared up front so every request object keeps one shape (Fastify's advice for request properties).
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
 
@@ -128,7 +128,11 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
       invalidOption(`${route.url} config.rateLimit`, config, 'an options object, or false for no limit');
     }
     const { hook: routeHook, ...overrides } = config ?? {};
-    const limiter = http.route(config ? overrides : undefined)!;
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    const label = `${methods.join(',')} ${route.url}`;
+    const limiter = http.route(config ? overrides : undefined, label)!;
+    // Every route is known here: a bucket defined twice fails at registration, naming both routes.
+    for (const method of methods) limiter.claim(limiter.scopeOf({ method, route: route.url }));
     addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url));
   });
 

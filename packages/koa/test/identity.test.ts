@@ -1,12 +1,13 @@
-// Identity through Koa 3 with @koa/router: app.proxy, /64 rotation, IPv4-mapped addresses, cheap rejections in Redis.
+// Identity through Koa 3 with @koa/router: app.proxy, /64 rotation, IPv4-mapped addresses, cheap rejections in Redis; and the attack suite.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { runIdentitySuite } from '../../core/test/identity-http';
+import { runAttackSuite } from '../../core/test/attack-http';
+import { runIdentitySuite, type IdentityHarness } from '../../core/test/identity-http';
 import { rateLimit } from '../src';
 
-runIdentitySuite({
+const harness: IdentityHarness = {
   name: 'koa 3',
   async start(options, trustProxy) {
     const app = new Koa();
@@ -29,4 +30,6 @@ runIdentitySuite({
         }),
     };
   },
-});
+};
+runIdentitySuite(harness);
+runAttackSuite(harness);

@@ -57,6 +57,12 @@ export interface HttpLimiter<Req = unknown> {
   route(overrides: HttpRateLimitOptions<Req> | false | undefined, label?: string): HttpLimiter<Req> | null;
   /** The bucket scope: the group, `METHOD /pattern` (HEAD counts as GET), or '<unmatched>' when no route matched. */
   scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string;
+  /**
+   * Claims this scope's buckets on the store now (else at its first request): throws
+   * FG_BUCKET_CONFLICT when another limiter counts them under another definition. Adapters that
+   * know their routes at registration (Fastify) call it there.
+   */
+  claim(scope: string): void;
 }
 
 interface Shared {
@@ -168,12 +174,14 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     }
   }
 
+  function claim(scope: string): void {
+    claimBuckets(store, prefix, scope, limits, label);
+    claimed.add(scope);
+  }
+
   function withCost(facts: RequestFacts, request: Req, cost: number): HttpResult | Promise<HttpResult> {
     const scope = scopeOf(facts);
-    if (!claimed.has(scope)) {
-      claimBuckets(store, prefix, scope, limits, label);
-      claimed.add(scope);
-    }
+    if (!claimed.has(scope)) claim(scope);
     const pending = identityOf(facts, request, cost, scope);
     return pending instanceof Promise
       ? pending.then((identity) => withIdentity(identity, request, cost, scope))
@@ -239,6 +247,6 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     );
   }
 
-  const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf };
+  const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf, claim };
   return api;
 }
