@@ -109,3 +109,28 @@ describe('the same options, valid, construct', () => {
     expect(() => new RedisStore({ client: idle, timeoutMs: '1m', UNSAFE_testClock: () => 0 })).not.toThrow();
   });
 });
+
+describe('unknown option names throw FG_UNKNOWN_OPTION at construction, naming the option meant', () => {
+  it.each([
+    ['createLimiter', limiter({ limit: 5, failmode: 'closed' }), 'failmode', 'failMode'],
+    ['createLimiter', limiter({ max: 5 }), 'max', 'limit'],
+    ['createLimiter limits[i]', limiter({ limits: [{ name: 'a', limt: 5 }] }), 'limt', 'limit'],
+    ['MemoryStore', memory({ maxkeys: 5 }), 'maxkeys', 'maxKeys'],
+    ['RedisStore', redis({ client: idle, timeout: 50 }), 'timeout', 'timeoutMs'],
+    ['RedisStore', redis({ client: idle, coalesse: 'turn' }), 'coalesse', 'coalesce'],
+  ])('%s: `%s`', (_where, build, option, meant) => {
+    expect(build).toThrow(expect.objectContaining({ code: 'FG_UNKNOWN_OPTION', option, message: expect.stringContaining(`did you mean \`${meant}\`?`) }));
+  });
+
+  it('names a client passed where the options belong, and a store instance without dumping it', () => {
+    expect(() => new RedisStore(idle as never)).toThrow(/expected an options object: new RedisStore\(\{ client \}\)/);
+    let message = '';
+    try {
+      createLimiter({ limit: 5, store: idle as never });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain('got a Redis client; expected a Store such as new MemoryStore() or new RedisStore({ client })');
+    expect(message.length).toBeLessThan(400);
+  });
+});

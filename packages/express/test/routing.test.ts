@@ -173,3 +173,10 @@ it('throws at construction for bad options, naming the option', () => {
   expect(() => rateLimit({ retryAfterJitterMs: 1.5 })).toThrow(/Invalid option `retryAfterJitterMs`/);
   expect(() => rateLimit().route({ limits: [] })).toThrow(/Invalid option `limits`/);
 });
+
+it('refuses misspelled and foreign option names at construction, naming the option meant', () => {
+  expect(() => rateLimit({ max: 5 } as never)).toThrow(/Unknown option `max` in rateLimit options: did you mean `limit`\?/);
+  expect(() => rateLimit({ windowMS: 60_000 } as never)).toThrow(/did you mean `windowMs`\?/);
+  expect(() => rateLimit({ keyGenerator: () => 'k' } as never)).toThrow(/did you mean `key`\?/);
+  expect(() => rateLimit().route({ failmode: 'closed' } as never)).toThrow(/did you mean `failMode`\?/);
+});

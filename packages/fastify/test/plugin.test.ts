@@ -78,3 +78,39 @@ it('throws for bad plugin options and bad route config when the app starts', asy
   expect(() => route.get('/y', { config: { rateLimit: 'yes' as never } }, async () => 'ok')).toThrow(/config.rateLimit/);
   await route.close();
 });
+
+it('refuses unknown option names in the plugin options and in a route config, naming the route', async () => {
+  const plugin = Fastify();
+  await expect(plugin.register(rateLimit, { store: new MemoryStore(), timeWindow: 60_000 } as never)).rejects.toThrow(
+    /Unknown option `timeWindow` in rateLimit options: did you mean `windowMs`\?/,
+  );
+  const route = Fastify();
+  await route.register(rateLimit, { store: new MemoryStore() });
+  expect(() => route.get('/login', { config: { rateLimit: { max: 5 } as never } }, async () => 'ok')).toThrow(
+    /Unknown option `max` in GET \/login config\.rateLimit route options: did you mean `limit`\?/,
+  );
+  await route.close();
+});
+
+it('refuses, at registration, two routes of one group that define its bucket differently, naming both routes', async () => {
+  const app = Fastify();
+  await app.register(rateLimit, { store: new MemoryStore() });
+  app.post('/login', { config: { rateLimit: { group: 'auth', limit: 3, windowMs: '1m' } } }, async () => 'ok');
+  // Before: the two definitions shared one counter and reset each other (10 of 10 alternating requests admitted).
+  expect(() => app.post('/reset-password', { config: { rateLimit: { group: 'auth', limit: 3, windowMs: '1h' } } }, async () => 'ok')).toThrow(
+    /Bucket conflict: `auth` policy `default`.*3 per 60000 ms in the limiter for POST \/login.*3 per 3600000 ms in the limiter for POST \/reset-password/,
+  );
+  await app.close();
+});
+
+it('keeps one bucket per route under a parameterised prefix, whatever the URL', async () => {
+  const { options, scopes } = setup({ limit: 2 });
+  const app = Fastify();
+  await app.register(rateLimit, options);
+  await app.register(async (api) => void api.get('/items', async () => 'ok'), { prefix: '/v/:version' });
+  const get = await listen(app);
+  const statuses: number[] = [];
+  for (const v of ['1', '2', '12345', 'x', 'y']) statuses.push((await get(`/v/${v}/items`)).status);
+  expect(statuses).toEqual([200, 200, 429, 429, 429]);
+  expect(new Set(scopes)).toEqual(new Set(['GET /v/:version/items']));
+});

@@ -98,6 +98,37 @@ it('keys unmatched paths and methods in one bucket, and honours a router host', 
   expect(scopes).toEqual(['GET /a', '<unmatched>', '<unmatched>', '<unmatched>']);
 });
 
+it('keeps one bucket per route under parameterised prefixes, nested routers and regexp routes, whatever the URL', async () => {
+  const { limiter, scopes } = setup({ limit: 2 });
+  const inner = new Router();
+  inner.get('/items', ok);
+  const outer = new Router({ prefix: '/v/:version' });
+  outer.use('/t/:tenant', inner.routes());
+  const byRegexp = new Router();
+  byRegexp.get(/^\/r\d+$/, ok);
+  const app = new Koa();
+  app.use(limiter);
+  app.use(outer.routes());
+  app.use(byRegexp.routes());
+  const agent = await serve(app);
+  for (const urls of [
+    ['/v/1/t/a/items', '/v/2/t/b/items', '/v/12345/t/c/items', '/v/x/t/d/items', '/v/y/t/e/items'],
+    ['/r1', '/r22', '/r333', '/r4444', '/r5'],
+  ]) {
+    scopes.length = 0;
+    const statuses: number[] = [];
+    for (const url of urls) statuses.push((await agent.get(url)).status);
+    expect({ statuses, buckets: new Set(scopes).size }).toEqual({ statuses: [200, 200, 429, 429, 429], buckets: 1 });
+    expect(scopes[0]).not.toMatch(/12345|333/);
+  }
+});
+
+it('refuses misspelled and foreign option names at construction', () => {
+  expect(() => rateLimit({ max: 5 } as never)).toThrow(/Unknown option `max` in rateLimit options: did you mean `limit`\?/);
+  expect(() => rateLimit({ duration: 60_000 } as never)).toThrow(/did you mean `windowMs`\?/);
+  expect(() => rateLimit().route({ failmode: 'closed' } as never)).toThrow(/did you mean `failMode`\?/);
+});
+
 it('throws at construction for bad options', () => {
   expect(() => rateLimit({ headers: ['draft-6', 'nope' as never] })).toThrow(/Invalid option `headers`: got "nope"/);
   expect(() => rateLimit({ limit: 0 })).toThrow(/Invalid option `options.limit`/);
