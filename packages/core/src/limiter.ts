@@ -3,7 +3,7 @@ import { BlockCache } from './block-cache';
 import { toDecision, type Decision } from './decision';
 import { breakerFor } from './failure/breaker';
 import { createFallback, reportTransitions } from './failure/policy';
-import { withDeadline } from './failure/timeout';
+import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { StoreRequest } from './stores/store';

@@ -2,7 +2,7 @@
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
 import { checkOptionNames, optionNames } from '../validate';
-import { withDeadline } from '../failure/timeout';
+import { withDeadline } from '../deadline';
 import { encodeCall, parseReply, runScript, type SendCommand } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
 

@@ -1,5 +1,5 @@
 // A deadline on one store call: past it the call fails with FG_STORE_TIMEOUT, and nothing retries it.
-import { FloodgateError } from '../errors';
+import { FloodgateError } from './errors';
 
 /**
  * Settles like `promise`, or rejects with FG_STORE_TIMEOUT after `timeoutMs`; then `onExpire` runs
