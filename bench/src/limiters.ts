@@ -8,7 +8,6 @@ import { adapterExists } from './env';
 import type { LimiterSpec, Wiring } from './types';
 
 // Adapters and peers load with require(): an adapter may not exist yet, and peers are loaded only when measured.
-/* eslint-disable @typescript-eslint/no-require-imports */
 
 export interface Built<T> {
   handler: T;

@@ -8,7 +8,6 @@ import type { MemoryWorkerJob, MemoryWorkerRow } from './memory-worker';
 import type { Progress } from './progress';
 import type { MemoryStoreRow, RedisMemoryRow } from './types';
 
-/* eslint-disable @typescript-eslint/no-require-imports */
 
 const WINDOW_MS = 60_000;
 /** Sum of MEMORY USAGE (exact: SAMPLES 0) over every key under this prefix. */

@@ -1,7 +1,7 @@
 // The exact EVALSHA that Floodgate's RedisStore sends for one limit, for redis-benchmark and raw-client runs.
-import { resolveLimiterOptions, type AlgorithmName } from '@floodgate/core';
-// Core's protocol module, through its internal entry: the same encoding RedisStore uses.
-import { encodeCall, evalArgs, type EvalArgs } from '@floodgate/core/internal';
+import type { AlgorithmName } from '@floodgate/core';
+// Core's protocol module and option parser, through its internal entry: the same encoding RedisStore uses.
+import { encodeCall, evalArgs, resolveLimiterOptions, type EvalArgs } from '@floodgate/core/internal';
 
 export interface ScriptCall {
   source: string;

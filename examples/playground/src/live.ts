@@ -8,7 +8,7 @@ import Router from '@koa/router';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import { rateLimit as fastifyRateLimit } from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
-import { resolveLimiterOptions } from '@floodgate/core';
+import { resolveLimiterOptions } from '@floodgate/core/internal';
 
 /** What every live route is limited to: small, so a few clicks reach a 429. Each route has its own MemoryStore. */
 export const LIVE_OPTIONS = { limit: 5, windowMs: '10s' } as const;

@@ -6,7 +6,6 @@ import { startPlayground, type Playground } from '../src/server';
 const FRAMEWORKS = ['express', 'fastify', 'koa'] as const;
 
 // Response bodies are checked field by field below, so `any` costs no safety here.
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 const json = (res: Response): Promise<any> => res.json();
 
 describe('playground server without Redis', () => {

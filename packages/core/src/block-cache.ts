@@ -41,8 +41,4 @@ export class BlockCache<D> {
   delete(key: string): void {
     this.blocks.delete(key);
   }
-
-  get size(): number {
-    return this.blocks.size;
-  }
 }

@@ -1,14 +1,11 @@
-// @floodgate/core: the public surface.
+// @floodgate/core: the public surface, listed here once. Machinery for Floodgate's own packages and tools lives behind @floodgate/core/internal.
 export { createLimiter } from './limiter';
 export type { CreateLimiterOptions, ConsumeOptions, Limiter } from './limiter';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
-export { toDecision, bareDecision } from './decision';
-export { resolveLimiterOptions } from './options';
-export type { LimitOptions, LimiterOptions, ResolvedLimit, ResolvedLimiterOptions } from './options';
+export type { LimitOptions, LimiterOptions } from './options';
 export { ALGORITHMS } from './algorithms/registry';
 export type { AlgorithmName, StoreLimit } from './algorithms/registry';
 export type { LimitResult } from './algorithms/types';
-export { TWINS, evaluateTwins } from './algorithms/evaluate';
 export { MemoryStore } from './stores/memory-store';
 export type { MemoryStoreOptions } from './stores/memory-store';
 export { RedisStore } from './stores/redis-store';
@@ -20,10 +17,10 @@ export { parseDuration } from './duration';
 export type { Duration } from './duration';
 export { subjectKey } from './keys';
 export { FAIL_MODES } from './failure/policy';
-export type { FailMode, FailureOptions, Logger, StoreErrorEvent } from './failure/policy';
+export type { FailMode, FailureOptions, StoreErrorEvent } from './failure/policy';
+export type { Logger } from './logger';
 export type { BreakerOptions, BreakerState } from './failure/breaker';
-export { BlockCache } from './block-cache';
-export { HotKeyStore, withHotKeys } from './hot-keys/hot-key-store';
+export { HotKeyStore } from './hot-keys/hot-key-store';
 export type { HotKeyOptions, HotKeyStoreOptions, HotKeyStats } from './hot-keys/hot-key-store';
 export { formatHeaders, retryAfterSeconds, HEADER_DIALECTS } from './headers/format-headers';
 export type { HeaderDialect, HeaderPair, FormatHeadersOptions } from './headers/format-headers';
@@ -31,7 +28,7 @@ export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './hea
 export type { ProblemDetails } from './headers/problem-details';
 export { createHttpLimiter, UNMATCHED_SCOPE } from './http/http-limiter';
 export type { HttpLimiter, HttpResult } from './http/http-limiter';
-export { resolveHttpOptions, DEFAULT_LIMIT } from './http/resolve-http-options';
-export type { HttpRateLimitOptions, RateLimitEvent, ResolvedHttpOptions } from './http/resolve-http-options';
+export { DEFAULT_LIMIT } from './http/resolve-http-options';
+export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export { createIdentify, UNKNOWN_IP_SUBJECT } from './identity';
 export type { RequestFacts, Identity, IdentityOptions, Identify, IdentifyHooks, IdentityWarning, ResolveKey, ResolvedKey } from './identity';

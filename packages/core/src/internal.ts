@@ -4,3 +4,12 @@ export type { Script, ScriptName, ScriptCall, EvalArgs, SendCommand } from './st
 export { ALGORITHM } from './algorithms/registry';
 export type { RegisteredAlgorithm } from './algorithms/registry';
 export type { AlgorithmDescriptor, AlgorithmFamily, Twin, TwinCheck, TwinLimit } from './algorithms/types';
+export { resolveLimiterOptions, resolveLimits } from './options';
+export type { ResolvedLimit, ResolvedLimiterOptions } from './options';
+export { resolveHttpOptions } from './http/resolve-http-options';
+export type { ResolvedHttpOptions } from './http/resolve-http-options';
+export type { ResolvedIdentityOptions } from './identity';
+export { TWINS, evaluateTwins } from './algorithms/evaluate';
+export { toDecision, bareDecision } from './decision';
+export { BlockCache } from './block-cache';
+export { withHotKeys } from './hot-keys/hot-key-store';

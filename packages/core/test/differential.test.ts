@@ -1,7 +1,8 @@
 // Differential test: seeded random sequences run on MemoryStore and RedisStore side by side must decide identically, step by step.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { ALGORITHMS, MemoryStore, RedisStore, resolveLimiterOptions } from '../src';
+import { ALGORITHMS, MemoryStore, RedisStore } from '../src';
+import { resolveLimiterOptions } from '../src/options';
 import type { LimiterOptions, StoreLimit, StoreRequest, StoreResult } from '../src';
 import { FakeClock } from './conformance/fake-clock';
 import { prng } from './support/prng';

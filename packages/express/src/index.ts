@@ -11,7 +11,6 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { FLOODGATE, currentRoutePattern, firstRoute, hasOwnLimiter, isRouteLevel } from './route-pattern';
 
 declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
   namespace Express {
     interface Request {
       /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */

@@ -8,7 +8,6 @@ import { behaviourStores, runBehaviourTable, type AppSpec, type Harness, type Te
 import { rateLimit } from '../src';
 
 // Express 4 is installed under an alias; both versions share @types/express's surface used here.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const express4: typeof express5 = require('express4');
 
 type Mode = 'app-level' | 'per-route';

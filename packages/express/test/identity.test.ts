@@ -6,7 +6,6 @@ import { runAttackSuite } from '../../core/test/attack-http';
 import { runIdentitySuite, type IdentityHarness } from '../../core/test/identity-http';
 import { rateLimit } from '../src';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const express4: typeof express5 = require('express4');
 
 for (const [name, express] of [['express 5', express5], ['express 4', express4]] as const) {

@@ -6,7 +6,6 @@ import express5 from 'express';
 import request from 'supertest';
 import { rateLimit, type RateLimitOptions } from '../src';
 
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const express4: typeof express5 = require('express4');
 
 const servers: Server[] = [];

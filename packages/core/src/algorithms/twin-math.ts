@@ -1,5 +1,4 @@
 // Numeric helpers the twins share, written to match the Lua prelude exactly.
-export { EPSILON } from './types';
 
 /** A TTL is always a positive whole number of ms (Lua: ttl). */
 export function ttl(ms: number): number {

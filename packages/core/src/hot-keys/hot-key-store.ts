@@ -63,7 +63,7 @@ export interface HotKeyStats {
 }
 
 /** A lease the store denied: its figures (for `size` units), when, and how long until `size` fits. */
-interface Miss {
+interface DeniedLease {
   results: readonly LimitResult[];
   size: number;
   at: number;
@@ -83,7 +83,7 @@ interface Subject {
   /** The store's figures just after the lease was charged. */
   figures: readonly LimitResult[] | undefined;
   /** The store's answer to the last lease that did not fit, until a whole lease fits again. */
-  miss: Miss | undefined;
+  miss: DeniedLease | undefined;
   /** The lease draw in flight, if any: concurrent requests wait for it instead of drawing their own. */
   drawing: Promise<void> | undefined;
 }
@@ -247,9 +247,9 @@ export class HotKeyStore implements Store {
   }
 
   /** Draws a lease of `size`: resolves with this request's answer from it, or with the miss. */
-  private async draw(s: Subject, request: StoreRequest, size: number): Promise<StoreResult | Miss> {
+  private async draw(s: Subject, request: StoreRequest, size: number): Promise<StoreResult | DeniedLease> {
     const sentAt = this.clock();
-    let outcome: StoreResult | Miss | undefined;
+    let outcome: StoreResult | DeniedLease | undefined;
     const drawing = this.store.evaluate({ keys: request.keys, limits: request.limits, cost: size, mode: 'consume' }).then(
       (result) => {
         if (!result.allowed) {
@@ -287,17 +287,17 @@ export class HotKeyStore implements Store {
   }
 
   /** Whether a missed lease means no for this cost: it did not fit either, or a whole lease fits within leaseMs. */
-  private denies(miss: Miss, cost: number): boolean {
+  private denies(miss: DeniedLease, cost: number): boolean {
     return smallestRemaining(miss.results) < cost || (miss.untilMs >= 0 && miss.untilMs <= this.leaseMs);
   }
 
   /** True while a missed lease still says no to this cost (until a whole lease fits). */
-  private stillDenied(miss: Miss, cost: number): boolean {
+  private stillDenied(miss: DeniedLease, cost: number): boolean {
     return miss.untilMs >= 0 && this.clock() - miss.at < miss.untilMs && this.denies(miss, cost);
   }
 
   /** A missed lease's answer as this request's denial, its times counted from the miss. */
-  private denial(miss: Miss, cost: number): StoreResult {
+  private denial(miss: DeniedLease, cost: number): StoreResult {
     const elapsed = this.clock() - miss.at;
     return {
       allowed: false,

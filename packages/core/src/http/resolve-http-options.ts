@@ -118,7 +118,8 @@ export const ALL_HTTP_OPTION_NAMES: readonly string[] = [...HTTP_OPTION_NAMES, .
 /** Which part of the pipeline an option belongs to, for deciding what a route's overrides rebuild. */
 export const LIMITER_NAMES: ReadonlySet<string> = new Set(LIMITER_OPTION_NAMES);
 export const IDENTITY_NAMES: ReadonlySet<string> = new Set(IDENTITY_OPTION_NAMES);
-const SHAPE_ONE = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
+/** The options of a single top-level limit: a route that sets `limits` drops them from the global options. */
+const SINGLE_LIMIT_OPTIONS = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
 
 function dialectsOf(value: HttpRateLimitOptions['headers']): HeaderDialect[] {
   if (value === undefined || value === true) return ['draft-6'];
@@ -158,11 +159,11 @@ export function resolveHttpOptions<Req = unknown>(
   if (route) checkOptionNames(`${where} route options`, route, ALL_HTTP_OPTION_NAMES);
   const merged: Record<string, unknown> = { ...global };
   if (route) {
-    if (route.limits !== undefined) for (const k of SHAPE_ONE) delete merged[k];
+    if (route.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
     if (route.limit !== undefined || route.burst !== undefined) delete merged.limits;
     for (const [k, v] of Object.entries(route)) if (v !== undefined) merged[k] = v;
   }
-  const o = merged as HttpRateLimitOptions<Req>;
+  const options = merged as HttpRateLimitOptions<Req>;
 
   const limiterOptions = pick(merged, LIMITER_OPTION_NAMES) as CreateLimiterOptions;
   if (limiterOptions.limit === undefined && limiterOptions.burst === undefined && limiterOptions.limits === undefined) {
@@ -174,22 +175,22 @@ export function resolveHttpOptions<Req = unknown>(
     false,
   );
 
-  const cost = typeof o.cost === 'function' ? o.cost : staticCost('cost', o.cost ?? 1, limiter.maxCost);
-  if (o.group !== undefined && (typeof o.group !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(o.group))) {
-    invalidOption('group', o.group, 'a string matching [A-Za-z0-9_.-]{1,64}');
+  const cost = typeof options.cost === 'function' ? options.cost : staticCost('cost', options.cost ?? 1, limiter.maxCost);
+  if (options.group !== undefined && (typeof options.group !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.group))) {
+    invalidOption('group', options.group, 'a string matching [A-Za-z0-9_.-]{1,64}');
   }
   return {
     limiter,
     identity,
     cost,
-    key: optionalFunction('key', o.key),
-    group: o.group,
-    dialects: dialectsOf(o.headers),
-    retryAfterJitterMs: wholeNumber('retryAfterJitterMs', o.retryAfterJitterMs ?? 1000, 0, 3_600_000),
-    shadow: bool('shadow', o.shadow, false),
-    respondDirectly: bool('respondDirectly', o.respondDirectly, true),
-    handler: optionalFunction('handler', o.handler),
-    onLimited: optionalFunction('onLimited', o.onLimited),
-    onDecision: optionalFunction('onDecision', o.onDecision),
+    key: optionalFunction('key', options.key),
+    group: options.group,
+    dialects: dialectsOf(options.headers),
+    retryAfterJitterMs: wholeNumber('retryAfterJitterMs', options.retryAfterJitterMs ?? 1000, 0, 3_600_000),
+    shadow: bool('shadow', options.shadow, false),
+    respondDirectly: bool('respondDirectly', options.respondDirectly, true),
+    handler: optionalFunction('handler', options.handler),
+    onLimited: optionalFunction('onLimited', options.onLimited),
+    onDecision: optionalFunction('onDecision', options.onDecision),
   };
 }

@@ -1,6 +1,7 @@
 // sliding-window-counter in memory: the twin of sliding-window-counter.lua, step for step.
 import type { Twin } from '../types';
-import { EPSILON, ttl } from '../twin-math';
+import { EPSILON } from '../types';
+import { ttl } from '../twin-math';
 
 export interface SlidingWindowCounterState {
   w: number;

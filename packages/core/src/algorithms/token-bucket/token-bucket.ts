@@ -1,6 +1,7 @@
 // token-bucket in memory: the twin of token-bucket.lua, step for step.
 import type { Twin } from '../types';
-import { EPSILON, ttl } from '../twin-math';
+import { EPSILON } from '../types';
+import { ttl } from '../twin-math';
 
 export interface TokenBucketState {
   t: number;
