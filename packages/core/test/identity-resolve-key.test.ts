@@ -93,6 +93,48 @@ describe('resolveKey', () => {
     expect(dir.calls.slice(500)).toEqual(['k0']);
   });
 
+  it('keeps found keys apart from unknown ones: a flood of invented keys never evicts a customer\'s key', async () => {
+    const dir = fakeDirectory({ customer: { account: 'c' } });
+    const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey, keyCache: { max: 10, unknownMax: 10 } });
+    await identify(facts('customer'));
+    // 1,000 invented keys from 1,000 addresses (no per-IP budget spent twice).
+    for (let i = 0; i < 1_000; i++) await identify(facts(`invented-${i}`, `198.51.${i >> 8}.${i & 255}`));
+    const again = identify(facts('customer'));
+    expect(again).not.toBeInstanceOf(Promise); // still cached: answered without a lookup
+    expect(dir.calls.filter((k) => k === 'customer')).toHaveLength(1);
+  });
+
+  it('bounds lookups of unseen keys per client IP (IPv6: per /64) per window; seen keys spend nothing', async () => {
+    const { clock, advance } = manualClock();
+    const dir = fakeDirectory({ good: { account: 'g' } });
+    const identify = createIdentify({ ...quiet, clock, resolveKey: dir.resolveKey, keyCache: { lookupsPerIp: 3, lookupWindowMs: '1m' } });
+    await identify(facts('good'));
+    const ids: Identity[] = [];
+    for (let i = 0; i < 10; i++) ids.push(await identify(facts(`guess-${i}`)));
+    expect(dir.calls).toEqual(['good', 'guess-0', 'guess-1']); // 'good' spent one of the 3
+    expect(ids.slice(2).every((id) => id.keyStatus === 'unchecked' && id.subject === 'ip:203.0.113.7')).toBe(true);
+    // A key already cached costs no budget; another IP has its own; one /64 is one budget.
+    expect(await identify(facts('good'))).toMatchObject({ keyStatus: 'known' });
+    await identify(facts('other-ip-key', '203.0.113.8'));
+    expect(dir.calls).toContain('other-ip-key');
+    for (let i = 0; i < 5; i++) await identify(facts(`v6-${i}`, `2001:db8:9:9::${i + 1}`));
+    expect(dir.calls.filter((k) => k.startsWith('v6-'))).toEqual(['v6-0', 'v6-1', 'v6-2']);
+    // The window passes: the IP may look up again.
+    advance(60_000);
+    await identify(facts('guess-late'));
+    expect(dir.calls).toContain('guess-late');
+  });
+
+  it('asks the block hook about the IP before looking up a key never seen, and skips the lookup when the IP is blocked', async () => {
+    const dir = fakeDirectory({});
+    const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey });
+    const asked: string[] = [];
+    const blockedIp = { isBlocked: (id: Identity) => (asked.push(id.subject), id.subject === 'ip:203.0.113.7') };
+    for (let i = 0; i < 300; i++) expect(identify(facts(`fresh-${i}`), blockedIp)).toEqual({ subject: 'ip:203.0.113.7', kind: 'ip', keyStatus: 'unchecked' });
+    expect(dir.calls).toHaveLength(0);
+    expect(new Set(asked)).toEqual(new Set(['ip:203.0.113.7']));
+  });
+
   it("answers an unknown key with rejected: 'unknown-key' when unknownKey is 'reject'", async () => {
     const dir = fakeDirectory({ good: { account: 1 } });
     const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey, unknownKey: 'reject' });
