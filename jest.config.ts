@@ -37,6 +37,21 @@ const dirs = ['packages', 'examples', 'tests']
   .filter((dir) => existsSync(join(__dirname, dir, 'package.json')));
 if (existsSync(join(__dirname, 'bench', 'package.json'))) dirs.push('bench');
 
+/** Every *.test.ts in the repository (outside node_modules, dist and dot folders), as repo-relative paths. */
+function testFiles(dir = ''): string[] {
+  return readdirSync(join(__dirname, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = dir ? `${dir}/${entry.name}` : entry.name;
+    if (entry.isDirectory()) return entry.name === 'node_modules' || entry.name === 'dist' || entry.name.startsWith('.') ? [] : testFiles(path);
+    return entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+// A test file that no project picks up would be skipped in silence (a folder without a
+// package.json, a file outside the project folders): fail instead, naming it.
+const orphans = testFiles().filter((file) => !dirs.some((dir) => file.startsWith(`${dir}/`)));
+if (orphans.length > 0) {
+  throw new Error(`jest.config.ts: no project runs ${orphans.join(', ')} (a test folder needs a package.json under packages/, examples/ or tests/, or bench/)`);
+}
+
 const config: Config = {
   projects: dirs.map(project),
   testTimeout: 30_000,

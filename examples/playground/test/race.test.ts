@@ -24,8 +24,11 @@ describe('race against a real Redis', () => {
     await redis?.stop();
   });
 
-  it('naive get-then-incr admits more than the limit; Floodgate admits exactly the limit', async () => {
+  it('naive get-then-incr admits more than the limit; Floodgate admits exactly the limit, one script call per request', async () => {
+    await redis.resetStats();
     const result = await race.run({ requests: 200, limit: 20 });
+    // Every request raced as its own script call (a NOSCRIPT reply is followed by an EVAL, not counted here).
+    expect((await redis.commandStats()).evalsha).toBe(200);
     expect(result.naive.errors).toBe(0);
     expect(result.floodgate.errors).toBe(0);
     expect(result.naive.admitted + result.naive.denied).toBe(200);

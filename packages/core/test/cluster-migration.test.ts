@@ -1,5 +1,5 @@
 // RedisStore on a real 3-master Redis Cluster: NOSCRIPT, MOVED, ASK and TRYAGAIN, and a live slot migration under load.
-import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
+import { keySlot, pollUntil, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster, Redis } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type Decision, type Limiter, type LimiterOptions } from '../src';
 
@@ -151,9 +151,11 @@ describe('RedisStore on a Redis Cluster', () => {
     const base = subjectKey(`${prefix}-m`, '', split);
     const [fixedKey, counterKey] = multi.options.limits.map((l) => `${base}:${l.keySuffix}`);
     await source.migrate(cluster.nodes[to].host, cluster.nodes[to].port, '', 0, 5_000, 'KEYS', fixedKey);
-    const pending = multi.consume(split);
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    expect((await errorStats()).TRYAGAIN).toBeGreaterThanOrEqual(1);
+    let answered = false;
+    const pending = multi.consume(split).finally(() => (answered = true));
+    // Wait for Redis to have refused it (ioredis retries a TRYAGAIN every 100 ms, 16 times).
+    await pollUntil(async () => ((await errorStats()).TRYAGAIN >= 1 ? true : undefined), { timeoutMs: 1_500, intervalMs: 10, what: 'a TRYAGAIN' });
+    expect(answered).toBe(false); // still waiting: decided nowhere while its keys are split
     await cluster.migrateSlot(slot, to); // moves the rest and hands the slot over
     expectStoreDecision(await pending, { allowed: true, remaining: 3 });
 

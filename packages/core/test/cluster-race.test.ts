@@ -1,10 +1,11 @@
-// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, each algorithm admits exactly its limit.
+// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, all requests in flight at once, each algorithm admits exactly its limit, uncoalesced and coalesced.
 import type { ChildProcess } from 'node:child_process';
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type AlgorithmName } from '../src';
-import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
-import { next, startChildren, stopChildren } from './race/race-harness';
+import { SCRIPTS } from '../src/stores/redis-protocol';
+import { modePrefix, type RaceCoalesce, type RaceReply, type RaceSetup } from './race/race-child';
+import { inFlightTogetherMs, raceRound, startChildren, stopChildren, TURN_BATCH } from './race/race-harness';
 
 const PROCESSES = 3;
 const IN_FLIGHT = 150; // per process, all at once
@@ -22,6 +23,13 @@ const prefix = `crace-${Math.random().toString(36).slice(2, 8)}`;
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
   client = cluster.client({ retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
+  // Every script on every master before the race (a child's warm-up loads it on one master only), so
+  // that a round's script calls are all EVALSHA, none a NOSCRIPT followed by EVAL.
+  for (const node of cluster.nodes) {
+    const direct = node.client();
+    for (const { source } of Object.values(SCRIPTS)) await direct.script('LOAD', source);
+    direct.disconnect();
+  }
   // The race test's own child (race/race-child.ts), told to connect to the cluster.
   const setup: RaceSetup = { type: 'setup', port: 0, cluster: cluster.startupNodes, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
   children.push(...(await startChildren(PROCESSES, setup)));
@@ -33,41 +41,58 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-it(`${PROCESSES} processes x ${IN_FLIGHT} in flight on one subject per round, rounds on every master: each algorithm admits exactly ${LIMIT}`, async () => {
-  // Round i's subject lives on master i % 3, so the five rounds cover all three masters.
+/** Round i's subject lives on master i % 3, so the five rounds cover all three masters. */
+async function subjectsOnEveryMaster(own: string): Promise<{ subjects: string[]; owners: number[] }> {
   const subjects: string[] = [];
   const owners: number[] = [];
   for (let n = 0; subjects.length < ROUNDS.length; n++) {
-    const owner = await cluster.ownerOf(keySlot(subjectKey(prefix, '', `subject-${n}`)));
+    const owner = await cluster.ownerOf(keySlot(subjectKey(own, '', `subject-${n}`)));
     if (owner === subjects.length % cluster.nodes.length) {
       subjects.push(`subject-${n}`);
       owners.push(owner);
     }
   }
+  return { subjects, owners };
+}
+
+async function raceOnEveryMaster(coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
+  const own = modePrefix(prefix, coalesce);
+  const { subjects, owners } = await subjectsOnEveryMaster(own);
   expect(new Set(owners).size).toBe(cluster.nodes.length);
   const store = new RedisStore({ client, timeoutMs: 5_000 });
   const results: Record<string, unknown> = {};
 
+  if (coalesce === false) {
+    // The control in the same run: GET, compare, INCR from the same processes over-admits.
+    const naiveKey = `${own}:naive`;
+    await client.set(naiveKey, '0', 'PX', 3_600_000);
+    const owner = await cluster.ownerOf(keySlot(naiveKey));
+    const done = await raceRound(children, { type: 'go', round: 'naive', coalesce, subject: 'unused', naiveKey }, cluster.nodes[owner]);
+    const admitted = done.reduce((total, d) => total + d.admitted, 0);
+    results.naive = { admitted, perProcess: done.map((d) => d.admitted), inFlightTogetherMs: Number(inFlightTogetherMs(done).toFixed(2)) };
+    expect(done.reduce((total, d) => total + d.failed, 0)).toBe(0);
+    expect(inFlightTogetherMs(done)).toBeGreaterThan(0);
+    expect(admitted).toBeGreaterThan(LIMIT);
+    expect(Number(await client.get(naiveKey))).toBe(admitted);
+  }
+
   for (const [i, round] of ROUNDS.entries()) {
-    const go: RaceGo = { type: 'go', round, subject: subjects[i], naiveKey: `${prefix}:unused` };
-    const done: Done[] = await Promise.all(
-      children.map((child) => {
-        const reply = next(child, 'done', 40_000);
-        child.send(go);
-        return reply;
-      }),
-    );
+    await cluster.resetStats();
+    // The start barrier: the round's master is stopped until every process has sent all its requests.
+    const done: Done[] = await raceRound(children, { type: 'go', round, coalesce, subject: subjects[i], naiveKey: `${own}:unused` }, cluster.nodes[owners[i]]);
+    const stats = await cluster.commandStats();
     const sum = (pick: (d: Done) => number) => done.reduce((total, d) => total + pick(d), 0);
-    const summary = { round, master: owners[i], admitted: sum((d) => d.admitted), denied: sum((d) => d.denied), failed: sum((d) => d.failed) };
-    results[round] = summary;
-    expect(summary).toEqual({ round, master: owners[i], admitted: LIMIT, denied: PROCESSES * IN_FLIGHT - LIMIT, failed: 0 });
-    // Many requests were in flight at once in every process: a real race, not a queue.
-    expect(done.map((d) => d.inFlightAtFirstReply >= 100)).toEqual(done.map(() => true));
+    const together = inFlightTogetherMs(done);
+    const summary = { round, master: owners[i], admitted: sum((d) => d.admitted), denied: sum((d) => d.denied), failed: sum((d) => d.failed), evalsha: stats.evalsha ?? 0, eval: stats.eval ?? 0 };
+    results[round] = { ...summary, perProcess: done.map((d) => d.admitted), inFlightTogetherMs: Number(together.toFixed(2)) };
+    expect(summary).toEqual({ round, master: owners[i], admitted: LIMIT, denied: PROCESSES * IN_FLIGHT - LIMIT, failed: 0, evalsha: scriptCallsPerRound, eval: 0 });
+    // No process had an answer before every process had sent all of its requests: a real race, not a queue.
+    expect({ round, together: together > 0 }).toEqual({ round, together: true });
     // The cluster agrees: the subject is exactly full.
     const tokens = round === 'token-bucket' || round === 'gcra';
     const check = createLimiter({
       store,
-      prefix,
+      prefix: own,
       algorithm: round,
       ...(tokens ? { burst: LIMIT, refillPerSecond: 1 / 3600 } : { limit: LIMIT, windowMs: '1h' }),
       blockCacheSize: 0,
@@ -76,5 +101,13 @@ it(`${PROCESSES} processes x ${IN_FLIGHT} in flight on one subject per round, ro
     const peek = await check.peek(subjects[i]);
     expect({ round, allowed: peek.allowed, remaining: peek.remaining, degraded: peek.degraded }).toEqual({ round, allowed: false, remaining: 0, degraded: false });
   }
-  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(`cluster race: ${JSON.stringify(results)}`);
-}, 60_000);
+  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(`cluster race (coalesce ${coalesce}): ${JSON.stringify(results)}`);
+}
+
+it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} in flight at once on one subject per round, one script call each, rounds on every master: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
+  await raceOnEveryMaster(false, PROCESSES * IN_FLIGHT);
+}, 90_000);
+
+it(`default coalescing ('turn'): the same race on every master, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process: each algorithm admits exactly ${LIMIT}`, async () => {
+  await raceOnEveryMaster('turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
+}, 90_000);

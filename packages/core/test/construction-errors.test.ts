@@ -100,13 +100,20 @@ describe('invalid options throw FG_INVALID_OPTION at construction', () => {
 });
 
 describe('the same options, valid, construct', () => {
-  it('a valid value next to each bad one is accepted', () => {
-    expect(() => createLimiter({ limit: 1_000_000_000, windowMs: '365d', prefix: 'p'.repeat(32), name: 'n'.repeat(64) })).not.toThrow();
-    expect(() => createLimiter({ algorithm: 'gcra', burst: 1, refillPerSecond: 1_000_000 })).not.toThrow();
-    expect(() => createLimiter({ limits: Array.from({ length: 16 }, (_, i) => ({ name: `l${i}`, limit: 5 })) })).not.toThrow();
-    expect(() => createLimiter({ limit: 5, blockCacheSize: 0, clock: () => 0 })).not.toThrow();
-    expect(() => new MemoryStore({ maxKeys: 1, clock: () => 0 })).not.toThrow();
-    expect(() => new RedisStore({ client: idle, timeoutMs: '1m', UNSAFE_testClock: () => 0 })).not.toThrow();
+  it('a valid value next to each bad one is accepted, and is the value used', async () => {
+    const big = createLimiter({ limit: 1_000_000_000, windowMs: '365d', prefix: 'p'.repeat(32), name: 'n'.repeat(64) });
+    expect(big.options.prefix).toBe('p'.repeat(32));
+    expect(big.options.limits.map((l) => [l.name, l.limit, l.windowMs])).toEqual([['n'.repeat(64), 1_000_000_000, 31_536_000_000]]);
+    const gcra = createLimiter({ algorithm: 'gcra', burst: 1, refillPerSecond: 1_000_000 });
+    expect(gcra.options.limits.map((l) => [l.algorithm, l.limit])).toEqual([['gcra', 1]]);
+    const many = createLimiter({ limits: Array.from({ length: 16 }, (_, i) => ({ name: `l${i}`, limit: 5 })) });
+    expect(many.options.limits.map((l) => l.name)).toEqual(Array.from({ length: 16 }, (_, i) => `l${i}`));
+    const still = createLimiter({ limit: 5, blockCacheSize: 0, clock: () => 0 });
+    expect((await still.consume('x')).remaining).toBe(4);
+    // maxKeys 1: a second subject evicts the first, whose count starts again.
+    const tiny = createLimiter({ store: new MemoryStore({ maxKeys: 1, clock: () => 0 }), limit: 1, blockCacheSize: 0 });
+    expect([(await tiny.consume('a')).allowed, (await tiny.consume('a')).allowed, (await tiny.consume('b')).allowed, (await tiny.consume('a')).allowed]).toEqual([true, false, true, true]);
+    expect(new RedisStore({ client: idle, timeoutMs: '1m', UNSAFE_testClock: () => 0 }).timeoutMs).toBe(60_000);
   });
 });
 

@@ -137,7 +137,7 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   const redis = new RedisStore({ client: persistingClient(raw, lastTtls), timeoutMs: 10_000, UNSAFE_testClock: clock.now });
   const run = Math.random().toString(36).slice(2, 8);
   const history: string[] = [];
-  const stats = { consume: 0, peek: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0 };
+  const stats = { consume: 0, peek: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0, zeroCost: 0, aboveLimit: 0 };
   const deniedBy: Record<string, number> = {};
 
   const both = async (request: StoreRequest, what: string) => {
@@ -193,6 +193,8 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
       c < 0.08 ? 0 : c < 0.52 ? 1 : c < 0.92 ? rnd.int(Math.min(2, p.maxCost), p.maxCost) : rnd.int(p.maxCost + 1, p.maxCost + 3);
     const mode = rnd.chance(0.8) ? 'consume' : 'peek';
     stats[mode]++;
+    if (cost === 0) stats.zeroCost++;
+    if (cost > p.maxCost) stats.aboveLimit++;
     const request: StoreRequest = { keys, limits: p.limits, cost, mode };
     const result = await both(request, `#${step} +${advance}ms ${subject} ${mode} cost ${cost}`);
     if (result.allowed) {
@@ -233,15 +235,79 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   expect(stats.allowed).toBeGreaterThan(STEPS / 4);
   expect(stats.denied).toBeGreaterThan(STEPS / 10);
   expect(stats.never).toBeGreaterThan(0);
+  expect(stats.zeroCost).toBeGreaterThan(STEPS / 50);
+  expect(stats.aboveLimit).toBeGreaterThan(STEPS / 50);
   expect(stats.probes).toBeGreaterThan(STEPS / 40);
   for (const algorithm of ALGORITHMS) {
     expect({ algorithm, denials: (deniedBy[algorithm] ?? 0) > 20 }).toEqual({ algorithm, denials: true });
   }
 }, 60_000);
 
-it('the sequence covers zero costs, costs above the limit and every algorithm (sanity of the generator)', () => {
+it('the profiles cover every algorithm and a set of three or more limits (zero costs and costs above the limit: counted in the run above)', () => {
   const algorithms = new Set(resolved.flatMap((p) => p.limits.map((l: StoreLimit) => l.algorithm)));
   // Every registered algorithm: a new one needs its profiles above.
   expect([...algorithms].sort()).toEqual([...ALGORITHMS].sort());
   expect(resolved.some((p) => p.limits.length >= 3)).toBe(true);
 });
+
+/**
+ * The path every user runs: RedisStore with no test clock (the scripts read Redis TIME) and no
+ * PERSIST (keys expire in Redis, in real time), with real sleeps between steps so that windows
+ * roll, tokens refill and keys expire on the production clock. Each request also carries a
+ * fixed-window limit of a billion per 365 days, which never denies and whose resetMs is the window's
+ * end minus the script's own `now`: so every step tells the exact ms Redis read, and the twin fed
+ * that ms must give the very same decision, every field. (The extra limit sends single-algorithm
+ * profiles other than fixed-window through the multi-algorithm script, which runs the same
+ * algorithm chunks; their own scripts on TIME are held to exact values in app-clock.test.ts.)
+ */
+it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twin fed the ms Redis read, every profile', async () => {
+  const rnd = prng(SEED ^ 0x7153);
+  const redis = new RedisStore({ client: raw, timeoutMs: 10_000 });
+  const YEAR = 31_536_000_000;
+  const [clockLimit] = resolveLimiterOptions({ algorithm: 'fixed-window', limit: 1_000_000_000, windowMs: YEAR }).limits;
+  const redisNow = async () => {
+    const [s, us] = await raw.time();
+    return Number(s) * 1000 + Math.floor(Number(us) / 1000);
+  };
+  const run = Math.random().toString(36).slice(2, 8);
+  const STEPS_PER_PROFILE = 30;
+  const totals = { steps: 0, allowed: 0, denied: 0 };
+  await server.resetStats();
+
+  // Every profile at once, each on its own subject: the run lasts as long as one profile's sleeps.
+  await Promise.all(
+    resolved.map(async (p, n) => {
+      let now = 0;
+      const twin = new MemoryStore({ clock: () => now });
+      const limits = [...p.limits, clockLimit.store];
+      const keys = [...p.suffixes, `clock.${clockLimit.keySuffix}`].map((suffix) => `clock-${run}:{${p.name}-${n}}:${suffix}`);
+      for (let step = 0; step < STEPS_PER_PROFILE; step++) {
+        await new Promise((resolve) => setTimeout(resolve, rnd.chance(0.3) ? 0 : rnd.int(1, 400)));
+        const c = rnd.next();
+        const cost = c < 0.1 ? 0 : c < 0.6 ? 1 : c < 0.92 ? rnd.int(Math.min(2, p.maxCost), p.maxCost) : p.maxCost + 1;
+        const request: StoreRequest = { keys, limits, cost, mode: rnd.chance(0.8) ? 'consume' : 'peek' };
+        const t1 = await redisNow();
+        const actual = await redis.evaluate(request);
+        const t2 = await redisNow();
+        const clock = actual.results[actual.results.length - 1];
+        now = (Math.floor(t1 / YEAR) + 1) * YEAR - clock.resetMs;
+        const what = `${p.name} step ${step} cost ${cost} ${request.mode}, TIME ${t1}..${t2}, script's now ${now}`;
+        // The script read TIME between the two reads around it: the production clock, not ours.
+        if (!(clock.allowed && now >= t1 && now <= t2)) throw new Error(`${what}: the clock limit says ${JSON.stringify(clock)}`);
+        const expected = twin.evaluateSync(request);
+        if (JSON.stringify(actual) !== JSON.stringify(expected)) {
+          throw new Error(`${what}:\n  redis ${JSON.stringify(actual)}\n  twin  ${JSON.stringify(expected)}`);
+        }
+        totals.steps++;
+        totals[actual.allowed ? 'allowed' : 'denied']++;
+      }
+    }),
+  );
+  const expired = Number(/expired_keys:(\d+)/.exec(await raw.info('stats'))?.[1] ?? 0);
+  console.log(`differential on Redis TIME (seed ${SEED}): ${JSON.stringify({ profiles: resolved.length, ...totals, expiredKeysInRedis: expired })}`);
+  expect(totals.steps).toBe(resolved.length * STEPS_PER_PROFILE);
+  // The sequences reach both outcomes on the production clock, and Redis expired keys on its own.
+  expect(totals.allowed).toBeGreaterThan(totals.steps / 4);
+  expect(totals.denied).toBeGreaterThan(totals.steps / 10);
+  expect(expired).toBeGreaterThan(0);
+}, 60_000);

@@ -82,6 +82,13 @@ function steadyLoad(routes: Record<string, { limiter: Limiter; subject: () => st
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/**
+ * The store deadline of the scenarios that assert healthy phases: every healthy decision must beat
+ * it, so it sits far above this machine's noise (docs/failure-modes.md records a 102 ms healthy worst
+ * case on a busy machine; the default 100 ms would make a slow moment look like an outage). A kill is
+ * seen at once (the connection closes); a pause is seen when calls pass this deadline.
+ */
+const HEALTHY_DEADLINE_MS = 1_000;
 /** Answers per route collected during each fault (at least 6 for the local route: 5 admitted, then denials). */
 const MIN_SAMPLES = 15;
 /** Enough answers fired after `t` on every route (a loaded machine fires fewer per second). */
@@ -204,7 +211,7 @@ it('Redis killed under steady load: open serves, closed refuses with Retry-After
   const logger = quietLogger();
   const c = client();
   await c.ping(); // connected before the load starts, so 'before' means healthy
-  const store = new CountingStore(new RedisStore({ client: c }));
+  const store = new CountingStore(new RedisStore({ client: c, timeoutMs: HEALTHY_DEADLINE_MS }));
   const app = threeRoutes(store, events, logger);
   let localSubject = 'before';
   const load = steadyLoad({
@@ -270,7 +277,7 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
   const logger = quietLogger();
   const c = client();
   await c.ping();
-  const redis = new RedisStore({ client: c });
+  const redis = new RedisStore({ client: c, timeoutMs: HEALTHY_DEADLINE_MS });
   const store = new CountingStore(redis);
   const app = threeRoutes(store, events, logger);
   let localSubject = 'before';
@@ -298,7 +305,8 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
     await load.stop();
     expect(load.errors).toEqual([]);
 
-    const during = load.samples.filter((s) => s.firedAt > pausedAt && s.firedAt < resumedAt);
+    // Fired and answered while Redis was stopped (a probe in flight at SIGCONT gets Redis' answer).
+    const during = load.samples.filter((s) => s.firedAt > pausedAt && s.firedAt + s.ms < resumedAt);
     checkDegraded(during);
     measure('pause', during);
     measure('pause, breaker open', during.filter((s) => s.firedAt > openedAt));
@@ -310,7 +318,7 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
     const callsWhileOpen = store.calls.filter((t) => t > openedAt && t < resumedAt).length;
     expect(callsWhileOpen).toBe(probes);
     const timeouts = events.filter((e) => e.state === 'open').map((e) => (e.error as Error).message);
-    expect(timeouts.every((m) => /did not answer within 100 ms/.test(m))).toBe(true);
+    expect(timeouts.every((m) => new RegExp(`did not answer within ${HEALTHY_DEADLINE_MS} ms`).test(m))).toBe(true);
     expect(stats(during.map((s) => s.ms)).worst).toBeLessThan(5_000);
     // SIGSTOP may land in the middle of a script: it finishes on SIGCONT, expiry included.
     expect(await keysWithoutTtl(c, app.prefix)).toEqual([]);

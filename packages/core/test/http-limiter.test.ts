@@ -1,6 +1,6 @@
 // The framework-free HTTP pipeline: option merging, scopes, identities and plans, and how decisions map to responses.
 import { createHttpLimiter, type HttpResult } from '../src/http/http-limiter';
-import { DEFAULT_LIMIT, resolveHttpOptions } from '../src/http/resolve-http-options';
+import { resolveHttpOptions } from '../src/http/resolve-http-options';
 import type { RequestFacts } from '../src/identity';
 import { MemoryStore } from '../src/stores/memory-store';
 import type { Store } from '../src/stores/store';
@@ -21,7 +21,8 @@ describe('resolveHttpOptions', () => {
     expect(o.retryAfterJitterMs).toBe(1000);
     expect(o.cost).toBe(1);
     expect(o.shadow).toBe(false);
-    expect(o.limiter.limits.map((l) => l.limit)).toEqual([DEFAULT_LIMIT]);
+    // The documented default, written out: not the constant from the module under test.
+    expect(o.limiter.limits.map((l) => [l.algorithm, l.limit, l.windowMs])).toEqual([['sliding-window-counter', 60, 60_000]]);
   });
 
   it('merges route overrides key by key; `limits` on a route drops the global single limit and back', () => {
@@ -182,10 +183,10 @@ describe('createHttpLimiter', () => {
     expect([bad.status, bad.decision, bad.headers]).toEqual([401, undefined, []]);
     const good = await http.handle(facts({ headers: { 'x-api-key': 'good' } }), {});
     expect(good.status).toBe('next');
-    expect(good.decision?.remaining).toBe(DEFAULT_LIMIT - 1);
+    expect([good.decision?.limit, good.decision?.remaining]).toEqual([60, 59]);
     // The 401 drew one unit from the IP's bucket: guessing keys is limited like any request.
     const anonymous = await http.handle(facts(), {});
-    expect(anonymous.decision?.remaining).toBe(DEFAULT_LIMIT - 2);
+    expect(anonymous.decision?.remaining).toBe(58);
   });
 
   it('answers 429, not 401, once unknown keys have spent the IP\'s limit', async () => {

@@ -1,17 +1,17 @@
-// Race test: separate Node processes, hundreds of requests in flight on one subject, one redis-server: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
+// Race test: separate Node processes, hundreds of requests in flight at once on one subject, one redis-server: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { createLimiter, RedisStore, type AlgorithmName } from '../src';
-import type { RaceGo, RaceReply, RaceSetup } from './race/race-child';
-import { next, startChildren, stopChildren } from './race/race-harness';
+import { modePrefix, type RaceCoalesce, type RaceGo, type RaceReply, type RaceSetup } from './race/race-child';
+import { inFlightTogetherMs, raceRound, startChildren, stopChildren, TURN_BATCH } from './race/race-harness';
 
 const PROCESSES = 4;
 const IN_FLIGHT = Number(process.env.FLOODGATE_RACE_IN_FLIGHT ?? 150); // per process, all at once
 const LIMIT = 100;
-const ROUNDS: readonly (AlgorithmName | 'naive')[] = ['naive', 'fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
+const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
 const REPO = join(__dirname, '..', '..', '..');
 const ARTIFACT = join(REPO, '.artifacts', 'race-results.json');
 
@@ -21,7 +21,7 @@ let server: RedisServer;
 let client: Redis;
 const children: ChildProcess[] = [];
 const prefix = `race-${Math.random().toString(36).slice(2, 8)}`;
-
+const results: Record<string, Record<string, unknown>> = {};
 
 beforeAll(async () => {
   server = await startRedis();
@@ -34,60 +34,74 @@ afterAll(async () => {
   await stopChildren(children);
   client?.disconnect();
   await server?.stop();
-});
-
-it(`${PROCESSES} processes x ${IN_FLIGHT} requests in flight on one subject: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
-  const results: Record<string, unknown> = {};
-  const subject = 'one-shared-subject';
-  const naiveKey = `${prefix}:naive`;
-  await client.set(naiveKey, '0', 'PX', 3_600_000); // so that the control's key has a TTL as well
-  const store = new RedisStore({ client, timeoutMs: 5_000 });
-
-  for (const round of ROUNDS) {
-    const go: RaceGo = { type: 'go', round, subject, naiveKey };
-    const done = await Promise.all(
-      children.map((child) => {
-        const reply = next(child, 'done', 40_000);
-        child.send(go);
-        return reply;
-      }),
-    );
-    const sum = (pick: (d: Done) => number) => done.reduce((total, d) => total + pick(d), 0);
-    // The bursts overlapped in time: the last process started before the first one finished.
-    const overlapMs = Math.min(...done.map((d) => d.endedAt)) - Math.max(...done.map((d) => d.startedAt));
-    const summary = {
-      requests: sum((d) => d.sent),
-      admitted: sum((d) => d.admitted),
-      denied: sum((d) => d.denied),
-      failed: sum((d) => d.failed),
-      perProcess: done.map((d) => d.admitted),
-      inFlightAtFirstReply: done.map((d) => d.inFlightAtFirstReply),
-      overlapMs,
-    };
-    results[round] = round === 'naive' ? { ...summary, counterInRedis: Number(await client.get(naiveKey)) } : summary;
-
-    expect({ round, failed: summary.failed, requests: summary.requests }).toEqual({ round, failed: 0, requests: PROCESSES * IN_FLIGHT });
-    expect(summary.inFlightAtFirstReply.every((n) => n >= 100)).toBe(true);
-    if (round === 'naive') {
-      expect(summary.admitted).toBeGreaterThan(LIMIT);
-    } else {
-      expect({ round, admitted: summary.admitted }).toEqual({ round, admitted: LIMIT });
-      expect(summary.denied).toBe(PROCESSES * IN_FLIGHT - LIMIT);
-      // Redis agrees: the subject is exactly full.
-      const check = createLimiter({ store, prefix, algorithm: round, ...(round === 'token-bucket' || round === 'gcra' ? { burst: LIMIT, refillPerSecond: 1 / 3600 } : { limit: LIMIT, windowMs: '1h' }), blockCacheSize: 0, failMode: 'closed' });
-      const peek = await check.peek(subject);
-      expect({ round, allowed: peek.allowed, remaining: peek.remaining, degraded: peek.degraded }).toEqual({ round, allowed: false, remaining: 0, degraded: false });
-    }
-  }
-
-  // Every key written on Redis' own clock has a TTL: one per algorithm, plus the control's.
-  const keys = await client.keys(`${prefix}:*`);
-  const ttls = await Promise.all(keys.map((key) => client.pttl(key)));
-  expect(keys.length).toBe(ROUNDS.length);
-  expect(ttls.every((ttl) => ttl > 0)).toBe(true);
-
-  const report = { processes: PROCESSES, inFlightPerProcess: IN_FLIGHT, limit: LIMIT, rounds: results };
+  const report = { processes: PROCESSES, inFlightPerProcess: IN_FLIGHT, limit: LIMIT, modes: results };
   console.log(`race results:\n${JSON.stringify(report, null, 2)}`);
   mkdirSync(join(REPO, '.artifacts'), { recursive: true });
   writeFileSync(ARTIFACT, `${JSON.stringify({ ...report, at: new Date().toISOString() }, null, 2)}\n`);
-}, 60_000);
+});
+
+/** One round behind the start barrier, with the script calls Redis counted for it. */
+async function round(go: RaceGo) {
+  await server.resetStats();
+  const done: Done[] = await raceRound(children, go, server);
+  const commands = await server.commandStats();
+  const sum = (pick: (d: Done) => number) => done.reduce((total, d) => total + pick(d), 0);
+  return {
+    requests: sum((d) => d.sent),
+    admitted: sum((d) => d.admitted),
+    denied: sum((d) => d.denied),
+    failed: sum((d) => d.failed),
+    perProcess: done.map((d) => d.admitted),
+    // Every request of every process was unanswered during this span (ms).
+    inFlightTogetherMs: Number(inFlightTogetherMs(done).toFixed(2)),
+    scriptCalls: { evalsha: commands.evalsha ?? 0, eval: commands.eval ?? 0 },
+    // The control's commands (scripts' own calls count here too, so read them for the control only).
+    commands: { get: commands.get ?? 0, incr: commands.incr ?? 0 },
+  };
+}
+
+async function raceEveryAlgorithm(coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
+  const own = modePrefix(prefix, coalesce);
+  const mode = (results[String(coalesce)] = {} as Record<string, unknown>);
+  const store = new RedisStore({ client, timeoutMs: 5_000 });
+  const subject = 'one-shared-subject';
+  const rounds: (AlgorithmName | 'naive')[] = coalesce === false ? ['naive', ...ALGORITHMS] : [...ALGORITHMS];
+  const naiveKey = `${own}:naive`;
+  if (rounds.includes('naive')) await client.set(naiveKey, '0', 'PX', 3_600_000); // so that the control's key has a TTL as well
+
+  for (const name of rounds) {
+    const summary = await round({ type: 'go', round: name, coalesce, subject, naiveKey });
+    mode[name] = summary;
+    expect({ name, failed: summary.failed, requests: summary.requests }).toEqual({ name, failed: 0, requests: PROCESSES * IN_FLIGHT });
+    // No process had an answer before every process had sent all of its requests.
+    expect({ name, together: summary.inFlightTogetherMs > 0 }).toEqual({ name, together: true });
+    if (name === 'naive') {
+      expect(summary.commands.get).toBe(PROCESSES * IN_FLIGHT);
+      expect(summary.admitted).toBeGreaterThan(LIMIT);
+      expect(Number(await client.get(naiveKey))).toBe(summary.admitted);
+      continue;
+    }
+    // Redis ran the script calls the mode promises: one per request, or one per turn per process.
+    expect({ name, ...summary.scriptCalls }).toEqual({ name, evalsha: scriptCallsPerRound, eval: 0 });
+    expect({ name, admitted: summary.admitted }).toEqual({ name, admitted: LIMIT });
+    expect(summary.denied).toBe(PROCESSES * IN_FLIGHT - LIMIT);
+    // Redis agrees: the subject is exactly full.
+    const check = createLimiter({ store, prefix: own, algorithm: name, ...(name === 'token-bucket' || name === 'gcra' ? { burst: LIMIT, refillPerSecond: 1 / 3600 } : { limit: LIMIT, windowMs: '1h' }), blockCacheSize: 0, failMode: 'closed' });
+    const peek = await check.peek(subject);
+    expect({ name, allowed: peek.allowed, remaining: peek.remaining, degraded: peek.degraded }).toEqual({ name, allowed: false, remaining: 0, degraded: false });
+  }
+
+  // Every key written on Redis' own clock has a TTL: one per algorithm (plus the control's).
+  const keys = await client.keys(`${own}:*`);
+  const ttls = await Promise.all(keys.map((key) => client.pttl(key)));
+  expect(keys.length).toBe(rounds.length);
+  expect(ttls.every((ttl) => ttl > 0)).toBe(true);
+}
+
+it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} requests in flight at once, one script call each: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
+  await raceEveryAlgorithm(false, PROCESSES * IN_FLIGHT);
+}, 90_000);
+
+it(`default coalescing ('turn'): the same race, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process, each algorithm admits exactly ${LIMIT}`, async () => {
+  await raceEveryAlgorithm('turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
+}, 90_000);

@@ -6,7 +6,6 @@ import { rateLimit } from '../src';
 
 runDirectResponseSuite({
   name: 'fastify 5',
-  afterHook: true,
   async start(options) {
     const statuses: number[] = [];
     const app = Fastify();

@@ -59,14 +59,23 @@ it("runs in 'preHandler' when asked, so a key can use what authentication set", 
 it('lets one route override the hook and skips routes with rateLimit: false', async () => {
   const { options, scopes } = setup();
   const app = Fastify();
+  // Between onRequest and preHandler: has the limiter decided yet?
+  const decidedByPreValidation: Record<string, boolean> = {};
+  app.addHook('preValidation', async (request) => {
+    decidedByPreValidation[request.url] = request.rateLimit !== undefined;
+  });
   await app.register(rateLimit, options);
   app.get('/free', { config: { rateLimit: false } }, async () => 'ok');
+  app.get('/early', async (request) => ({ remaining: request.rateLimit?.remaining }));
   app.get('/late', { config: { rateLimit: { hook: 'preHandler', cost: 2 } } }, async (request) => ({ remaining: request.rateLimit?.remaining }));
   const get = await listen(app);
   const free = await get('/free');
   expect(free.headers.get('ratelimit-limit')).toBeNull();
+  expect(await (await get('/early')).json()).toEqual({ remaining: 4 });
   expect(await (await get('/late')).json()).toEqual({ remaining: 3 });
-  expect(scopes).toEqual(['GET /late']);
+  // The default hook (onRequest) decided before preValidation; the overridden one (preHandler) after it.
+  expect(decidedByPreValidation).toEqual({ '/free': false, '/early': true, '/late': false });
+  expect(scopes).toEqual(['GET /early', 'GET /late']);
 });
 
 it('throws for bad plugin options and bad route config when the app starts', async () => {

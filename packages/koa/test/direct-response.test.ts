@@ -6,7 +6,6 @@ import { rateLimit } from '../src';
 
 runDirectResponseSuite({
   name: 'koa',
-  afterHook: true,
   async start(options) {
     const statuses: number[] = [];
     const limiter = rateLimit(options);

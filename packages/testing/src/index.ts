@@ -7,3 +7,4 @@ export {
 } from './redis-cluster';
 export { keySlot, crc16, SLOT_COUNT } from './key-slot';
 export { parseCommandStats, sumCommandStats } from './command-stats';
+export { pollUntil, type PollOptions } from './poll';

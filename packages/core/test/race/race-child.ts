@@ -1,6 +1,6 @@
-// One process of the race test: on 'go', fires N requests at once on one shared subject and reports how many were admitted.
+// One process of the race test: on 'go', fires N requests at once on one shared subject, says when all are sent, and reports how many were admitted.
 import { Cluster, Redis } from 'ioredis';
-import { createLimiter, RedisStore, type AlgorithmName, type Limiter, type LimitOptions } from '../../src';
+import { createLimiter, RedisStore, type AlgorithmName, type CoalesceMode, type Limiter, type LimitOptions } from '../../src';
 
 export interface RaceSetup {
   type: 'setup';
@@ -14,11 +14,22 @@ export interface RaceSetup {
 export interface RaceGo {
   type: 'go';
   round: AlgorithmName | 'naive';
+  /**
+   * How the child's RedisStore shares script calls: false sends one script call per request (the
+   * strictest race: every request is its own script), 'turn' is the default users run.
+   */
+  coalesce: RaceCoalesce;
   subject: string;
   naiveKey: string;
 }
+export type RaceCoalesce = Extract<CoalesceMode, false | 'turn'>;
+/** The modes a child has limiters for; each writes under its own prefix, `${prefix}-${mode}`. */
+export const RACE_MODES: readonly RaceCoalesce[] = [false, 'turn'];
+export const modePrefix = (prefix: string, mode: RaceCoalesce): string => `${prefix}-${mode === false ? 'uncoalesced' : mode}`;
 export type RaceReply =
   | { type: 'ready'; pid: number }
+  /** Every request of the round has been handed to the Redis client (its calls written to the socket). */
+  | { type: 'sent'; pid: number }
   | {
       type: 'done';
       round: string;
@@ -28,10 +39,14 @@ export type RaceReply =
       denied: number;
       /** Degraded decisions or rejected calls: a store failure, never counted as admitted. */
       failed: number;
-      /** Requests already sent when the first answer arrived. */
-      inFlightAtFirstReply: number;
-      /** Wall-clock span of the burst (ms since the epoch), to show the processes overlapped. */
+      /**
+       * Times (ms since the epoch, sub-ms: performance.timeOrigin + now()): the first request made,
+       * the last one handed to the client (its script call written), the first answer, the last.
+       * [lastSentAt, firstReplyAt] is a span in which every request of this process was in flight.
+       */
       startedAt: number;
+      lastSentAt: number;
+      firstReplyAt: number;
       endedAt: number;
     }
   | { type: 'error'; message: string };
@@ -40,7 +55,8 @@ const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-lo
 
 let client: Redis | Cluster;
 let setup: RaceSetup;
-const limiters = new Map<AlgorithmName, Limiter>();
+const limiters = new Map<string, Limiter>();
+const now = () => performance.timeOrigin + performance.now();
 
 function send(message: RaceReply): void {
   process.send?.(message);
@@ -60,18 +76,20 @@ async function onSetup(message: RaceSetup): Promise<void> {
     : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
   client.on('error', () => undefined);
   await client.ping();
-  // One script per request (the default, no coalescing): the most concurrent scripts, the strictest race.
-  const store = new RedisStore({ client, timeoutMs: 20_000, coalesce: process.env.FLOODGATE_RACE_COALESCE === '1' ? 'in-flight' : undefined });
-  for (const algorithm of ALGORITHMS) {
-    const limiter = createLimiter({
-      ...optionsFor(algorithm, message.limit),
-      store,
-      prefix: message.prefix,
-      blockCacheSize: 0, // every request goes to Redis
-      failMode: 'closed', // a store failure is never an admission
-    });
-    await limiter.peek('warm-up'); // loads the script (NOSCRIPT -> EVAL) before the race
-    limiters.set(algorithm, limiter);
+  // A long timeout: the parent holds Redis stopped (SIGSTOP) until every process has sent its round.
+  for (const coalesce of RACE_MODES) {
+    const store = new RedisStore({ client, timeoutMs: 20_000, coalesce });
+    for (const algorithm of ALGORITHMS) {
+      const limiter = createLimiter({
+        ...optionsFor(algorithm, message.limit),
+        store,
+        prefix: modePrefix(message.prefix, coalesce),
+        blockCacheSize: 0, // every request goes to Redis
+        failMode: 'closed', // a store failure is never an admission
+      });
+      await limiter.peek('warm-up'); // loads the script (NOSCRIPT -> EVAL) before the race
+      limiters.set(`${coalesce}/${algorithm}`, limiter);
+    }
   }
   send({ type: 'ready', pid: process.pid });
 }
@@ -81,11 +99,11 @@ async function onGo(message: RaceGo): Promise<void> {
   let denied = 0;
   let failed = 0;
   let sent = 0;
-  let inFlightAtFirstReply = -1;
+  let firstReplyAt = 0;
   const firstReply = () => {
-    if (inFlightAtFirstReply < 0) inFlightAtFirstReply = sent;
+    if (firstReplyAt === 0) firstReplyAt = now();
   };
-  const startedAt = Date.now();
+  const startedAt = now();
   const requests: Promise<void>[] = [];
   if (message.round === 'naive') {
     // The control: GET, compare, INCR in separate round trips, no script, no MULTI.
@@ -107,7 +125,7 @@ async function onGo(message: RaceGo): Promise<void> {
       );
     }
   } else {
-    const limiter = limiters.get(message.round)!;
+    const limiter = limiters.get(`${message.coalesce}/${message.round}`)!;
     for (let i = 0; i < setup.inFlight; i++) {
       sent++;
       requests.push(
@@ -126,8 +144,13 @@ async function onGo(message: RaceGo): Promise<void> {
       );
     }
   }
+  // Every request is made; wait one turn so that calls sent at the end of the turn ('turn'
+  // coalescing sends in a setImmediate queued before this one) are written too.
+  await new Promise((resolve) => setImmediate(resolve));
+  const lastSentAt = now();
+  send({ type: 'sent', pid: process.pid });
   await Promise.all(requests);
-  send({ type: 'done', round: message.round, pid: process.pid, sent, admitted, denied, failed, inFlightAtFirstReply, startedAt, endedAt: Date.now() });
+  send({ type: 'done', round: message.round, pid: process.pid, sent, admitted, denied, failed, startedAt, lastSentAt, firstReplyAt, endedAt: now() });
 }
 
 process.on('message', (message: RaceSetup | RaceGo | { type: 'exit' }) => {

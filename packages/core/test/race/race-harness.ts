@@ -1,7 +1,7 @@
 // The parent's side of the race protocol: fork the race children, wait for their messages, stop them.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { RaceReply, RaceSetup } from './race-child';
+import type { RaceGo, RaceReply, RaceSetup } from './race-child';
 
 const REPO = join(__dirname, '..', '..', '..', '..');
 
@@ -67,3 +67,41 @@ export async function stopChildren(children: readonly ChildProcess[]): Promise<v
     ),
   );
 }
+
+/** What the parent holds still while the children send: the redis-server (or the Cluster master) of the round's subject. */
+export interface Pausable {
+  pause(): void;
+  resume(): void;
+}
+
+/**
+ * One round with a start barrier: Redis is stopped (SIGSTOP), every child makes all its requests
+ * (their script calls wait, written, in Redis' sockets), and only when every child has said 'sent'
+ * does Redis run again (SIGCONT) and meet them all at once. Without the barrier, on a machine with
+ * fewer cores than children, one child can send and be answered before another has started, and
+ * the "race" is a queue. Resolves with every child's 'done'.
+ */
+export async function raceRound(children: readonly ChildProcess[], go: RaceGo, redis: Pausable): Promise<Extract<RaceReply, { type: 'done' }>[]> {
+  const replies = children.map((child) => ({ sent: next(child, 'sent', 40_000), done: next(child, 'done', 60_000) }));
+  // A child that fails before 'sent' fails both; the first rejection is the one reported.
+  for (const r of replies) r.done.catch(() => undefined);
+  redis.pause();
+  try {
+    for (const child of children) child.send(go);
+    await Promise.all(replies.map((r) => r.sent));
+  } finally {
+    redis.resume();
+  }
+  return Promise.all(replies.map((r) => r.done));
+}
+
+/**
+ * How long every request of every child was in flight at once: from the last child's last send to
+ * the first answer any child got. Positive only if no child had an answer before all had sent.
+ */
+export function inFlightTogetherMs(done: readonly Extract<RaceReply, { type: 'done' }>[]): number {
+  return Math.min(...done.map((d) => d.firstReplyAt)) - Math.max(...done.map((d) => d.lastSentAt));
+}
+
+/** Script calls a coalesced child makes for `inFlight` requests made in one turn (RedisStore sends at most 64 per call). */
+export const TURN_BATCH = 64;
