@@ -118,16 +118,19 @@ const PEER_NAMES: Readonly<Record<string, string>> = {
   skipOnError: 'failMode',
   insuranceLimiter: 'failMode',
   timeout: 'timeoutMs',
+  allowlist: 'allowList',
+  whitelist: 'allowList',
+  skipList: 'allowList',
+  skipFailedRequests: 'countOnly',
+  skipSuccessfulRequests: 'countOnly',
+  blockDuration: 'lockout',
+  ban: 'lockout',
 };
 
 /** Peer options Floodgate has no direct equivalent for, and what to do instead. */
 const PEER_HINTS: Readonly<Record<string, string>> = {
-  skip: 'Floodgate has no `skip`: exempt a route with `limiter.route(false)` (or `config.rateLimit: false` on Fastify)',
-  allowList: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
-  allowlist: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
-  whitelist: 'Floodgate has no allow list: exempt a route with `limiter.route(false)`',
-  skipFailedRequests: 'Floodgate counts every request',
-  skipSuccessfulRequests: 'Floodgate counts every request',
+  skip: '`skip` is an option of the HTTP adapters (rateLimit), not of createLimiter',
+  allowList: '`allowList` is an option of the HTTP adapters (rateLimit), not of createLimiter',
   statusCode: 'Floodgate answers 429 (limited) and 503 (failMode closed); change the body with `handler`',
   blockDuration: 'a denied caller is blocked until its limit admits it again (the block cache)',
   ban: 'a denied caller is blocked until its limit admits it again (the block cache)',

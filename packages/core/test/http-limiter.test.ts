@@ -81,6 +81,41 @@ describe('one definition per bucket', () => {
   });
 });
 
+describe('exempt requests: allowList and skip', () => {
+  const at = (ip: string) => facts({ ip });
+
+  it('never counts or refuses an allowlisted address or range, IPv4-mapped IPv6 included; others are limited', async () => {
+    const http = createHttpLimiter({ logger: silent, limit: 1, allowList: ['10.0.0.0/8', '203.0.113.7', '2001:db8:1::/48', '::ffff:198.51.100.0/120'] });
+    for (const ip of ['10.1.2.3', '::ffff:10.9.9.9', '203.0.113.7', '2001:db8:1:2::5', '[2001:db8:1::1]:443', '198.51.100.77']) {
+      for (let i = 0; i < 3; i++) {
+        const r = await http.handle(at(ip), {});
+        expect({ ip, status: r.status, decision: r.decision, headers: r.headers }).toEqual({ ip, status: 'next', decision: undefined, headers: [] });
+      }
+    }
+    const outside = [await http.handle(at('203.0.113.8'), {}), await http.handle(at('203.0.113.8'), {})];
+    expect(outside.map((r) => r.status)).toEqual(['next', 429]);
+    expect((await http.handle(at('2001:db8:2::1'), {})).decision?.remaining).toBe(0);
+  });
+
+  it('refuses a bad allow list entry at construction, naming it', () => {
+    expect(() => createHttpLimiter({ allowList: ['10.0.0.0/33'] })).toThrow(/`allowList\[0\]`: got "10.0.0.0\/33"/);
+    expect(() => createHttpLimiter({ allowList: ['10.0.0.1', 'not-an-ip'] })).toThrow(/`allowList\[1\]`/);
+    expect(() => createHttpLimiter({ allowList: '10.0.0.1' as never })).toThrow(/`allowList`: got "10.0.0.1"; expected an array/);
+    expect(() => createHttpLimiter({ allowList: ['2001:db8::/129'] })).toThrow(/`allowList\[0\]`/);
+  });
+
+  it('exempts what skip says, sync or async, per route; a throwing skip fails the request', async () => {
+    const http = createHttpLimiter<{ internal?: boolean }>({ logger: silent, limit: 1, skip: (req) => req.internal === true });
+    for (let i = 0; i < 3; i++) expect((await http.handle(facts(), { internal: true })).decision).toBeUndefined();
+    expect((await http.handle(facts(), {})).status).toBe('next');
+    expect((await http.handle(facts(), {})).status).toBe(429);
+    const route = http.route({ skip: async () => true })!;
+    expect((await route.handle(facts({ route: '/b' }), {})).decision).toBeUndefined();
+    const boom = createHttpLimiter({ logger: silent, skip: () => { throw new Error('boom'); } });
+    await expect(boom.handle(facts(), {})).rejects.toThrow('boom');
+  });
+});
+
 describe('strict option names', () => {
   it.each([
     ['max', 3, 'limit'],
@@ -102,7 +137,7 @@ describe('strict option names', () => {
   it('refuses unknown names in route overrides and nested options, and says what to do for peers\' options it has no twin for', () => {
     const http = createHttpLimiter({ logger: silent });
     expect(() => http.route({ max: 1 } as never)).toThrow(/Unknown option `max` in rateLimit route options: did you mean `limit`\?/);
-    expect(() => createHttpLimiter({ skip: () => true } as never)).toThrow(/Unknown option `skip`.*route\(false\)/);
+    expect(() => createHttpLimiter({ whitelist: ['10.0.0.1'] } as never)).toThrow(/Unknown option `whitelist`.*did you mean `allowList`\?/);
     expect(() => createHttpLimiter({ limits: [{ limit: 1, windowMS: 5 }] } as never)).toThrow(/Unknown option `windowMS` in limits\[0\]: did you mean `windowMs`\?/);
     expect(() => createHttpLimiter({ breaker: { threshold: 3 } } as never)).toThrow(/Unknown option `threshold` in breaker/);
     expect(() => createHttpLimiter({ keyCache: { ttl: 5 } } as never)).toThrow(/Unknown option `ttl` in keyCache: did you mean `ttlMs`\?/);

@@ -24,7 +24,7 @@ const MAX_PLANS = 1000;
 
 /** What an adapter does with one request. */
 export interface HttpResult {
-  /** Undefined only for 401 (an unknown API key with `unknownKey: 'reject'`): nothing was limited. */
+  /** Undefined for 401 (an unknown API key with `unknownKey: 'reject'`) and for an exempt request (`allowList`, `skip`). */
   readonly decision: Decision | undefined;
   /** 'next': serve it (headers still apply); 429: limited; 503: store failed with failMode 'closed'; 401: unknown API key. */
   readonly status: 'next' | 401 | 429 | 503;
@@ -75,6 +75,8 @@ export interface HttpLimiterContext {
   /** Names this limiter in errors (FG_BUCKET_CONFLICT); default: the caller's source location. */
   readonly label?: string;
 }
+/** An exempt request (allow list, `skip`): served as if no limiter ran. */
+const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
 const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
 
@@ -166,6 +168,21 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
    * turn of the event loop. A synchronous throw becomes a rejected promise.
    */
   function handleNow(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
+    try {
+      if (o.allowList?.(facts.ip)) return SKIPPED;
+      if (o.skip) {
+        const skip = o.skip(request);
+        if (skip instanceof Promise) return skip.then((yes) => (yes === true ? SKIPPED : counted(facts, request)));
+        if (skip === true) return SKIPPED;
+      }
+      return counted(facts, request);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** A request that is not exempt: its cost, then its identity, then its decision. */
+  function counted(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
     try {
       if (typeof o.cost !== 'function') return withCost(facts, request, o.cost);
       return Promise.resolve(o.cost(request)).then((cost) => withCost(facts, request, requestCost(cost, 'the cost function returned')));

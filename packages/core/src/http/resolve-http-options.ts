@@ -2,6 +2,7 @@
 import type { Decision } from '../decision';
 import { invalidOption } from '../errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
+import { createAllowList, type AllowList } from '../identity/allow-list';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
 import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
 import { bool, checkOptionNames, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
@@ -56,6 +57,21 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
   /** Evaluate, report through the hooks and headers, and never block. Default false. */
   shadow?: boolean;
   /**
+   * Exempts one request: return true and it is served without being counted or limited (no
+   * headers, `rateLimit` unset). For your own health checker or an internal caller you can
+   * recognise (an mTLS identity, a signed header you verify). Never decide from what any client can
+   * write (a header value alone). A function that throws fails the request through the framework's
+   * error handling. Default: none.
+   */
+  skip?: (request: Req) => boolean | Promise<boolean>;
+  /**
+   * Client IPs and CIDR ranges ('10.0.0.0/8', '2001:db8::/32') this limiter never counts or refuses,
+   * matched against the IP the framework reports under its trust-proxy setting. Behind a proxy you
+   * do not trust (or trust too much), that IP can be the proxy's or a client-written one: an
+   * allowlisted proxy address then exempts every client. Default: none.
+   */
+  allowList?: readonly string[];
+  /**
    * Write Floodgate's own error responses (the default problem+json 429, 503 and 401) straight to
    * Node's response (`res.writeHead` + `res.end`), skipping the framework's reply pipeline, so that
    * a flood of 429s costs no more than the route itself. Headers already set on the response (e.g.
@@ -88,6 +104,9 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly dialects: readonly HeaderDialect[];
   readonly retryAfterJitterMs: number;
   readonly shadow: boolean;
+  readonly skip: HttpRateLimitOptions<Req>['skip'];
+  /** The parsed allow list; undefined when none. */
+  readonly allowList: AllowList | undefined;
   readonly respondDirectly: boolean;
   readonly handler: HttpRateLimitOptions<Req>['handler'];
   readonly onLimited: HttpRateLimitOptions<Req>['onLimited'];
@@ -106,6 +125,8 @@ export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'headers',
   'retryAfterJitterMs',
   'shadow',
+  'skip',
+  'allowList',
   'respondDirectly',
   'handler',
   'onLimited',
@@ -188,6 +209,8 @@ export function resolveHttpOptions<Req = unknown>(
     dialects: dialectsOf(options.headers),
     retryAfterJitterMs: wholeNumber('retryAfterJitterMs', options.retryAfterJitterMs ?? 1000, 0, 3_600_000),
     shadow: bool('shadow', options.shadow, false),
+    skip: optionalFunction('skip', options.skip),
+    allowList: createAllowList(options.allowList),
     respondDirectly: bool('respondDirectly', options.respondDirectly, true),
     handler: optionalFunction('handler', options.handler),
     onLimited: optionalFunction('onLimited', options.onLimited),

@@ -44,28 +44,43 @@ function bare(text: string): string {
  */
 export function ipSubject(ip: unknown, ipv6Subnet: number): IpSubject {
   if (typeof ip !== 'string' || ip.trim() === '') return { ok: false, problem: 'missing' };
-  if (ip.length > MAX_IP_LENGTH) return { ok: false, problem: 'malformed' };
-  const text = bare(ip);
+  const text = ip.length > MAX_IP_LENGTH ? '' : bare(ip);
   // node:net's validator is a cheap gate: canonical dotted IPv4 (what sockets report) needs no
   // parse at all, and nothing that fails both it and the legacy-IPv4 shape reaches ipaddr.js,
   // whose failures throw (costly, and every request of a hostile caller would pay it).
   const family = isIP(text);
   if (family === 4) return { ok: true, subject: `ip:${text}` };
-  if (family === 0 && !LEGACY_V4.test(text)) return { ok: false, problem: 'malformed' };
+  const addr = parseBare(text, family);
+  if (!addr) return { ok: false, problem: 'malformed' };
+  if (addr.kind() === 'ipv6') return { ok: true, subject: `ip6:${maskV6((addr as ipaddr.IPv6).parts, ipv6Subnet)}/${ipv6Subnet}` };
+  return { ok: true, subject: `ip:${addr.toString()}` };
+}
+
+/** ipaddr.js's parse of bare text whose node:net family is known, IPv4-mapped IPv6 as IPv4; undefined when malformed. */
+function parseBare(text: string, family: number): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  // node:net's validator is a cheap gate (above): nothing that fails both it and the legacy-IPv4
+  // shape reaches ipaddr.js, whose failures throw.
+  if (family === 0 && !LEGACY_V4.test(text)) return undefined;
   let addr: ipaddr.IPv4 | ipaddr.IPv6;
   try {
     // ipaddr.js also accepts the legacy IPv4 forms inet_aton does ('0x7f.1', '010.0.0.1' octal):
     // they name an address, so they share that address's bucket instead of minting new ones.
     addr = family === 6 ? ipaddr.IPv6.parse(text) : ipaddr.IPv4.parse(text);
   } catch {
-    return { ok: false, problem: 'malformed' };
+    return undefined;
   }
-  if (addr.kind() === 'ipv6') {
-    const v6 = addr as ipaddr.IPv6;
-    if (v6.isIPv4MappedAddress()) return { ok: true, subject: `ip:${v6.toIPv4Address().toString()}` };
-    return { ok: true, subject: `ip6:${maskV6(v6.parts, ipv6Subnet)}/${ipv6Subnet}` };
-  }
-  return { ok: true, subject: `ip:${addr.toString()}` };
+  if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) return (addr as ipaddr.IPv6).toIPv4Address();
+  return addr;
+}
+
+/**
+ * The address a framework reported, parsed as `ipSubject` reads it (brackets, port and zone id
+ * stripped; IPv4-mapped IPv6 as IPv4); undefined when missing or malformed.
+ */
+export function parseAddress(ip: unknown): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  if (typeof ip !== 'string' || ip.length > MAX_IP_LENGTH) return undefined;
+  const text = bare(ip);
+  return text === '' ? undefined : parseBare(text, isIP(text));
 }
 
 /** The first `bits` bits of an IPv6 address (8 x 16-bit parts), in RFC 5952 form. */
