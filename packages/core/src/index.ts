@@ -26,7 +26,7 @@ export { formatHeaders, retryAfterSeconds, HEADER_DIALECTS } from './headers/for
 export type { HeaderDialect, HeaderPair, FormatHeadersOptions } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
 export type { ProblemDetails } from './headers/problem-details';
-export { createHttpLimiter, UNMATCHED_SCOPE } from './http/http-limiter';
+export { createHttpLimiter, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
 export type { HttpLimiter, HttpResult } from './http/http-limiter';
 export { DEFAULT_LIMIT } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';

@@ -1,6 +1,7 @@
 // @floodgate/express: rateLimit(options) middleware for Express 4 and 5. The core decides; this translates.
 import {
   createHttpLimiter,
+  settleOnFinish,
   type Decision,
   type HttpLimiter,
   type HttpRateLimitOptions,
@@ -76,6 +77,7 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
   req.rateLimit = result.decision;
   if (result.status === 'next') {
     for (const [name, value] of result.headers) res.setHeader(name, value);
+    settleOnFinish(res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }
   if (result.direct) {

@@ -2,6 +2,7 @@
 import {
   createHttpLimiter,
   invalidOption,
+  settleOnFinish,
   type Decision,
   type HttpLimiter,
   type HttpResult,
@@ -76,7 +77,10 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   } catch (error) {
     return done(error as Error);
   }
-  if (result.status === 'next') return done();
+  if (result.status === 'next') {
+    settleOnFinish(reply.raw, result); // countOnly: the outcome decides whether the request counts
+    return done();
+  }
   reply.code(result.status);
   if (result.contentType) reply.type(result.contentType);
   reply.send(result.body); // replying from a callback-style hook: the chain stops, done is not called

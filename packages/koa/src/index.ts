@@ -1,6 +1,7 @@
 // @floodgate/koa: rateLimit(options) as Koa middleware, on the app or on one @koa/router route. The core decides.
 import {
   createHttpLimiter,
+  settleOnFinish,
   type Decision,
   type HttpLimiter,
   type HttpRateLimitOptions,
@@ -95,7 +96,10 @@ function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
       return undefined;
     }
     for (const [name, value] of result.headers) ctx.set(name, value);
-    if (result.status === 'next') return next();
+    if (result.status === 'next') {
+      settleOnFinish(ctx.res, result); // countOnly: the outcome decides whether the request counts
+      return next();
+    }
     ctx.status = result.status;
     ctx.body = result.body ?? '';
     if (result.contentType) ctx.type = result.contentType;

@@ -1,4 +1,5 @@
 // The framework-free request pipeline the adapters share: facts in; decision, status, headers and body out.
+import type { ServerResponse } from 'node:http';
 import type { Decision } from '../decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
@@ -40,6 +41,12 @@ export interface HttpResult {
    * and Content-Length, as one flat [name, value, name, value, ...] list for `res.writeHead`.
    */
   readonly direct?: readonly string[];
+  /**
+   * Set when the decision depends on how the response turns out (`countOnly`): the adapter calls
+   * it once, when the response has finished, with its status code (undefined when the connection
+   * closed before the response finished, which counts as a failure). Never throws.
+   */
+  readonly settle?: (status: number | undefined) => void;
 }
 
 export interface HttpLimiter<Req = unknown> {
@@ -70,11 +77,35 @@ interface Shared {
   identify: Identify;
 }
 
+/** Units a request drew from one subject, to give back when it should not count. */
+interface Charge {
+  readonly limiter: Limiter;
+  readonly subject: string;
+  readonly scope: string;
+  /** The store's clock when it charged (Decision.at): a refund undoes exactly that charge. */
+  readonly at: number;
+  /** The extra key's name; undefined for the request's own identity. */
+  readonly name?: string;
+}
+
 /** What createHttpLimiter is told besides the options. */
 export interface HttpLimiterContext {
   /** Names this limiter in errors (FG_BUCKET_CONFLICT); default: the caller's source location. */
   readonly label?: string;
 }
+/**
+ * Hands `result.settle` the response's outcome (`countOnly`): its status once it has finished,
+ * undefined when the connection closed before it did. Adapters call it with Node's response.
+ */
+export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
+  const settle = result.settle;
+  if (!settle) return;
+  res.once('finish', () => settle(res.statusCode));
+  res.once('close', () => {
+    if (!res.writableFinished) settle(undefined);
+  });
+}
+
 /** An exempt request (allow list, `skip`): served as if no limiter ran. */
 const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
@@ -128,6 +159,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   // A group's bucket is known now: claim it at registration. A route's scope is known at its first request.
   if (o.group !== undefined) claimBuckets(store, prefix, o.group, limits, label);
   const claimed = new Set<string>();
+  const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: limiterFrom(k.limiter), claimed: new Set<string>() }));
 
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
     if (o.group !== undefined) return o.group;
@@ -220,7 +252,71 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
     const blocked = chosen.blocked(identity.subject, options);
     if (blocked) return respond(blocked, request, cost, scope, identity);
-    return chosen.consume(identity.subject, options).then((decision) => respond(decision, request, cost, scope, identity));
+    if (o.extraKeys.length === 0 && !o.countOnly) {
+      return chosen.consume(identity.subject, options).then((decision) => respond(decision, request, cost, scope, identity));
+    }
+    return chosen.consume(identity.subject, options).then((decision) => {
+      const charges: Charge[] = [];
+      if (decision.at !== undefined) charges.push({ limiter: chosen, subject: identity.subject, scope, at: decision.at });
+      if (!decision.allowed) return respond(decision, request, cost, scope, identity);
+      return withExtraKeys(decision, charges, request, cost, scope, identity);
+    });
+  }
+
+  /**
+   * The extra keys, one after another, each only once the ones before admitted: all admit, or the
+   * ones charged are refunded and the denial answers. Sequential on purpose: a parallel check
+   * would charge keys a denial then has to give back, and other requests would see those units.
+   */
+  async function withExtraKeys(main: Decision, charges: Charge[], request: Req, cost: number, scope: string, identity: Identity): Promise<HttpResult> {
+    try {
+      for (const extra of extras) {
+        const raw = await extra.key(request);
+        if (!((typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw)))) continue;
+        const subject = `${extra.name}:${raw}`;
+        const extraScope = `${scope}#${extra.name}`;
+        if (!extra.claimed.has(extraScope)) {
+          claimBuckets(o.limiter.store, o.limiter.prefix, extraScope, extra.limits, label);
+          extra.claimed.add(extraScope);
+        }
+        const decision = await extra.limiter.consume(subject, { cost, scope: extraScope });
+        if (decision.at !== undefined) charges.push({ limiter: extra.limiter, subject, scope: extraScope, at: decision.at, name: extra.name });
+        if (!decision.allowed) {
+          refundAll(charges, cost);
+          return respond(decision, request, cost, scope, identity);
+        }
+      }
+    } catch (error) {
+      refundAll(charges, cost); // a failing key function must not leave units charged
+      throw error;
+    }
+    const result = (await respond(main, request, cost, scope, identity)) as HttpResult;
+    return o.countOnly && charges.length > 0 ? { ...result, settle: settler(charges, request, cost) } : result;
+  }
+
+  /** Gives every charge of a request back (best effort: a store failure keeps the unit charged, the safe side). */
+  function refundAll(charges: readonly Charge[], cost: number): void {
+    for (const c of charges) void c.limiter.refund(c.subject, { cost, scope: c.scope, at: c.at });
+  }
+
+  /** `countOnly`: once the response is known, gives the units back when it should not count; `resetOnSuccess` clears keys. */
+  function settler(charges: readonly Charge[], request: Req, cost: number): (status: number | undefined) => void {
+    let settled = false;
+    return (status) => {
+      if (settled) return;
+      settled = true;
+      let failed = true;
+      try {
+        failed = o.isFailure({ status, request }) === true;
+      } catch {
+        // A throwing isFailure counts the request: the safe side for a login.
+      }
+      if (failed !== (o.countOnly === 'failed')) refundAll(charges, cost);
+      if (failed || o.resetOnSuccess.size === 0) return;
+      for (const c of charges) {
+        if (c.name !== undefined && o.resetOnSuccess.has(c.name)) c.limiter.reset(c.subject, { scope: c.scope }).catch(() => undefined);
+      }
+    };
   }
 
   function respond(decision: Decision, request: Req, cost: number, scope: string, identity: Identity): HttpResult | Promise<HttpResult> {

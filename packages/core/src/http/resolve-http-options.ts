@@ -3,9 +3,13 @@ import type { Decision } from '../decision';
 import { invalidOption } from '../errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
+import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
 import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
-import { bool, checkOptionNames, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
+import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
+
+/** A response is a failure when its status is 400 or above, or when it never finished. */
+const defaultIsFailure = ({ status }: { status: number | undefined }) => status === undefined || status >= 400;
 
 /** What the hooks and the 429 handler are told about one decision. */
 export interface RateLimitEvent<Req = unknown> {
@@ -72,6 +76,30 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
    */
   allowList?: readonly string[];
   /**
+   * Count a request only by how its response turns out: 'failed' counts failures only (a login:
+   * successful logins are free, guesses are limited), 'succeeded' counts successes only. The units
+   * are still drawn before the handler runs, so parallel requests cannot all pass the check; when
+   * the response says the request should not count, they are given back atomically (a refund in
+   * the store). A response cut off before it finished counts as failed. Default: every request counts.
+   */
+  countOnly?: 'failed' | 'succeeded';
+  /** With `countOnly`: whether a response is a failure. Default: status 400 or above, or no status (cut off). */
+  isFailure?: (outcome: { status: number | undefined; request: Req }) => boolean;
+  /**
+   * More subjects each request is counted against, each with its own limits, decided together
+   * with the default identity (the IP or verified key): all admit, or none is charged (the ones
+   * that did are refunded). E.g. failed logins per account name beside per IP:
+   * `[{ name: 'account', key: (req) => req.body?.username, limit: 5, windowMs: '15m' }]`.
+   * Default: none.
+   */
+  extraKeys?: ExtraKeyOptions<Req>[];
+  /**
+   * With `countOnly: 'failed'`: the extra keys (by name) whose counts a success clears, e.g.
+   * `['account']`: a user who finally logs in starts afresh. Trade-off: an attacker who owns one
+   * account can clear its count by logging in to it, which is why per-IP limits stay. Default: none.
+   */
+  resetOnSuccess?: readonly string[];
+  /**
    * Write Floodgate's own error responses (the default problem+json 429, 503 and 401) straight to
    * Node's response (`res.writeHead` + `res.end`), skipping the framework's reply pipeline, so that
    * a flood of 429s costs no more than the route itself. Headers already set on the response (e.g.
@@ -107,6 +135,11 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly skip: HttpRateLimitOptions<Req>['skip'];
   /** The parsed allow list; undefined when none. */
   readonly allowList: AllowList | undefined;
+  readonly countOnly: 'failed' | 'succeeded' | undefined;
+  readonly isFailure: (outcome: { status: number | undefined; request: Req }) => boolean;
+  readonly extraKeys: readonly ResolvedExtraKey<Req>[];
+  /** Extra keys (by name) a success resets. */
+  readonly resetOnSuccess: ReadonlySet<string>;
   readonly respondDirectly: boolean;
   readonly handler: HttpRateLimitOptions<Req>['handler'];
   readonly onLimited: HttpRateLimitOptions<Req>['onLimited'];
@@ -127,6 +160,10 @@ export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'shadow',
   'skip',
   'allowList',
+  'countOnly',
+  'isFailure',
+  'extraKeys',
+  'resetOnSuccess',
   'respondDirectly',
   'handler',
   'onLimited',
@@ -196,6 +233,18 @@ export function resolveHttpOptions<Req = unknown>(
     false,
   );
 
+  const countOnly = options.countOnly === undefined ? undefined : oneOf('countOnly', options.countOnly, ['failed', 'succeeded'], 'failed');
+  if (options.isFailure !== undefined && countOnly === undefined) invalidOption('isFailure', options.isFailure, 'to be set only together with `countOnly`');
+  const extraKeys = resolveExtraKeys<Req>(options.extraKeys, limiter);
+  const resetOnSuccess = new Set<string>();
+  if (options.resetOnSuccess !== undefined) {
+    if (countOnly !== 'failed') invalidOption('resetOnSuccess', options.resetOnSuccess, "to be set only together with countOnly: 'failed'");
+    if (!Array.isArray(options.resetOnSuccess)) invalidOption('resetOnSuccess', options.resetOnSuccess, 'an array of extra key names');
+    for (const name of options.resetOnSuccess) {
+      if (!extraKeys.some((k) => k.name === name)) invalidOption('resetOnSuccess', name, `one of the extraKeys names (${extraKeys.map((k) => k.name).join(', ') || 'none given'})`);
+      resetOnSuccess.add(name);
+    }
+  }
   const cost = typeof options.cost === 'function' ? options.cost : staticCost('cost', options.cost ?? 1, limiter.maxCost);
   if (options.group !== undefined && (typeof options.group !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(options.group))) {
     invalidOption('group', options.group, 'a string matching [A-Za-z0-9_.-]{1,64}');
@@ -211,6 +260,10 @@ export function resolveHttpOptions<Req = unknown>(
     shadow: bool('shadow', options.shadow, false),
     skip: optionalFunction('skip', options.skip),
     allowList: createAllowList(options.allowList),
+    countOnly,
+    isFailure: optionalFunction('isFailure', options.isFailure) ?? defaultIsFailure,
+    extraKeys,
+    resetOnSuccess,
     respondDirectly: bool('respondDirectly', options.respondDirectly, true),
     handler: optionalFunction('handler', options.handler),
     onLimited: optionalFunction('onLimited', options.onLimited),
