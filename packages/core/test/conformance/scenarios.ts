@@ -213,7 +213,7 @@ export const SCENARIOS: readonly Scenario[] = [
         // The limiter only peeks such a cost; the store must refuse it in consume mode too.
         const keys = l.options.limits.map((limit) => `${subjectKey(l.options.prefix, '', 's')}:${limit.keySuffix}`);
         const direct = await ctx.store.evaluate({ keys, limits: l.options.limits.map((x) => x.store), cost: 6, mode: 'consume' });
-        expect(direct).toEqual({ allowed: false, results: [expect.objectContaining({ allowed: false, remaining: 5, retryAfterMs: -1 })] });
+        expect(direct).toEqual({ at: ctx.clock.now(), allowed: false, results: [expect.objectContaining({ allowed: false, remaining: 5, retryAfterMs: -1 })] });
         await expectDecision('cost 0', l.consume('s', { cost: 0 }), { allowed: true, remaining: 5 });
         await expectDecision('cost 5: nothing was taken', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0 });
         await expectDecision('cost 0 when empty', l.consume('s', { cost: 0 }), { allowed: true, remaining: 0 });
