@@ -16,10 +16,12 @@ const names = readdirSync(join(root, 'algorithms'), { withFileTypes: true })
   .sort();
 const chunks = names.map((name) => {
   const source = read(`algorithms/${name}/${name}.lua`);
-  // The composer registers this function under the algorithm's id; without it the script would
+  // The composer registers these functions under the algorithm's id; without them the script would
   // fail only when Redis runs it.
-  if (!/^local function check\(key, now, cap, \w+, cost\)$/m.test(source)) {
-    console.error(`algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\`.`);
+  if (!/^local function check\(key, now, cap, \w+, cost\)$/m.test(source) || !/^local function refund\(key, now, cap, \w+, cost, at\)$/m.test(source)) {
+    console.error(
+      `algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\` and \`local function refund(key, now, cap, period, cost, at)\`.`,
+    );
     process.exit(1);
   }
   return [name, source];
@@ -30,7 +32,7 @@ const out =
   '// stores/redis-protocol.ts composes the scripts from these: prelude, chunks in registry order, main.\n' +
   `export const LUA_PRELUDE = ${JSON.stringify(read('lua/prelude.lua'))};\n` +
   `export const LUA_MAIN = ${JSON.stringify(read('lua/main.lua'))};\n` +
-  '/** Each algorithm folder\'s chunk, by folder name; each defines `local function check(...)`. */\n' +
+  '/** Each algorithm folder\'s chunk, by folder name; each defines `local function check(...)` and `refund(...)`. */\n' +
   'export const LUA_CHUNKS = {\n' +
   chunks.map(([k, v]) => `  ${JSON.stringify(k)}: ${JSON.stringify(v)},`).join('\n') +
   '\n} as const;\n';

@@ -45,6 +45,12 @@ export interface Decision {
   readonly policy: string | null;
   /** Every limit's figures, for headers that list every policy (draft-10). Empty when none was evaluated. */
   readonly limits: readonly LimitDecision[];
+  /**
+   * The store's clock (ms) when it charged this request: set exactly when the shared store charged
+   * it (an admitted consume, not degraded, not from the block cache). Pass it to `limiter.refund`
+   * to give the units back; a decision without it charged nothing there.
+   */
+  readonly at?: number;
 }
 
 /** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. */

@@ -8,6 +8,7 @@ export type FloodgateErrorCode =
   | 'FG_UNKNOWN_OPTION'
   | 'FG_BUCKET_CONFLICT'
   | 'FG_INVALID_COST'
+  | 'FG_INVALID_AT'
   | 'FG_STORE_TIMEOUT'
   | 'FG_STORE_UNAVAILABLE'
   | 'FG_STORE_REPLY';

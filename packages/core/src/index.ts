@@ -1,6 +1,6 @@
 // @floodgate/core: the public surface, listed here once. Machinery for Floodgate's own packages and tools lives behind @floodgate/core/internal.
 export { createLimiter } from './limiter';
-export type { CreateLimiterOptions, ConsumeOptions, Limiter } from './limiter';
+export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, Limiter } from './limiter';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
 export { ALGORITHMS } from './algorithms/registry';

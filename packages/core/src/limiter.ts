@@ -8,7 +8,7 @@ import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { StoreRequest } from './stores/store';
 import { withHotKeys } from './hot-keys/hot-key-store';
-import { isCost, requestCost } from './validate';
+import { isCost, refundAt, requestCost } from './validate';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -24,9 +24,24 @@ export interface ConsumeOptions {
   scope?: string;
 }
 
+export interface RefundOptions extends ConsumeOptions {
+  /** The `at` of the admitted decision being refunded (`Decision.at`): the store-clock ms it was charged at. Required. */
+  at: number;
+}
+
 export interface Limiter {
   /** Draws `cost` units for this subject, all-or-nothing over every limit. Resolves; never rejects for a limit. */
   consume(subject: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * Gives back the `cost` units (default 1) that the consume decided at `at` (its `Decision.at`)
+   * drew, to every limit, as if it had not happened: never below zero, never past a full limit;
+   * a charge whose window has passed is no longer counted and is not given back. Use it to count
+   * only some outcomes (charge first, refund the ones that should not count: exact under concurrency).
+   * Resolves true when the store applied it, false when the store failed or its circuit breaker
+   * skipped it (the units stay charged); never rejects for a store failure. Rejects with
+   * FG_INVALID_COST or FG_INVALID_AT for a bad `cost` or `at`.
+   */
+  refund(subject: string, options: RefundOptions): Promise<boolean>;
   /** What a request of `cost` (default 1) would get now, without drawing anything. */
   peek(subject: string, options?: ConsumeOptions): Promise<Decision>;
   /** Forgets this subject's counts in this scope (and its local ones, for failMode 'local'). Rejects if the store fails. */
@@ -81,7 +96,8 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       return fallback.decide(request);
     }
     breaker.success();
-    return toDecision(limits, result.allowed, result.results, request.cost);
+    const decision = toDecision(limits, result.allowed, result.results, request.cost);
+    return request.mode === 'consume' && result.allowed ? { ...decision, at: result.at } : decision;
   }
 
   function keysOf(subject: string, scope: string) {
@@ -131,6 +147,23 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
       if (!blocks || !isCost(cost) || cost > maxCost) return undefined;
       return fromBlock(subjectKey(prefix, opts.scope ?? '', String(subject)), cost);
+    },
+    async refund(subject, opts = {} as RefundOptions) {
+      const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
+      const at = refundAt(opts.at);
+      const { base, keys } = keysOf(subject, opts.scope ?? '');
+      // Room may have come back: the next consume asks the store.
+      blocks?.delete(base);
+      const admission = breaker.admit();
+      if (admission === 'skip') return false;
+      try {
+        await callStore({ keys, limits: storeLimits, cost, mode: 'refund', at });
+      } catch (error) {
+        breaker.failure(error, admission === 'probe');
+        return false;
+      }
+      breaker.success();
+      return true;
     },
     async reset(subject, opts = {}) {
       const { base, keys } = keysOf(subject, opts.scope ?? '');

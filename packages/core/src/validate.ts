@@ -66,6 +66,14 @@ export function requestCost(value: unknown, source: string): number {
   return value;
 }
 
+/** A refund's `at` (the store-clock ms its consume was decided at, `Decision.at`): FG_INVALID_AT when it is not whole ms. */
+export function refundAt(value: unknown): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new FloodgateError('FG_INVALID_AT', `Invalid refund: at ${String(value)}; expected the \`at\` of the admitted decision (whole ms from 0).`);
+  }
+  return value;
+}
+
 /**
  * The names of an options type, checked by the compiler against the interface: a list that misses a
  * key, or names one the type lacks, does not compile. `optionNames<LimitOptions>()([...])`.

@@ -1,4 +1,4 @@
-// Differential test: seeded random sequences run on MemoryStore and RedisStore side by side must decide identically, step by step.
+// Differential test: seeded random sequences (consume, peek, refund) run on MemoryStore and RedisStore side by side must decide identically, step by step.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS, MemoryStore, RedisStore } from '../src';
@@ -137,7 +137,9 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   const redis = new RedisStore({ client: persistingClient(raw, lastTtls), timeoutMs: 10_000, UNSAFE_testClock: clock.now });
   const run = Math.random().toString(36).slice(2, 8);
   const history: string[] = [];
-  const stats = { consume: 0, peek: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0, zeroCost: 0, aboveLimit: 0 };
+  const stats = { consume: 0, peek: 0, refund: 0, refundUnmatched: 0, refundOver: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0, zeroCost: 0, aboveLimit: 0 };
+  // Each subject's admitted consumes (their `at` and cost), for refund steps to name.
+  const charges = new Map<string, { at: number; cost: number }[]>();
   const deniedBy: Record<string, number> = {};
 
   const both = async (request: StoreRequest, what: string) => {
@@ -191,6 +193,19 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
     const c = rnd.next();
     const cost =
       c < 0.08 ? 0 : c < 0.52 ? 1 : c < 0.92 ? rnd.int(Math.min(2, p.maxCost), p.maxCost) : rnd.int(p.maxCost + 1, p.maxCost + 3);
+    const past = charges.get(subject) ?? [];
+    if (rnd.chance(0.15)) {
+      // A refund: of a recent charge (sometimes of more than it drew, or one from long ago), or
+      // of one that never happened (a ms nothing was charged at, a subject never charged).
+      stats.refund++;
+      const named = past.length > 0 && rnd.chance(0.85) ? past[past.length - 1 - rnd.int(0, Math.min(past.length - 1, 5))] : undefined;
+      if (!named) stats.refundUnmatched++;
+      const at = named ? named.at : clock.now() - rnd.int(0, 3000);
+      const back = named && rnd.chance(0.8) ? named.cost : rnd.int(0, p.maxCost + 2);
+      if (named && back > named.cost) stats.refundOver++;
+      await both({ keys, limits: p.limits, cost: back, mode: 'refund', at }, `#${step} +${advance}ms ${subject} refund cost ${back} at ${at}`);
+      continue;
+    }
     const mode = rnd.chance(0.8) ? 'consume' : 'peek';
     stats[mode]++;
     if (cost === 0) stats.zeroCost++;
@@ -199,6 +214,7 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
     const result = await both(request, `#${step} +${advance}ms ${subject} ${mode} cost ${cost}`);
     if (result.allowed) {
       stats.allowed++;
+      if (mode === 'consume') charges.set(subject, [...past.slice(-9), { at: result.at, cost }]);
       continue;
     }
     stats.denied++;
@@ -238,6 +254,9 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   expect(stats.zeroCost).toBeGreaterThan(STEPS / 50);
   expect(stats.aboveLimit).toBeGreaterThan(STEPS / 50);
   expect(stats.probes).toBeGreaterThan(STEPS / 40);
+  expect(stats.refund).toBeGreaterThan(STEPS / 10);
+  expect(stats.refundUnmatched).toBeGreaterThan(STEPS / 200);
+  expect(stats.refundOver).toBeGreaterThan(STEPS / 400);
   for (const algorithm of ALGORITHMS) {
     expect({ algorithm, denials: (deniedBy[algorithm] ?? 0) > 20 }).toEqual({ algorithm, denials: true });
   }
@@ -271,7 +290,7 @@ it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twi
   };
   const run = Math.random().toString(36).slice(2, 8);
   const STEPS_PER_PROFILE = 30;
-  const totals = { steps: 0, allowed: 0, denied: 0 };
+  const totals = { steps: 0, allowed: 0, denied: 0, refunds: 0 };
   await server.resetStats();
 
   // Every profile at once, each on its own subject: the run lasts as long as one profile's sleeps.
@@ -281,11 +300,16 @@ it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twi
       const twin = new MemoryStore({ clock: () => now });
       const limits = [...p.limits, clockLimit.store];
       const keys = [...p.suffixes, `clock.${clockLimit.keySuffix}`].map((suffix) => `clock-${run}:{${p.name}-${n}}:${suffix}`);
+      let last: { at: number; cost: number } | undefined;
       for (let step = 0; step < STEPS_PER_PROFILE; step++) {
         await new Promise((resolve) => setTimeout(resolve, rnd.chance(0.3) ? 0 : rnd.int(1, 400)));
         const c = rnd.next();
         const cost = c < 0.1 ? 0 : c < 0.6 ? 1 : c < 0.92 ? rnd.int(Math.min(2, p.maxCost), p.maxCost) : p.maxCost + 1;
-        const request: StoreRequest = { keys, limits, cost, mode: rnd.chance(0.8) ? 'consume' : 'peek' };
+        // Some steps refund the last admitted consume, named by the `at` Redis replied with.
+        const request: StoreRequest =
+          last && rnd.chance(0.2)
+            ? { keys, limits, cost: last.cost, mode: 'refund', at: last.at }
+            : { keys, limits, cost, mode: rnd.chance(0.8) ? 'consume' : 'peek' };
         const t1 = await redisNow();
         const actual = await redis.evaluate(request);
         const t2 = await redisNow();
@@ -294,6 +318,10 @@ it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twi
         const what = `${p.name} step ${step} cost ${cost} ${request.mode}, TIME ${t1}..${t2}, script's now ${now}`;
         // The script read TIME between the two reads around it: the production clock, not ours.
         if (!(clock.allowed && now >= t1 && now <= t2)) throw new Error(`${what}: the clock limit says ${JSON.stringify(clock)}`);
+        // The reply's `at` is that same ms.
+        if (actual.at !== now) throw new Error(`${what}: the reply says at ${actual.at}`);
+        if (request.mode === 'refund') totals.refunds++;
+        else if (request.mode === 'consume' && actual.allowed) last = { at: actual.at, cost: request.cost };
         const expected = twin.evaluateSync(request);
         if (JSON.stringify(actual) !== JSON.stringify(expected)) {
           throw new Error(`${what}:\n  redis ${JSON.stringify(actual)}\n  twin  ${JSON.stringify(expected)}`);
@@ -310,4 +338,5 @@ it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twi
   expect(totals.allowed).toBeGreaterThan(totals.steps / 4);
   expect(totals.denied).toBeGreaterThan(totals.steps / 10);
   expect(expired).toBeGreaterThan(0);
+  expect(totals.refunds).toBeGreaterThan(totals.steps / 20);
 }, 60_000);

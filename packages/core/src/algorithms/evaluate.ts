@@ -1,6 +1,6 @@
-// Runs the in-memory twins over N limits, all-or-nothing: the same steps as lua/main.lua.
+// Runs the in-memory twins over N limits, all-or-nothing (or a refund over all of them): the same steps as lua/main.lua.
 import { ALGORITHM, ALGORITHMS, type AlgorithmName, type StoreLimit } from './registry';
-import type { Twin, TwinCheck } from './types';
+import type { LimitResult, Twin, TwinCheck, TwinWrite } from './types';
 
 /** Each algorithm's twin, by name (from the registry). */
 export const TWINS = Object.fromEntries(ALGORITHMS.map((name) => [name, ALGORITHM[name].twin])) as Readonly<Record<AlgorithmName, Twin<unknown>>>;
@@ -24,4 +24,23 @@ export function evaluateTwins(
     return check;
   });
   return { allowed, checks };
+}
+
+export interface TwinRefund {
+  /** Per limit: the state to write, null to delete the key, undefined to leave it as it is. */
+  writes: (TwinWrite<unknown> | null | undefined)[];
+  /** Per limit: what is left after the refund (allowed, retryAfterMs 0). */
+  results: LimitResult[];
+}
+
+/** Gives `cost` charged at `at` back to every limit; the figures are a cost-0 check of the state left (as lua/main.lua). */
+export function refundTwins(states: readonly unknown[], limits: readonly StoreLimit[], cost: number, now: number, at: number): TwinRefund {
+  const writes = limits.map((limit, i) => TWINS[limit.algorithm].refund(states[i], now, limit, cost, at));
+  const results = limits.map((limit, i) => {
+    const w = writes[i];
+    const left = w === undefined ? states[i] : w === null ? undefined : w.state;
+    const { remaining, resetMs } = TWINS[limit.algorithm].check(left, now, limit, 0);
+    return { allowed: true, remaining, resetMs, retryAfterMs: 0 };
+  });
+  return { writes, results };
 }

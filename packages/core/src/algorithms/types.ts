@@ -27,11 +27,24 @@ export const EPSILON = 1e-9;
  */
 export interface Twin<S> {
   check(state: S | undefined, now: number, limit: TwinLimit, cost: number): TwinCheck<S>;
+  /**
+   * Gives back `cost` units charged by a consume decided at `at` (store clock, ms), as if it had not
+   * happened: never below zero, never past a full limit. Returns the state to write, `null` when the
+   * key is to go (the script's write empties it), or undefined when nothing changes (then nothing is
+   * written, as on a missing key). The script's `refund` takes the same steps.
+   */
+  refund(state: S | undefined, now: number, limit: TwinLimit, cost: number, at: number): TwinWrite<S> | null | undefined;
+}
+
+/** A state to write and its time to live (ms). */
+export interface TwinWrite<S> {
+  state: S;
+  ttlMs: number;
 }
 
 export interface TwinCheck<S> extends LimitResult {
   /** New state and its time to live (ms) when admitted. */
-  next?: { state: S; ttlMs: number };
+  next?: TwinWrite<S>;
 }
 
 /**
@@ -63,7 +76,10 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
    * still counts; undefined when the algorithm has no such edge (the lease then runs its leaseMs).
    */
   readonly leaseEdgeMs: ((admitted: LimitResult, limit: TwinLimit) => number) | undefined;
-  /** The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`. */
+  /**
+   * The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`
+   * and `local function refund(key, now, cap, period, cost, at)`.
+   */
   readonly lua: string;
 }
 

@@ -64,6 +64,8 @@ export interface HotKeyStats {
 
 /** A lease the store denied: its figures (for `size` units), when, and how long until `size` fits. */
 interface DeniedLease {
+  /** The store's clock when it denied. */
+  storeAt: number;
   results: readonly LimitResult[];
   size: number;
   at: number;
@@ -80,6 +82,8 @@ interface Subject {
   units: number;
   expiresAt: number;
   leasedAt: number;
+  /** The store's clock when it charged the lease (StoreResult.at): every unit served from it was charged then. */
+  storeAt: number;
   /** The store's figures just after the lease was charged. */
   figures: readonly LimitResult[] | undefined;
   /** The store's answer to the last lease that did not fit, until a whole lease fits again. */
@@ -150,6 +154,7 @@ export class HotKeyStore implements Store {
         units: 0,
         expiresAt: -Infinity,
         leasedAt: 0,
+        storeAt: 0,
         figures: undefined,
         miss: undefined,
         drawing: undefined,
@@ -157,6 +162,9 @@ export class HotKeyStore implements Store {
       this.subjects.set(key, s);
     }
     const cost = request.cost;
+    // A refund gives units back to the shared store, where every unit it names was charged (a
+    // unit served from a lease was charged when the lease was, at the lease's `at`).
+    if (request.mode === 'refund') return this.passThrough(request);
     if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);
 
     const hot = this.touch(s);
@@ -222,6 +230,7 @@ export class HotKeyStore implements Store {
     }
     const elapsed = now - s.leasedAt;
     return {
+      at: s.storeAt,
       allowed: true,
       results: figures.map((r) => ({
         allowed: true,
@@ -256,7 +265,7 @@ export class HotKeyStore implements Store {
           this.stats.deniedLeases++;
           let untilMs = 0;
           for (const r of result.results) if (!r.allowed) untilMs = r.retryAfterMs < 0 ? -1 : Math.max(untilMs, r.retryAfterMs);
-          s.miss = outcome = { results: result.results, size, at: this.clock(), untilMs };
+          s.miss = outcome = { storeAt: result.at, results: result.results, size, at: this.clock(), untilMs };
           return;
         }
         this.stats.leases++;
@@ -264,11 +273,13 @@ export class HotKeyStore implements Store {
         // Taken here, synchronously, so that no waiter is served before the request that drew it.
         s.units = size - request.cost;
         s.leasedAt = sentAt;
+        s.storeAt = result.at;
         // Measured from the send time, which is no later than the script's clock read: the lease
         // ends no later than the window it was charged to.
         s.expiresAt = sentAt + this.lifetime(request.limits, result.results);
         s.figures = result.results;
         outcome = {
+          at: result.at,
           allowed: true,
           results: result.results.map((r) => ({ ...r, remaining: r.remaining + s.units })),
         };
@@ -300,6 +311,7 @@ export class HotKeyStore implements Store {
   private denial(miss: DeniedLease, cost: number): StoreResult {
     const elapsed = this.clock() - miss.at;
     return {
+      at: miss.storeAt,
       allowed: false,
       results: miss.results.map((r) => ({
         allowed: r.allowed,

@@ -1,6 +1,6 @@
 -- Floodgate prelude: helpers shared by every algorithm chunk. Concatenated before the chunks.
 local EPSILON = 1e-9
-local CHECK = {}
+local CHECK, REFUND = {}, {}
 -- Doubles survive a round trip through a Redis string only with 17 significant digits.
 local function fmt(x) return string.format('%.17g', x) end
 -- A TTL is always a positive whole number of ms: no key is ever written without an expiry.

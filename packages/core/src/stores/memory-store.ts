@@ -1,8 +1,8 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { evaluateTwins } from '../algorithms/evaluate';
+import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
-import { checkOptionNames, optionNames } from '../validate';
+import { checkOptionNames, optionNames, refundAt } from '../validate';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
@@ -49,6 +49,7 @@ export class MemoryStore implements Store {
 
   /** The same decision, synchronously: used where a promise would cost too much (local modes). */
   evaluateSync(request: StoreRequest): StoreResult {
+    const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
     const states = request.keys.map((key) => {
       const entry = this.entries.get(key);
@@ -59,6 +60,14 @@ export class MemoryStore implements Store {
       }
       return entry.state;
     });
+    if (at !== undefined) {
+      const { writes, results } = refundTwins(states, request.limits, request.cost, now, at);
+      writes.forEach((write, i) => {
+        if (write === null) this.entries.delete(request.keys[i]);
+        else if (write) this.entries.set(request.keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+      });
+      return { at: now, allowed: true, results };
+    }
     const { allowed, checks } = evaluateTwins(states, request.limits, request.cost, now);
     if (allowed && request.mode === 'consume') {
       checks.forEach((check, i) => {
@@ -68,6 +77,7 @@ export class MemoryStore implements Store {
       });
     }
     return {
+      at: now,
       allowed,
       results: checks.map(({ allowed: a, remaining, resetMs, retryAfterMs }) => ({
         allowed: a,

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { ALGORITHM, ALGORITHMS, type AlgorithmName, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
+import { refundAt } from '../validate';
 import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from './store';
 
@@ -11,11 +12,13 @@ import type { StoreRequest, StoreResult } from './store';
  * subject, on the same keys and limits, in arrival order, each all-or-nothing:
  *
  *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}
- *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write)
- *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10')
+ *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund
+ *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
+ *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000')
  *   ARGV[3]   UNSAFE test clock in ms, or '' (production): then the script reads redis.call('TIME')
  *   ARGV[4+3(i-1)..6+3(i-1)]  limit i: algorithm id (from the registry), capacity, period
- *   reply     per request: allowedAll (0|1), then per limit: allowed, remaining, resetMs, retryAfterMs
+ *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), then per limit:
+ *             allowed, remaining, resetMs, retryAfterMs (a refund: 1, what is left, its reset, 0)
  *
  * encodeCall writes the first four, parseReply reads the last; runScript sends them.
  */
@@ -32,7 +35,7 @@ export interface Script {
 
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
-  const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nend\n`);
+  const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\nend\n`);
   const source = [LUA_PRELUDE, ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
@@ -57,17 +60,20 @@ export interface ScriptCall {
   readonly requestCount: number;
 }
 
+const MODE = { consume: 'c', peek: 'p', refund: 'r' } as const;
+
+/** A request's entry in ARGV[2]: its cost, or for a refund `cost:at`. */
+function costArg(request: StoreRequest): string | number {
+  return request.mode === 'refund' ? `${request.cost}:${refundAt(request.at)}` : request.cost;
+}
+
 /**
  * Encodes requests that share keys, limits and mode (the first one's are sent) as one call.
  * `testNow`: the UNSAFE test clock's reading in ms; undefined in production (the script reads TIME).
  */
 export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
   const request = requests[0];
-  const argv: (string | number)[] = [
-    request.mode === 'peek' ? 'p' : 'c',
-    requests.length === 1 ? request.cost : requests.map((r) => r.cost).join(','),
-    testNow ?? '',
-  ];
+  const argv: (string | number)[] = [MODE[request.mode], requests.length === 1 ? costArg(request) : requests.map(costArg).join(','), testNow ?? ''];
   for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
   return { script: scriptFor(request.limits), keys: request.keys, argv, limitCount: request.limits.length, requestCount: requests.length };
 }
@@ -82,12 +88,13 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
 /** One result per request, in order; FG_STORE_REPLY when the reply is not what the call asked for. */
 export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount'>): StoreResult[] {
   const size = 1 + 4 * call.limitCount;
-  if (!Array.isArray(reply) || reply.length !== size * call.requestCount) {
+  if (!Array.isArray(reply) || reply.length !== 1 + size * call.requestCount) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
   }
+  const now = Number(reply[0]);
   const out: StoreResult[] = [];
   for (let r = 0; r < call.requestCount; r++) {
-    const head = r * size;
+    const head = 1 + r * size;
     const results: LimitResult[] = [];
     for (let i = 0; i < call.limitCount; i++) {
       const at = head + 1 + 4 * i;
@@ -98,7 +105,7 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
         retryAfterMs: Number(reply[at + 3]),
       });
     }
-    out.push({ allowed: reply[head] === 1, results });
+    out.push({ at: now, allowed: reply[head] === 1, results });
   }
   return out;
 }

@@ -1,7 +1,7 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster (coalescing, client handling).
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
-import { checkOptionNames, optionNames } from '../validate';
+import { checkOptionNames, optionNames, refundAt } from '../validate';
 import { withDeadline } from '../deadline';
 import { encodeCall, parseReply, runScript, type SendCommand } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
@@ -71,7 +71,8 @@ interface Waiter {
 /** Most requests sent in one coalesced call; the rest go in the next one. */
 const MAX_BATCH = 64;
 
-// Requests can share a call only when they name the same keys, limits and mode.
+// Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
+// only with refunds of the same subject, each applied on its own with its own `at` (exact).
 const limitIds = new WeakMap<object, number>();
 let nextLimitId = 0;
 function batchKey(request: StoreRequest, now: number | undefined): string {
@@ -79,7 +80,7 @@ function batchKey(request: StoreRequest, now: number | undefined): string {
   if (id === undefined) limitIds.set(request.limits, (id = nextLimitId++));
   const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
   // With a test clock, only requests made at the same test time share a call (one clock per call).
-  return `${request.mode === 'peek' ? 'p' : 'c'}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
+  return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
 }
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
@@ -134,6 +135,8 @@ export class RedisStore implements Store {
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
     try {
+      // A bad refund fails alone, before it could share (and fail) a coalesced call.
+      if (request.mode === 'refund') refundAt(request.at);
       this.checkConnection();
     } catch (error) {
       return Promise.reject(error);

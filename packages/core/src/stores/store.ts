@@ -6,14 +6,22 @@ export interface StoreRequest {
   /** One key per limit; all keys of one subject share one {hash tag}. */
   readonly keys: readonly string[];
   readonly limits: readonly StoreLimit[];
-  /** Units this request draws from every limit; admitted only if all of them fit in all limits. */
+  /** Units this request draws from every limit (`refund`: gives back); admitted only if all of them fit in all limits. */
   readonly cost: number;
-  /** `peek` evaluates and never writes. */
-  readonly mode: 'consume' | 'peek';
+  /**
+   * `consume` draws `cost` from every limit, all-or-nothing; `peek` evaluates and never writes;
+   * `refund` gives `cost` back to every limit as if the consume decided at `at` had not happened
+   * (never below zero, never past a full limit; a missing key stays missing) and is always allowed.
+   */
+  readonly mode: 'consume' | 'peek' | 'refund';
+  /** `refund` only, and required there: the store-clock ms at which the refunded consume was decided (its StoreResult.at). */
+  readonly at?: number;
 }
 
 export interface StoreResult {
-  /** True when every limit admitted (and, for `consume`, all were charged). */
+  /** The store's clock in ms when it decided (Redis TIME, or the memory store's clock): a refund names a consume by it. */
+  readonly at: number;
+  /** True when every limit admitted (and, for `consume`, all were charged). Always true for `refund`. */
   readonly allowed: boolean;
   /** One result per limit, in request order. */
   readonly results: readonly LimitResult[];

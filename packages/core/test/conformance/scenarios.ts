@@ -172,7 +172,151 @@ function per(name: string, algorithm: AlgorithmName, limit: number, windowMs: nu
   return { name, algorithm, limit, windowMs };
 }
 
+/** An admitted consume's `at`: the store's clock when it charged (here the fake clock, read by both stores). */
+async function charged(ctx: ConformanceContext, l: Limiter, subject: string, cost: number, want: Want = {}): Promise<number> {
+  const d = await expectDecision(`charge ${cost}`, l.consume(subject, { cost }), { allowed: true, ...want });
+  expect({ cost, at: d.at }).toEqual({ cost, at: ctx.clock.now() });
+  return d.at!;
+}
+
+async function refunded(l: Limiter, subject: string, at: number, cost: number): Promise<void> {
+  expect({ at, cost, applied: await l.refund(subject, { at, cost }) }).toEqual({ at, cost, applied: true });
+}
+
+/**
+ * After cost 2 at T0 and cost 1 at T0 + 1 s, a refund of cost 5 at T0's charge: what a request of
+ * cost 1 then sees remaining. The counters drop to zero, never below (fixed-window, sliding-window-
+ * counter: 3 - 5 -> 0); the log removes only the 2 entries scored T0 (1 stays); token-bucket and
+ * gcra stop at a full burst (never 8 tokens).
+ */
+const OVER_REFUND: Record<AlgorithmName, number> = {
+  'fixed-window': 4,
+  'sliding-window-log': 3,
+  'sliding-window-counter': 4,
+  'token-bucket': 4,
+  gcra: 4,
+};
+
 export const SCENARIOS: readonly Scenario[] = [
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: a refund gives back exactly the units of the consume it names; denials and peeks carry no \`at\``,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        const first = await charged(ctx, l, 's', 2, { remaining: 3 });
+        ctx.clock.advance(10);
+        await charged(ctx, l, 's', 3, { remaining: 0 });
+        const denied = await expectDecision('full', l.consume('s'), { allowed: false });
+        expect([denied.at, (await l.peek('s', { cost: 0 })).at]).toEqual([undefined, undefined]);
+        await refunded(l, 's', first, 2);
+        await expectDecision('2 are back', l.peek('s'), { allowed: true, remaining: 1 });
+        await expectDecision('cost 2 fits', l.consume('s', { cost: 2 }), { allowed: true, remaining: 0 });
+        await expectDecision('and not 1 more', l.consume('s'), { allowed: false, remaining: 0 });
+        // A subject never charged: nothing to give back, and it stays as it was.
+        await refunded(l, 'fresh', ctx.clock.now(), 3);
+        await expectDecision('fresh after a refund', l.peek('fresh', { cost: 5 }), { allowed: true, remaining: 0 });
+        await expectDecision('fresh: the limit, not more', l.consume('fresh', { cost: 6 }), { allowed: false, reason: 'cost-exceeds-limit' });
+      },
+    }),
+  ),
+  ...ALL.map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: a refund of more than was charged never goes below zero or past a full limit`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        const first = await charged(ctx, l, 's', 2);
+        ctx.clock.advance(1000);
+        await charged(ctx, l, 's', 1);
+        await refunded(l, 's', first, 5);
+        const left = OVER_REFUND[algorithm];
+        await expectDecision('after the refund', l.peek('s'), { allowed: true, remaining: left });
+        await expectDecision('what is left, exactly', l.consume('s', { cost: left + 1 }), { allowed: true, remaining: 0 });
+        await expectDecision('and nothing more', l.consume('s'), { allowed: false, remaining: 0 });
+        // Refunding again, twice over: still never past the limit.
+        await refunded(l, 's', first, 5);
+        await refunded(l, 's', first, 5);
+        await expectDecision('never more than the limit', l.consume('s', { cost: 6 }), { allowed: false, reason: 'cost-exceeds-limit' });
+        const again = await expectDecision('peek', l.peek('s', { cost: 5 }), {});
+        expect(again.remaining).toBeLessThanOrEqual(0);
+      },
+    }),
+  ),
+  {
+    name: 'fixed-window: a refund across a window edge gives nothing back (the old charge no longer counts); one in the window does',
+    async run(ctx) {
+      const l = ctx.limiter(five('fixed-window'));
+      ctx.clock.advance(59_000);
+      const old = await charged(ctx, l, 's', 3);
+      ctx.clock.advance(1000); // the next window
+      const now = await charged(ctx, l, 's', 5, { remaining: 0 });
+      await refunded(l, 's', old, 3);
+      await expectDecision('the old window\'s refund', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 60_000 });
+      await refunded(l, 's', now, 1);
+      await expectDecision('this window\'s refund', l.peek('s'), { allowed: true, remaining: 0 });
+    },
+  },
+  {
+    name: 'sliding-window-counter: a refund takes from the previous window\'s count or the current one, and nothing from older ones',
+    async run(ctx) {
+      const l = ctx.limiter(five('sliding-window-counter'));
+      const w0 = await charged(ctx, l, 's', 4);
+      ctx.clock.advance(90_000); // 30 s into the next window: 4 * 0.5 = 2 still count
+      await expectDecision('half of the previous window', l.peek('s'), { allowed: true, remaining: 2 });
+      await refunded(l, 's', w0, 2); // p: 4 -> 2, weighing 1
+      await expectDecision('the previous window gave 2 back', l.peek('s'), { allowed: true, remaining: 3 });
+      const w1 = await charged(ctx, l, 's', 3, { remaining: 1 }); // 1 + 3
+      await refunded(l, 's', w1, 1);
+      await expectDecision('the current window gave 1 back', l.peek('s'), { allowed: true, remaining: 1 });
+      ctx.clock.advance(60_000); // 30 s into the window after: w1's 2 weigh 1, w0 is two back
+      await refunded(l, 's', w0, 2);
+      await expectDecision('two windows back: nothing', l.peek('s'), { allowed: true, remaining: 3 });
+      await refunded(l, 's', w1, 2);
+      await expectDecision('the previous window, again', l.peek('s'), { allowed: true, remaining: 4 });
+    },
+  },
+  {
+    name: 'sliding-window-log: a refund removes the entries scored `at`; those that left the window count for nothing',
+    async run(ctx) {
+      const l = ctx.limiter(five('sliding-window-log'));
+      const a = await charged(ctx, l, 's', 3);
+      ctx.clock.advance(30_000);
+      const b = await charged(ctx, l, 's', 2, { remaining: 0 });
+      await refunded(l, 's', a, 3);
+      await expectDecision('the first 3 are back', l.peek('s', { cost: 3 }), { allowed: true, remaining: 0 });
+      await refunded(l, 's', a + 1, 1); // no entry at that ms: nothing
+      await expectDecision('a refund naming no entry', l.peek('s', { cost: 4 }), { allowed: false, remaining: 3 });
+      ctx.clock.advance(60_000); // b's entries left the window
+      await charged(ctx, l, 's', 5, { remaining: 0 });
+      await refunded(l, 's', b, 2);
+      await expectDecision('entries out of the window give nothing', l.peek('s'), { allowed: false, remaining: 0 });
+    },
+  },
+  ...(['token-bucket', 'gcra'] as const).map(
+    (algorithm): Scenario => ({
+      name: `${algorithm}: a refund after a refill stops at the burst`,
+      async run(ctx) {
+        const l = ctx.limiter(five(algorithm));
+        const at = await charged(ctx, l, 's', 5, { remaining: 0 });
+        ctx.clock.advance(2000); // 2 units back by refill
+        await expectDecision('refilled 2', l.peek('s'), { allowed: true, remaining: 1 });
+        await refunded(l, 's', at, 5);
+        await expectDecision('full, not 7', l.peek('s'), { allowed: true, remaining: 4, resetMs: 1000 });
+        await expectDecision('the burst', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0 });
+        await expectDecision('and no more', l.consume('s'), { allowed: false, remaining: 0 });
+      },
+    }),
+  ),
+  {
+    name: 'a refund gives back to every limit of the subject (fixed-window 10 per 10 s + token-bucket 25 per hour)',
+    async run(ctx) {
+      const l = ctx.limiter({ limits: [per('short', 'fixed-window', 10, 10_000), per('hour', 'token-bucket', 25, 3_600_000)] });
+      const at = await charged(ctx, l, 's', 8);
+      await charged(ctx, l, 's', 2);
+      await refunded(l, 's', at, 8);
+      const d = await expectDecision('both back', l.peek('s', { cost: 0 }), { allowed: true });
+      expect([limitOf(d, 'short').remaining, limitOf(d, 'hour').remaining]).toEqual([8, 23]);
+    },
+  },
   ...ALL.map(
     (algorithm): Scenario => ({
       name: `${algorithm}: the limit is reached exactly, then denied; remaining, resetMs and retryAfterMs exact`,
@@ -213,7 +357,7 @@ export const SCENARIOS: readonly Scenario[] = [
         // The limiter only peeks such a cost; the store must refuse it in consume mode too.
         const keys = l.options.limits.map((limit) => `${subjectKey(l.options.prefix, '', 's')}:${limit.keySuffix}`);
         const direct = await ctx.store.evaluate({ keys, limits: l.options.limits.map((x) => x.store), cost: 6, mode: 'consume' });
-        expect(direct).toEqual({ allowed: false, results: [expect.objectContaining({ allowed: false, remaining: 5, retryAfterMs: -1 })] });
+        expect(direct).toEqual({ at: ctx.clock.now(), allowed: false, results: [expect.objectContaining({ allowed: false, remaining: 5, retryAfterMs: -1 })] });
         await expectDecision('cost 0', l.consume('s', { cost: 0 }), { allowed: true, remaining: 5 });
         await expectDecision('cost 5: nothing was taken', l.consume('s', { cost: 5 }), { allowed: true, remaining: 0 });
         await expectDecision('cost 0 when empty', l.consume('s', { cost: 0 }), { allowed: true, remaining: 0 });

@@ -16,3 +16,12 @@ local function check(key, now, cap, win, cost)
   if cost > cap then retry = -1 end
   return 0, math.max(0, cap - c), reset, retry, nil
 end
+-- Refund: a charge made in the current window comes off its count (never below zero); one made in
+-- an older window no longer counts, so nothing changes. Writes only when the count changes.
+local function refund(key, now, cap, win, cost, at)
+  local w = math.floor(now / win)
+  if cost == 0 or math.floor(at / win) ~= w then return end
+  local s = hmget(key, 'w', 'c')
+  if not s[1] or tonumber(s[1]) ~= w or tonumber(s[2]) == 0 then return end
+  hsave(key, ttl((w + 1) * win - now), 'w', fmt(w), 'c', fmt(math.max(0, tonumber(s[2]) - cost)))
+end

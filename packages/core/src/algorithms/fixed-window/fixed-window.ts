@@ -28,4 +28,10 @@ export const fixedWindow: Twin<FixedWindowState> = {
       retryAfterMs: cost > cap ? -1 : reset,
     };
   },
+  refund(s, now, { period: win }, cost, at) {
+    const w = Math.floor(now / win);
+    if (cost === 0 || Math.floor(at / win) !== w) return undefined;
+    if (!s || s.w !== w || s.c === 0) return undefined;
+    return { state: { w, c: Math.max(0, s.c - cost) }, ttlMs: ttl((w + 1) * win - now) };
+  },
 };

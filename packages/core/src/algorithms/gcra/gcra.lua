@@ -2,8 +2,10 @@
 -- arrival time (TAT). Kept in whole microseconds so that long runs accumulate no rounding error;
 -- the emission interval is rounded to the nearest microsecond (rates up to 1e6/s).
 -- State: STRING tat in microseconds. TTL: until tat, after which the state says nothing.
+-- The emission interval in whole microseconds.
+local function interval(rate) return math.max(1, math.floor(1e6 / rate + 0.5)) end
 local function check(key, now, cap, rate, cost)
-  local T = math.max(1, math.floor(1e6 / rate + 0.5))
+  local T = interval(rate)
   local tau = cap * T
   local nowUs = now * 1000
   local tat = tonumber(sget(key)) or nowUs
@@ -17,4 +19,12 @@ local function check(key, now, cap, rate, cost)
   local retry = -1
   if cost <= cap then retry = math.max(1, math.ceil((diff - tau) / 1000)) end
   return 0, math.max(0, math.floor((tau - (tat - nowUs)) / T)), math.ceil((tat - nowUs) / 1000), retry, nil
+end
+-- Refund: TAT moves back by cost emission intervals, never before now. Writes only when TAT is ahead of now.
+local function refund(key, now, cap, rate, cost, at)
+  local nowUs = now * 1000
+  local tat = tonumber(sget(key))
+  if cost == 0 or not tat or tat <= nowUs then return end
+  local back = math.max(nowUs, tat - cost * interval(rate))
+  ssave(key, fmt(back), ttl((back - nowUs) / 1000))
 end

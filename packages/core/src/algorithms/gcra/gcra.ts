@@ -5,9 +5,12 @@ import { ttl } from '../twin-math';
 /** The theoretical arrival time in microseconds. */
 export type GcraState = number;
 
+/** The emission interval in whole microseconds (Lua: interval). */
+const interval = (rate: number) => Math.max(1, Math.floor(1e6 / rate + 0.5));
+
 export const gcra: Twin<GcraState> = {
   check(s, now, { capacity: cap, period: rate }, cost) {
-    const T = Math.max(1, Math.floor(1e6 / rate + 0.5));
+    const T = interval(rate);
     const tau = cap * T;
     const nowUs = now * 1000;
     let tat = s ?? nowUs;
@@ -28,5 +31,11 @@ export const gcra: Twin<GcraState> = {
       resetMs: Math.ceil((tat - nowUs) / 1000),
       retryAfterMs: cost <= cap ? Math.max(1, Math.ceil((diff - tau) / 1000)) : -1,
     };
+  },
+  refund(s, now, { period: rate }, cost) {
+    const nowUs = now * 1000;
+    if (cost === 0 || s === undefined || s <= nowUs) return undefined;
+    const back = Math.max(nowUs, s - cost * interval(rate));
+    return { state: back, ttlMs: ttl((back - nowUs) / 1000) };
   },
 };

@@ -2,6 +2,15 @@
 -- sliding window, plus the current window's count. Two integers per subject; the default.
 -- State: HASH { w = current window index, c = count in w, p = count in w - 1 }.
 -- TTL: until the end of the next window, when c stops mattering.
+-- The counts of window w and of the one before it, from the stored state `s` (HMGET w, c, p).
+local function counts(s, w)
+  if s[1] then
+    local sw = tonumber(s[1])
+    if sw == w then return tonumber(s[2]), tonumber(s[3]) end
+    if sw == w - 1 then return 0, tonumber(s[2]) end
+  end
+  return 0, 0
+end
 local function check(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
   -- What this check sees at time `at`, from the stored state (also used to settle retry):
@@ -9,15 +18,7 @@ local function check(key, now, cap, win, cost)
   local function view(at)
     local w = math.floor(at / win)
     local elapsed = at - w * win
-    local c, p = 0, 0
-    if s[1] then
-      local sw = tonumber(s[1])
-      if sw == w then
-        c = tonumber(s[2]); p = tonumber(s[3])
-      elseif sw == w - 1 then
-        p = tonumber(s[2])
-      end
-    end
+    local c, p = counts(s, w)
     return p * (win - elapsed) / win + c, c, p, elapsed, w
   end
   local est, c, p, elapsed, w = view(now)
@@ -51,4 +52,22 @@ local function check(key, now, cap, win, cost)
     end
   end
   return 0, math.max(0, math.floor(cap - est + EPSILON)), reset, retry, nil
+end
+-- Refund: a charge made in the current window comes off c, one made in the previous window off p
+-- (never below zero); an older one no longer counts. Writes only when a count changes, with the TTL
+-- an admission now would set.
+local function refund(key, now, cap, win, cost, at)
+  local s = hmget(key, 'w', 'c', 'p')
+  local w = math.floor(now / win)
+  local c, p = counts(s, w)
+  local wa = math.floor(at / win)
+  if cost == 0 then return end
+  if wa == w and c > 0 then
+    c = math.max(0, c - cost)
+  elseif wa == w - 1 and p > 0 then
+    p = math.max(0, p - cost)
+  else
+    return
+  end
+  hsave(key, ttl(win - (now - w * win) + win), 'w', fmt(w), 'c', fmt(c), 'p', fmt(p))
 end

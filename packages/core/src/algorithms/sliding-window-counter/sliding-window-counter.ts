@@ -9,6 +9,13 @@ export interface SlidingWindowCounterState {
   p: number;
 }
 
+/** The counts of window w and of the one before it, from the stored state (Lua: counts). */
+function counts(s: SlidingWindowCounterState | undefined, w: number): { c: number; p: number } {
+  if (s && s.w === w) return { c: s.c, p: s.p };
+  if (s && s.w === w - 1) return { c: 0, p: s.c };
+  return { c: 0, p: 0 };
+}
+
 export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
   check(s, now, { capacity: cap, period: win }, cost) {
     // What this check sees at time `at`, from the stored state (also used to settle retry):
@@ -16,16 +23,7 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
     const view = (at: number) => {
       const w = Math.floor(at / win);
       const elapsed = at - w * win;
-      let c = 0;
-      let p = 0;
-      if (s) {
-        if (s.w === w) {
-          c = s.c;
-          p = s.p;
-        } else if (s.w === w - 1) {
-          p = s.c;
-        }
-      }
+      const { c, p } = counts(s, w);
       return { est: (p * (win - elapsed)) / win + c, c, p, elapsed, w };
     };
     const { est, c, p, elapsed, w } = view(now);
@@ -66,5 +64,15 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
       resetMs: reset,
       retryAfterMs: retry,
     };
+  },
+  refund(s, now, { period: win }, cost, at) {
+    const w = Math.floor(now / win);
+    let { c, p } = counts(s, w);
+    const wa = Math.floor(at / win);
+    if (cost === 0) return undefined;
+    if (wa === w && c > 0) c = Math.max(0, c - cost);
+    else if (wa === w - 1 && p > 0) p = Math.max(0, p - cost);
+    else return undefined;
+    return { state: { w, c, p }, ttlMs: ttl(win - (now - w * win) + win) };
   },
 };

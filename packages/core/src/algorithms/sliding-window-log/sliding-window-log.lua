@@ -12,8 +12,13 @@ local function check(key, now, cap, win, cost)
     if cost > 0 then reset = win elseif newest then reset = newest + win - now end
     return 1, cap - n - cost, reset, 0, function()
       redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(floor))
-      -- n entries are in the window and none can leave it at this same ms, so n + i is unique.
-      for i = 1, cost do redis.call('ZADD', key, fmt(now), fmt(now) .. ':' .. fmt(n + i)) end
+      -- Members 'now:seq' from seq n + 1. A refund can remove entries of this same ms and so free
+      -- a seq below one still held: NX skips a member already there, so each unit adds one entry.
+      local seq, added = n, 0
+      while added < cost do
+        seq = seq + 1
+        added = added + redis.call('ZADD', key, 'NX', fmt(now), fmt(now) .. ':' .. fmt(seq))
+      end
       if cost > 0 then redis.call('PEXPIRE', key, ttl(win)) end
     end
   end
@@ -26,4 +31,16 @@ local function check(key, now, cap, win, cost)
   local reset = 0
   if newest then reset = newest + win - now end
   return 0, math.max(0, cap - n), reset, retry, nil
+end
+-- Refund: removes `cost` entries scored `at` (whichever members they are; fewer if fewer are there),
+-- then sets the TTL from the newest entry left. An emptied ZSET is gone, as Redis removes it. Entries
+-- that have left the window no longer count: a refund of them changes nothing and writes nothing.
+local function refund(key, now, cap, win, cost, at)
+  if cost == 0 or at <= now - win then return end
+  local gone = redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at), 'LIMIT', 0, cost)
+  if #gone == 0 then return end
+  -- In slices: unpack() of a long list would overflow Lua's stack.
+  for i = 1, #gone, 1000 do redis.call('ZREM', key, unpack(gone, i, math.min(#gone, i + 999))) end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if newest[2] then redis.call('PEXPIRE', key, ttl(tonumber(newest[2]) + win - now)) end
 end

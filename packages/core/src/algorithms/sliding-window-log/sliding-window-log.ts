@@ -36,4 +36,16 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
       retryAfterMs: retry,
     };
   },
+  refund(s, now, { period: win }, cost, at) {
+    if (cost === 0 || !s || at <= now - win) return undefined;
+    const kept: number[] = [];
+    let gone = 0;
+    for (const t of s) {
+      if (t === at && gone < cost) gone++;
+      else kept.push(t);
+    }
+    if (gone === 0) return undefined;
+    if (kept.length === 0) return null;
+    return { state: kept, ttlMs: ttl(kept[kept.length - 1] + win - now) };
+  },
 };

@@ -1,15 +1,17 @@
 -- token-bucket: `burst` tokens, refilled at `refillPerSecond`, computed lazily on read.
 -- State: HASH { t = tokens after the last admission, ts = its time in ms }.
 -- TTL: until the bucket is full again, when the state says no more than an absent key.
+-- The tokens the stored state `s` (HMGET t, ts) holds at time `at`: refilled lazily, up to cap.
+local function tokensIn(s, cap, rate, at)
+  if not s[1] then return cap end
+  local elapsed = at - tonumber(s[2])
+  if elapsed < 0 then elapsed = 0 end
+  return math.min(cap, tonumber(s[1]) + elapsed * rate / 1000)
+end
 local function check(key, now, cap, rate, cost)
   local s = hmget(key, 't', 'ts')
   -- The tokens this check sees at time `at`, from the stored state (also used to settle retry).
-  local function tokensAt(at)
-    if not s[1] then return cap end
-    local elapsed = at - tonumber(s[2])
-    if elapsed < 0 then elapsed = 0 end
-    return math.min(cap, tonumber(s[1]) + elapsed * rate / 1000)
-  end
+  local function tokensAt(at) return tokensIn(s, cap, rate, at) end
   local tokens = tokensAt(now)
   if tokens + EPSILON >= cost then
     local left = math.max(0, tokens - cost)
@@ -30,4 +32,12 @@ local function check(key, now, cap, rate, cost)
     end
   end
   return 0, math.floor(tokens + EPSILON), math.ceil((cap - tokens) * 1000 / rate), retry, nil
+end
+-- Refund: `cost` tokens back, never past the burst. Writes only when the bucket was not full.
+local function refund(key, now, cap, rate, cost, at)
+  local s = hmget(key, 't', 'ts')
+  local tokens = tokensIn(s, cap, rate, now)
+  if cost == 0 or tokens >= cap then return end
+  local t = math.min(cap, tokens + cost)
+  hsave(key, ttl((cap - t) * 1000 / rate), 't', fmt(t), 'ts', fmt(now))
 end

@@ -8,15 +8,18 @@ export interface TokenBucketState {
   ts: number;
 }
 
+/** The tokens the stored state holds at time `at`: refilled lazily, up to cap (Lua: tokensIn). */
+function tokensIn(s: TokenBucketState | undefined, cap: number, rate: number, at: number): number {
+  if (!s) return cap;
+  let elapsed = at - s.ts;
+  if (elapsed < 0) elapsed = 0;
+  return Math.min(cap, s.t + (elapsed * rate) / 1000);
+}
+
 export const tokenBucket: Twin<TokenBucketState> = {
   check(s, now, { capacity: cap, period: rate }, cost) {
     // The tokens this check sees at time `at`, from the stored state (also used to settle retry).
-    const tokensAt = (at: number): number => {
-      if (!s) return cap;
-      let elapsed = at - s.ts;
-      if (elapsed < 0) elapsed = 0;
-      return Math.min(cap, s.t + (elapsed * rate) / 1000);
-    };
+    const tokensAt = (at: number): number => tokensIn(s, cap, rate, at);
     const tokens = tokensAt(now);
     if (tokens + EPSILON >= cost) {
       const left = Math.max(0, tokens - cost);
@@ -46,5 +49,11 @@ export const tokenBucket: Twin<TokenBucketState> = {
       resetMs: Math.ceil(((cap - tokens) * 1000) / rate),
       retryAfterMs: retry,
     };
+  },
+  refund(s, now, { capacity: cap, period: rate }, cost) {
+    const tokens = tokensIn(s, cap, rate, now);
+    if (cost === 0 || tokens >= cap) return undefined;
+    const t = Math.min(cap, tokens + cost);
+    return { state: { t, ts: now }, ttlMs: ttl(((cap - t) * 1000) / rate) };
   },
 };
