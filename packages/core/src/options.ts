@@ -84,7 +84,7 @@ const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 const units = (option: string, value: unknown) => wholeNumber(option, value, 1, MAX_UNITS);
 
-function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string, defaultName: string): ResolvedLimit {
+export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: string, defaultName: string): ResolvedLimit {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) invalidOption(option, raw, 'an object');
   if (option !== 'options') checkOptionNames(option, raw, LIMIT_OPTION_NAMES);
   const get = <K extends keyof LimitOptions>(k: K) => (raw[k] !== undefined ? raw[k] : defaults[k]);

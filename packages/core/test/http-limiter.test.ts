@@ -116,6 +116,81 @@ describe('exempt requests: allowList and skip', () => {
   });
 });
 
+describe('count by outcome, several keys, reset on success', () => {
+  type Login = { user?: string };
+  const login = (user: string | undefined, ip = '203.0.113.9') => facts({ ip, method: 'POST', route: '/login' });
+  /** One request through the pipeline, then its response: `status` settles it as the adapter would. */
+  async function attempt(http: ReturnType<typeof createHttpLimiter<Login>>, user: string | undefined, status: number | undefined, ip?: string) {
+    const result = await http.handle(login(user, ip), { user });
+    if (result.status === 'next') result.settle?.(status);
+    await new Promise((r) => setImmediate(r)); // the refund is a store call of its own
+    return result.status;
+  }
+
+  it("countOnly 'failed': successes are given back, failures count, and parallel guesses cannot all pass", async () => {
+    const http = createHttpLimiter<Login>({ logger: silent, limit: 3, countOnly: 'failed' });
+    for (let i = 0; i < 10; i++) expect(await attempt(http, 'u', 200)).toBe('next');
+    // 10 at once, none answered yet: only 3 get through to the handler.
+    const parallel = await Promise.all(Array.from({ length: 10 }, () => http.handle(login('u'), { user: 'u' })));
+    expect(parallel.filter((r) => r.status === 'next')).toHaveLength(3);
+    for (const r of parallel) r.settle?.(401);
+    await new Promise((r) => setImmediate(r));
+    expect(await attempt(http, 'u', 200)).toBe(429);
+  });
+
+  it("countOnly 'succeeded' counts only successes; a response cut off counts as a failure; isFailure decides", async () => {
+    const http = createHttpLimiter<Login>({ logger: silent, limit: 2, countOnly: 'succeeded' });
+    for (let i = 0; i < 5; i++) expect(await attempt(http, 'u', 500)).toBe('next');
+    expect([await attempt(http, 'u', 201), await attempt(http, 'u', undefined), await attempt(http, 'u', 200), await attempt(http, 'u', 200)]).toEqual(['next', 'next', 'next', 429]);
+    const custom = createHttpLimiter<Login>({ logger: silent, limit: 1, countOnly: 'failed', isFailure: ({ status }) => status === 403 });
+    expect([await attempt(custom, 'u', 401), await attempt(custom, 'u', 403), await attempt(custom, 'u', 200)]).toEqual(['next', 'next', 429]);
+  });
+
+  it('counts an extra key (the account) beside the IP, all-or-nothing: a refusal by one gives back the other', async () => {
+    const http = createHttpLimiter<Login>({
+      logger: silent,
+      limit: 4,
+      countOnly: 'failed',
+      extraKeys: [{ name: 'account', key: (req) => req.user, limit: 2 }],
+    });
+    // One account from many IPs: refused on the third failure, whichever IP.
+    expect([await attempt(http, 'bob', 401, '10.0.0.1'), await attempt(http, 'bob', 401, '10.0.0.2'), await attempt(http, 'bob', 401, '10.0.0.3')]).toEqual(['next', 'next', 429]);
+    // The refusal by the account gave the IP its unit back: 10.0.0.3 still has all 4.
+    for (let i = 0; i < 4; i++) expect(await attempt(http, `user-${i}`, 401, '10.0.0.3')).toBe('next');
+    expect(await attempt(http, 'user-9', 401, '10.0.0.3')).toBe(429);
+    // No account name: only the IP counts.
+    expect(await attempt(http, undefined, 401, '10.0.0.4')).toBe('next');
+  });
+
+  it('resetOnSuccess clears the account on a success; a failing key function gives back what was charged', async () => {
+    const http = createHttpLimiter<Login>({
+      logger: silent,
+      limit: 100,
+      countOnly: 'failed',
+      extraKeys: [{ name: 'account', key: (req) => req.user, limit: 2 }],
+      resetOnSuccess: ['account'],
+    });
+    await attempt(http, 'carol', 401);
+    await attempt(http, 'carol', 200);
+    expect([await attempt(http, 'carol', 401), await attempt(http, 'carol', 401), await attempt(http, 'carol', 401)]).toEqual(['next', 'next', 429]);
+    const failing = createHttpLimiter<Login>({ logger: silent, limit: 1, extraKeys: [{ name: 'a', key: () => { throw new Error('no body'); } }] });
+    await expect(failing.handle(login('x'), {})).rejects.toThrow('no body');
+    await new Promise((r) => setImmediate(r));
+    const plain = failing.route({ extraKeys: [] })!;
+    expect((await plain.handle(login('x'), {})).status).toBe('next'); // the IP's unit was given back
+  });
+
+  it('refuses bad outcome and extra-key options at construction, naming them', () => {
+    expect(() => createHttpLimiter({ countOnly: 'failures' as never })).toThrow(/`countOnly`: got "failures"; expected one of 'failed', 'succeeded'/);
+    expect(() => createHttpLimiter({ isFailure: () => true })).toThrow(/`isFailure`.*only together with `countOnly`/);
+    expect(() => createHttpLimiter({ resetOnSuccess: ['account'] })).toThrow(/`resetOnSuccess`.*countOnly: 'failed'/);
+    expect(() => createHttpLimiter({ countOnly: 'failed', resetOnSuccess: ['acount'], extraKeys: [{ name: 'account', key: () => 'x' }] })).toThrow(/`resetOnSuccess`: got "acount"; expected one of the extraKeys names \(account\)/);
+    expect(() => createHttpLimiter({ extraKeys: [{ name: 'a', key: () => 'x', max: 3 }] as never })).toThrow(/Unknown option `max` in extraKeys\[0\]: did you mean `limit`\?/);
+    expect(() => createHttpLimiter({ extraKeys: [{ name: 'a', key: 'x' }] as never })).toThrow(/`extraKeys\[0\].key`/);
+    expect(() => createHttpLimiter({ extraKeys: [{ name: 'a', key: () => 'x' }, { name: 'a', key: () => 'y' }] })).toThrow(/`extraKeys\[1\].name`/);
+  });
+});
+
 describe('strict option names', () => {
   it.each([
     ['max', 3, 'limit'],
@@ -128,7 +203,7 @@ describe('strict option names', () => {
     ['legacyHeaders', false, 'headers'],
     ['points', 10, 'limit'],
     ['duration', 60, 'windowMs'],
-  ])('refuses `%s` and names `%s`', (name, value, meant) => {
+  ])('refuses `%s` (given %p) and names the option meant', (name, value, meant) => {
     expect(() => createHttpLimiter({ [name]: value } as never)).toThrow(
       expect.objectContaining({ code: 'FG_UNKNOWN_OPTION', option: name, message: expect.stringContaining(`did you mean \`${meant}\`?`) }),
     );

@@ -1,7 +1,6 @@
 // Several keys per request: more subjects a request is counted against (an account name beside the IP), each with its own limits.
 import { invalidOption } from '../errors';
-import { LIMIT_OPTION_NAMES, resolveLimits, type LimitOptions, type ResolvedLimiterOptions } from '../options';
-import { maxCostOf } from '../options';
+import { LIMIT_OPTION_NAMES, maxCostOf, resolveLimit, resolveLimits, type LimitOptions, type ResolvedLimiterOptions } from '../options';
 import { checkOptionNames, optionNames } from '../validate';
 
 /** One more subject to count a request against. */
@@ -15,7 +14,10 @@ export interface ExtraKeyOptions<Req = unknown> extends Omit<LimitOptions, 'name
    * `hook: 'preHandler'`).
    */
   key: (request: Req) => string | number | undefined | Promise<string | number | undefined>;
-  /** Several limits for this key (as createLimiter's `limits`); else `limit`/`windowMs`/... (default policy name: `name`). */
+  /**
+   * Several limits for this key (as createLimiter's `limits`); else `limit`/`windowMs`/... (its
+   * policy is then named after the key); with neither, the route's limits (its own counts).
+   */
   limits?: LimitOptions[];
 }
 
@@ -51,7 +53,9 @@ export function resolveExtraKeys<Req>(raw: unknown, route: ResolvedLimiterOption
     if (limits !== undefined && Object.keys(single).some((k) => k === 'limit' || k === 'burst')) {
       invalidOption(`${option}.limit`, single.limit ?? single.burst, 'no `limit` or `burst` beside `limits` (set them per limit)');
     }
-    const resolved = resolveLimits(limits ?? [{ name, ...single }], limits ? `${option}.limits` : option);
+    // Without limits of its own, the key is limited like the route (same definitions, its own counts).
+    const own = limits !== undefined || Object.values(single).some((v) => v !== undefined);
+    const resolved = limits !== undefined ? resolveLimits(limits, `${option}.limits`) : own ? [resolveLimit({ name, ...single }, {}, option, name)] : [...route.limits];
     return { name, key, limiter: { ...route, limits: resolved, maxCost: maxCostOf(resolved) } };
   });
 }
