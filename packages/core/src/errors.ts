@@ -30,7 +30,9 @@ function show(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
   // A class instance (a Redis client, a Store) is named, not dumped: its JSON can run to kilobytes.
   const proto = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : null;
-  if (proto !== null && typeof (value as { evalsha?: unknown }).evalsha === 'function') return 'a Redis client';
+  // ioredis has evalsha, node-redis sendCommand (its class is named 'Class': the name says nothing).
+  const client = value as { evalsha?: unknown; sendCommand?: unknown };
+  if (proto !== null && (typeof client.evalsha === 'function' || typeof client.sendCommand === 'function')) return 'a Redis client';
   if (proto !== null && proto !== Object.prototype && proto !== Array.prototype) {
     return `an instance of ${(value as object).constructor?.name || 'a class'}`;
   }
