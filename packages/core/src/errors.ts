@@ -1,7 +1,10 @@
 // Errors Floodgate throws: a stable code, the option, the bad value and the valid range, and a docs anchor.
 
-/** Where each code has its own anchor (docs/errors.md in the repository and the published package). */
-export const DOCS_ERRORS_URL = 'docs/errors.md';
+/**
+ * Where each code has its own anchor: the error reference ships inside @floodgate/core, so this path
+ * exists in every app that installed it (and is docs/errors.md in the repository). No web address yet.
+ */
+export const DOCS_ERRORS_URL = 'node_modules/@floodgate/core/docs/errors.md';
 
 export type FloodgateErrorCode =
   | 'FG_INVALID_OPTION'
