@@ -1,7 +1,10 @@
 // Errors Floodgate throws: a stable code, the option, the bad value and the valid range, and a docs anchor.
 
-/** Where each code has its own anchor (docs/errors.md in the repository and the published package). */
-export const DOCS_ERRORS_URL = 'docs/errors.md';
+/**
+ * Where each code has its own anchor: the error reference ships inside @floodgate/core, so this path
+ * exists in every app that installed it (and is docs/errors.md in the repository). No web address yet.
+ */
+export const DOCS_ERRORS_URL = 'node_modules/@floodgate/core/docs/errors.md';
 
 export type FloodgateErrorCode =
   | 'FG_INVALID_OPTION'
@@ -31,7 +34,9 @@ function show(value: unknown): string {
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);
   // A class instance (a Redis client, a Store) is named, not dumped: its JSON can run to kilobytes.
   const proto = value !== null && typeof value === 'object' ? Object.getPrototypeOf(value) : null;
-  if (proto !== null && typeof (value as { evalsha?: unknown }).evalsha === 'function') return 'a Redis client';
+  // ioredis has evalsha, node-redis sendCommand (its class is named 'Class': the name says nothing).
+  const client = value as { evalsha?: unknown; sendCommand?: unknown };
+  if (proto !== null && (typeof client.evalsha === 'function' || typeof client.sendCommand === 'function')) return 'a Redis client';
   if (proto !== null && proto !== Object.prototype && proto !== Array.prototype) {
     return `an instance of ${(value as object).constructor?.name || 'a class'}`;
   }

@@ -1,20 +1,21 @@
-// The shared conformance table against RedisStore on a real 3-master Redis Cluster, with its subjects spread over every master.
+// The shared conformance table against RedisStore on a real 3-master Redis Cluster through each cluster client (ioredis 5 and 6, node-redis), its subjects spread over every master.
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RedisStore, type Store, type StoreRequest, type StoreResult } from '../src';
 import { describeConformance } from './conformance/scenarios';
+import { CLUSTER_KINDS, connectCluster, type ConnectedClient, kindTag } from './support/redis-clients';
 
 let cluster: RedisClusterHandle;
-let client: Cluster;
+const clients = new Map<string, ConnectedClient>();
 const prefix = `cconf-${Math.random().toString(36).slice(2, 10)}`;
 
 beforeAll(async () => {
   cluster = await startRedisCluster({ masters: 3 });
-  client = cluster.client({ scaleReads: 'master', retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
+  for (const kind of CLUSTER_KINDS) clients.set(kind, await connectCluster(kind, cluster));
 }, 60_000);
 
 afterAll(async () => {
-  client?.disconnect();
+  for (const connected of clients.values()) await connected.close();
   await cluster?.stop();
 });
 
@@ -46,11 +47,13 @@ class SlotSpreadingStore implements Store {
 }
 
 let stores = 0;
-describeConformance(
-  'conformance: RedisStore on Redis Cluster',
-  (clock) => new SlotSpreadingStore(new RedisStore({ client, timeoutMs: 5_000, UNSAFE_testClock: clock }), String(stores++)),
-  { prefix },
-);
+describe.each(CLUSTER_KINDS)('on %s', (kind) => {
+  describeConformance(
+    'conformance: RedisStore on Redis Cluster',
+    (clock) => new SlotSpreadingStore(new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 5_000, UNSAFE_testClock: clock }), String(stores++)),
+    { prefix: `${prefix}-${kindTag(kind)}` },
+  );
+});
 
 describe('after the conformance suite on the cluster', () => {
   it('spread its subjects over every master, each key in its subject\'s slot and with a TTL', async () => {

@@ -1,5 +1,6 @@
 // Bad options throw at construction: FloodgateError FG_INVALID_OPTION naming the option, the value given and the valid range.
 import { Redis } from 'ioredis';
+import { createClient, createCluster } from 'redis';
 import { createLimiter, FloodgateError, MemoryStore, RedisStore } from '../src';
 import type { CreateLimiterOptions, MemoryStoreOptions, RedisStoreOptions } from '../src';
 
@@ -23,6 +24,9 @@ const limiter = (options: unknown) => () => createLimiter(options as CreateLimit
 const memory = (options: unknown) => () => new MemoryStore(options as MemoryStoreOptions);
 // A client that never connects (lazyConnect, and no command is sent): only its shape is checked.
 const idle = new Redis({ host: '127.0.0.1', port: 1, lazyConnect: true, autoResendUnfulfilledCommands: false });
+// node-redis clients that are never connected: only their shape is checked.
+const nodeIdle = createClient({ url: 'redis://127.0.0.1:1' });
+const nodeClusterIdle = createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] });
 const redis = (options: unknown) => () => new RedisStore(options as RedisStoreOptions);
 
 const ROWS: Row[] = [
@@ -72,8 +76,8 @@ const ROWS: Row[] = [
   { label: 'MemoryStore maxKeys 0', build: memory({ maxKeys: 0 }), option: 'maxKeys', shown: '0', range: 'a whole number from 1 to 100000000' },
   { label: 'MemoryStore fractional maxKeys', build: memory({ maxKeys: 2.5 }), option: 'maxKeys', shown: '2.5', range: 'a whole number from 1 to 100000000' },
   { label: 'MemoryStore clock not a function', build: memory({ clock: 5 }), option: 'clock', shown: '5', range: 'a function returning the time in ms' },
-  { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis Redis or Cluster instance' },
-  { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis Redis or Cluster instance' },
+  { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client' },
+  { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client' },
   { label: 'RedisStore timeoutMs 0', build: redis({ client: idle, timeoutMs: 0 }), option: 'timeoutMs', shown: '0', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs above a minute', build: redis({ client: idle, timeoutMs: 60_001 }), option: 'timeoutMs', shown: '60001', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs not a duration', build: redis({ client: idle, timeoutMs: 'soon' }), option: 'timeoutMs', shown: '"soon"', range: 'from 1 to 60000' },
@@ -139,5 +143,27 @@ describe('unknown option names throw FG_UNKNOWN_OPTION at construction, naming t
     }
     expect(message).toContain('got a Redis client; expected a Store such as new MemoryStore() or new RedisStore({ client })');
     expect(message.length).toBeLessThan(400);
+  });
+
+  it.each([
+    ['a node-redis client', nodeIdle],
+    ['a node-redis cluster', nodeClusterIdle],
+  ])('names %s passed where the options belong, or as the store, in a short message', (_label, client) => {
+    expect(() => new RedisStore(client as never)).toThrow(/got a Redis client; expected an options object: new RedisStore\(\{ client \}\)/);
+    const message = (() => {
+      try {
+        createLimiter({ limit: 5, store: client as never });
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return '';
+    })();
+    expect(message).toContain('got a Redis client; expected a Store such as new MemoryStore() or new RedisStore({ client })');
+    expect(message.length).toBeLessThan(400);
+  });
+
+  it('takes a node-redis client and cluster by shape, typed without a cast', () => {
+    expect(new RedisStore({ client: createClient({ url: 'redis://127.0.0.1:1' }) }).name).toBe('redis');
+    expect(new RedisStore({ client: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }) }).name).toBe('redis');
   });
 });

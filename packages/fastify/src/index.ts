@@ -93,13 +93,13 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
  */
 function writeDirect(result: HttpResult, request: FastifyRequest, reply: FastifyReply): void {
   request.rateLimit = result.decision;
-  let head = result.direct as string[];
+  // Lower-case names, as Fastify sends its own (reply.header) on every other response: one case per framework.
+  const head = (result.direct as string[]).map((item, i) => (i % 2 === 0 ? item.toLowerCase() : item));
   const earlier = reply.getHeaders();
   const names = Object.keys(earlier);
   if (names.length > 0) {
     const own = new Set<string>();
-    for (let i = 0; i < head.length; i += 2) own.add(head[i].toLowerCase());
-    head = [...head];
+    for (let i = 0; i < head.length; i += 2) own.add(head[i]);
     for (const name of names) {
       const value = earlier[name];
       if (value === undefined || own.has(name.toLowerCase())) continue;

@@ -190,6 +190,14 @@ function expectWorking(report: ConsumerReport, build: 'index.js' | 'index.mjs'):
 }
 
 describe('packed tarballs', () => {
+  it('an error thrown by the installed core cites a file the install holds, with its anchor', async () => {
+    const script = "const { createLimiter } = require('@floodgate/core'); try { createLimiter({ max: 5 }); } catch (e) { console.log(e.message); }";
+    const message = (await run(process.execPath, ['-e', script], consumer)).trim();
+    const [, path, anchor] = /See (\S+)#(\S+)$/.exec(message)!;
+    expect(path).toBe('node_modules/@floodgate/core/docs/errors.md');
+    expect(readFileSync(join(consumer, path), 'utf8')).toContain(`### ${anchor}`);
+  });
+
   it.each(PACKAGES)('@floodgate/%s: a manifest and file list a registry can serve', (pkg) => {
     const { manifest, files } = packed[pkg];
     expect(manifest.name).toBe(`@floodgate/${pkg}`);
@@ -197,7 +205,9 @@ describe('packed tarballs', () => {
     // pnpm pack turned workspace:* into the real version; the `source` condition (TypeScript sources) stays home.
     expect(JSON.stringify(manifest)).not.toContain('workspace:');
     expect(exportConditions(manifest.exports)).not.toContain('source');
-    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['README.md', 'package.json']);
+    // core also ships the error reference its errors cite (node_modules/@floodgate/core/docs/errors.md).
+    const docs = pkg === 'core' ? ['docs/errors.md'] : [];
+    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['README.md', ...docs, 'package.json']);
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']));
     // Every file the manifest points at is in the tarball.
     const targets = [manifest.main, manifest.module, manifest.types, ...exportTargets(manifest.exports)].filter(

@@ -1,31 +1,24 @@
-// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis Redis or Cluster (coalescing, client handling).
+// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis or node-redis client or cluster (coalescing, deadlines).
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
 import { checkOptionNames, optionNames, refundAt } from '../validate';
 import { withDeadline } from '../deadline';
-import { encodeCall, parseReply, runScript, type SendCommand } from './redis-protocol';
+import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
+import { encodeCall, parseReply, runScript } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
-
-/**
- * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
- * need no ioredis types (an app that only uses the memory store compiles without ioredis).
- */
-export interface RedisClient {
-  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-  eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
-  del(...keys: string[]): Promise<number>;
-  /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
-  readonly status?: string;
-  once?(event: 'ready', listener: () => void): unknown;
-}
 
 export interface RedisStoreOptions {
   /**
-   * An ioredis `Redis` or `Cluster` client. Floodgate never closes it. Create it with
-   * `autoResendUnfulfilledCommands: false`: otherwise ioredis sends a command again after a
-   * reconnect, and a script Redis already ran counts twice (Floodgate warns at construction).
-   * Keep a reconnecting `retryStrategy` (the default): a client that gives up never recovers.
-   * Give the client an 'error' listener; ioredis prints unhandled connection errors otherwise.
+   * The client the app already has, connected by the app; Floodgate never connects nor closes it.
+   * - ioredis `Redis` or `Cluster`: create it with `autoResendUnfulfilledCommands: false`, otherwise
+   *   ioredis sends a command again after a reconnect and a script Redis already ran counts twice
+   *   (Floodgate warns at construction). Keep a reconnecting `retryStrategy` (the default).
+   * - node-redis `createClient()` or `createCluster()` (`redis` v5 and v6): call `await client.connect()`
+   *   first. node-redis rejects commands in flight when a connection drops (no resend), and
+   *   Floodgate sends nothing while it reconnects, so its offline queue never holds a decision.
+   *   Keep the default `reconnectStrategy` (Floodgate warns on `false`).
+   * Give the client an 'error' listener: ioredis prints unhandled connection errors, and node-redis
+   * without one ends the process (Floodgate warns at construction).
    */
   client: RedisClient;
   /**
@@ -85,19 +78,15 @@ function batchKey(request: StoreRequest, now: number | undefined): string {
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
-// ioredis statuses of a client that is still making its first connection: a command waits in the
-// offline queue for it (bounded by timeoutMs). After the first 'ready', only 'ready' is sent.
-const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
+const CLIENTS = 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client';
 
 export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
   readonly warnings: readonly string[];
-  private readonly client: RedisClient;
-  /** The protocol's one seam to the client (stores/redis-protocol.ts). */
-  private readonly sendCommand: SendCommand;
+  /** The client bound to the protocol's one seam (stores/redis-protocol.ts). */
+  private readonly client: ClientBinding;
   private readonly testClock?: () => number;
-  private everReady = false;
   private readonly coalesce: CoalesceMode;
   /** 'in-flight': subjects with a call in flight, and the requests waiting for it to return. */
   private readonly batches = new Map<string, Waiter[]>();
@@ -107,16 +96,13 @@ export class RedisStore implements Store {
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
-    if (typeof (options as Partial<RedisClient>).evalsha === 'function') {
-      invalidOption('RedisStore', 'a Redis client', 'an options object: new RedisStore({ client })');
+    if (isIoredis(options) || isNodeRedis(options)) {
+      invalidOption('RedisStore', options, 'an options object: new RedisStore({ client })');
     }
     checkOptionNames('RedisStore options', options, REDIS_STORE_OPTION_NAMES);
-    const client = options.client as Partial<RedisClient> | undefined;
-    if (!client || typeof client.evalsha !== 'function' || typeof client.eval !== 'function') {
-      invalidOption('client', options.client, 'an ioredis Redis or Cluster instance');
-    }
-    this.client = options.client;
-    this.sendCommand = ioredisCommands(options.client);
+    const client = bindClient(options.client);
+    if (!client) invalidOption('client', options.client, CLIENTS);
+    this.client = client;
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
     if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
@@ -126,11 +112,7 @@ export class RedisStore implements Store {
       invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }
     this.coalesce = options.coalesce ?? 'turn';
-    this.warnings = clientWarnings(options.client);
-    // The public 'ready' event, not a private field: once connected, a command is sent only on a
-    // ready connection, never parked in the offline queue behind a reconnect.
-    if (client!.status === 'ready' || typeof client!.once !== 'function') this.everReady = true;
-    else client!.once('ready', () => (this.everReady = true));
+    this.warnings = client.warnings;
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
@@ -218,7 +200,7 @@ export class RedisStore implements Store {
     const call = encodeCall(requests, now);
     const deadline = { expired: false };
     const reply = await withDeadline(
-      runScript(this.sendCommand, call, () => deadline.expired),
+      runScript(this.client.send, call, () => deadline.expired),
       this.timeoutMs,
       'Redis',
       () => {
@@ -236,29 +218,7 @@ export class RedisStore implements Store {
 
   /** Fails at once, without queueing, when the connection cannot answer now. */
   private checkConnection(): void {
-    const status = (this.client as { status?: string }).status;
-    if (status === undefined || status === 'ready') return;
-    if (!this.everReady && FIRST_CONNECT.has(status)) return;
-    throw new FloodgateError('FG_STORE_UNAVAILABLE', `Redis connection is ${status}.`);
+    const reason = this.client.unavailable();
+    if (reason !== undefined) throw new FloodgateError('FG_STORE_UNAVAILABLE', reason);
   }
-}
-
-/** The ioredis binding of the protocol's seam: its own evalsha and eval, which a Cluster routes by the key. */
-function ioredisCommands(client: RedisClient): SendCommand {
-  return (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args));
-}
-
-/** What in the client's own configuration can count one request twice. Read from its public `options`. */
-function clientWarnings(client: RedisClient): string[] {
-  const own = (client as { options?: { autoResendUnfulfilledCommands?: boolean; redisOptions?: { autoResendUnfulfilledCommands?: boolean } } }).options;
-  if (!own) return [];
-  // A Cluster keeps its per-node connection options under redisOptions.
-  const resend = own.redisOptions ? own.redisOptions.autoResendUnfulfilledCommands : own.autoResendUnfulfilledCommands;
-  if (resend === false) return [];
-  return [
-    'RedisStore: the ioredis client resends unanswered commands after a reconnect ' +
-      '(autoResendUnfulfilledCommands is not false), so a script Redis already ran before the ' +
-      'connection dropped can run twice and count one request twice. Create the client with ' +
-      '{ autoResendUnfulfilledCommands: false } (see docs/failure-modes.md).',
-  ];
 }

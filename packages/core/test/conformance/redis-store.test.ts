@@ -1,25 +1,33 @@
-// The conformance table against RedisStore on a real redis-server, its TIME replaced by the same fake clock; then every key's TTL.
+// The conformance table against RedisStore on a real redis-server through each supported client (ioredis 5 and 6, node-redis), its TIME replaced by the same fake clock; then every key's TTL.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { RedisStore } from '../../src';
+import { CLIENT_KINDS, connectClient, type ConnectedClient, kindTag } from '../support/redis-clients';
 import { describeConformance } from './scenarios';
 
 let server: RedisServer;
 let client: Redis;
+const clients = new Map<string, ConnectedClient>();
 const prefix = `conf-${Math.random().toString(36).slice(2, 10)}`;
 
 beforeAll(async () => {
   server = await startRedis();
   client = server.client({ autoResendUnfulfilledCommands: false });
+  for (const kind of CLIENT_KINDS) clients.set(kind, await connectClient(kind, server));
 }, 30_000);
 
 afterAll(async () => {
+  for (const connected of clients.values()) await connected.close();
   client?.disconnect();
   await server?.stop();
 });
 
 // A generous timeout: the machine is shared, and a timed-out call would fail the scenario anyway.
-describeConformance('conformance: RedisStore', (clock) => new RedisStore({ client, timeoutMs: 5_000, UNSAFE_testClock: clock }), { prefix });
+describe.each(CLIENT_KINDS)('on %s', (kind) => {
+  describeConformance('conformance: RedisStore', (clock) => new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 5_000, UNSAFE_testClock: clock }), {
+    prefix: `${prefix}-${kindTag(kind)}`,
+  });
+});
 
 describe('after the conformance suite', () => {
   it('every key the scripts wrote has a TTL', async () => {
@@ -34,6 +42,6 @@ describe('after the conformance suite', () => {
     // -1: a key without an expiry. (-2, a key that expired between SCAN and PTTL, had one.)
     expect(keys.filter((_, i) => ttls[i] === -1)).toEqual([]);
     // Every scenario consumes at some point, and most of its keys live far beyond this run.
-    expect(ttls.filter((ttl) => ttl > 0).length).toBeGreaterThanOrEqual(38);
+    expect(ttls.filter((ttl) => ttl > 0).length).toBeGreaterThanOrEqual(38 * CLIENT_KINDS.length);
   });
 });

@@ -1,0 +1,169 @@
+// The Redis clients RedisStore speaks to, recognised by shape (ioredis Redis/Cluster, node-redis client/cluster), each bound to the protocol's one seam.
+import type { EvalArgs, SendCommand } from './redis-protocol';
+
+/**
+ * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
+ * need no ioredis types (an app that only uses the memory store compiles without ioredis).
+ */
+export interface IoredisClient {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
+  readonly status?: string;
+  once?(event: 'ready', listener: () => void): unknown;
+}
+
+/** What RedisStore uses of a node-redis (`redis` v5 and v6) `createClient()`, written out likewise. */
+export interface NodeRedisClient {
+  sendCommand(args: string[]): Promise<unknown>;
+  /** Connected or connecting: `client.connect()` was called and `quit()`/`close()` was not. */
+  readonly isOpen: boolean;
+  /** Connected, and a command is written now rather than held in the offline queue. */
+  readonly isReady: boolean;
+  once?(event: 'ready', listener: () => void): unknown;
+}
+
+/** What RedisStore uses of a node-redis `createCluster()`: commands routed by their first key. */
+export interface NodeRedisCluster {
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  readonly isOpen: boolean;
+  readonly isReady?: boolean;
+  /** The cluster's master nodes: what tells a cluster from a single client by shape. */
+  readonly masters: readonly unknown[];
+}
+
+/** Any client RedisStore accepts. Floodgate never connects nor closes it. */
+export type RedisClient = IoredisClient | NodeRedisClient | NodeRedisCluster;
+
+/** A client bound to the protocol: how to send, how to delete, whether it can take a command now, and what in its configuration is risky. */
+export interface ClientBinding {
+  readonly send: SendCommand;
+  readonly del: (key: string) => Promise<unknown>;
+  /** Undefined when a command can go now (or waits only for the client's first connection), else why it cannot. */
+  unavailable(): string | undefined;
+  readonly warnings: readonly string[];
+}
+
+type Shape = Record<string, unknown>;
+const isFunction = (value: unknown): boolean => typeof value === 'function';
+
+/** ioredis: `evalsha` and `eval` methods (node-redis spells it `evalSha`). */
+export function isIoredis(value: unknown): value is IoredisClient {
+  return typeof value === 'object' && value !== null && isFunction((value as Shape).evalsha) && isFunction((value as Shape).eval);
+}
+
+/** node-redis, client or cluster: `sendCommand` and the boolean `isOpen` (ioredis has a `sendCommand` but no `isOpen`). */
+export function isNodeRedis(value: unknown): value is NodeRedisClient | NodeRedisCluster {
+  return typeof value === 'object' && value !== null && isFunction((value as Shape).sendCommand) && typeof (value as Shape).isOpen === 'boolean';
+}
+
+/** The binding for a client of a shape RedisStore knows, or undefined. */
+export function bindClient(client: unknown): ClientBinding | undefined {
+  if (isIoredis(client)) return ioredisBinding(client);
+  if (!isNodeRedis(client)) return undefined;
+  return 'masters' in client && Array.isArray(client.masters) ? nodeRedisClusterBinding(client) : nodeRedisBinding(client as NodeRedisClient);
+}
+
+/** True once the client has been ready: from then on a command goes only on a ready connection. */
+function readiness(initiallyReady: boolean, client: { once?(event: 'ready', listener: () => void): unknown }): () => boolean {
+  let everReady = initiallyReady;
+  // The public 'ready' event, not a private field.
+  if (!everReady && isFunction(client.once)) client.once!('ready', () => (everReady = true));
+  return () => everReady;
+}
+
+// ioredis statuses of a client that is still making its first connection: a command waits in the
+// offline queue for it (bounded by timeoutMs). After the first 'ready', only 'ready' is sent.
+const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
+
+/** ioredis: its own evalsha and eval, which a Cluster routes by the key. */
+function ioredisBinding(client: IoredisClient): ClientBinding {
+  const everReady = readiness(client.status === undefined || client.status === 'ready' || !isFunction(client.once), client);
+  return {
+    send: (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args)),
+    del: (key) => client.del(key),
+    unavailable() {
+      const status = client.status;
+      if (status === undefined || status === 'ready' || (!everReady() && FIRST_CONNECT.has(status))) return undefined;
+      return `Redis connection is ${status}.`;
+    },
+    warnings: ioredisWarnings(client),
+  };
+}
+
+/** node-redis wants every argument as a string (a Buffer too), never a number. */
+function commandArgs(command: string, args: EvalArgs): string[] {
+  return [command, ...args.map(String)];
+}
+
+/**
+ * node-redis, single client. Not ready after having been: fail now. Its offline queue would hold the
+ * command through the outage and send it on reconnect, after the deadline answered the request.
+ */
+function nodeRedisBinding(client: NodeRedisClient): ClientBinding {
+  const everReady = readiness(client.isReady, client);
+  return {
+    send: (command, args) => client.sendCommand(commandArgs(command, args)),
+    del: (key) => client.sendCommand(['DEL', key]),
+    unavailable: () => nodeRedisUnavailable(client, everReady()),
+    warnings: nodeRedisWarnings(client, 'client', (client as { options?: NodeRedisOptions }).options),
+  };
+}
+
+/** node-redis cluster: routed by the first key (all keys of a subject share one hash tag, so one slot). */
+function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
+  const everReady = readiness(cluster.isReady === true, cluster as { once?(event: 'ready', listener: () => void): unknown });
+  return {
+    send: (command, args) => cluster.sendCommand(String(args[2]), false, commandArgs(command, args)),
+    del: (key) => cluster.sendCommand(key, false, ['DEL', key]),
+    unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
+    warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
+  };
+}
+
+function nodeRedisUnavailable(client: { isOpen: boolean; isReady?: boolean }, everReady: boolean): string | undefined {
+  if (!client.isOpen) return 'The node-redis client is not open: call `await client.connect()` before the first request (Floodgate never connects it).';
+  if (client.isReady === false && everReady) return 'The node-redis connection is reconnecting.';
+  return undefined;
+}
+
+interface NodeRedisOptions {
+  socket?: { reconnectStrategy?: unknown };
+}
+
+/** What in a node-redis client's own setup turns an outage into a crash or a store that never recovers. */
+function nodeRedisWarnings(client: object, kind: 'client' | 'cluster', options: NodeRedisOptions | undefined): string[] {
+  const warnings: string[] = [];
+  const listeners = (client as { listenerCount?(event: string): number }).listenerCount?.('error');
+  if (listeners === 0) {
+    warnings.push(
+      `RedisStore: the node-redis ${kind} has no 'error' listener. node-redis emits 'error' when the ` +
+        'connection drops, and with no listener Node.js ends the process: add ' +
+        "client.on('error', (error) => log(error)) before connecting (see docs/failure-modes.md).",
+    );
+  }
+  if (options?.socket?.reconnectStrategy === false) {
+    warnings.push(
+      `RedisStore: the node-redis ${kind} has socket.reconnectStrategy: false, so after one dropped ` +
+        'connection it never reconnects and every decision takes the failure policy until restart. ' +
+        'Keep the default reconnectStrategy (see docs/failure-modes.md).',
+    );
+  }
+  return warnings;
+}
+
+/** What in the client's own configuration can count one request twice. Read from its public `options`. */
+function ioredisWarnings(client: IoredisClient): string[] {
+  const own = (client as { options?: { autoResendUnfulfilledCommands?: boolean; redisOptions?: { autoResendUnfulfilledCommands?: boolean } } }).options;
+  if (!own) return [];
+  // A Cluster keeps its per-node connection options under redisOptions.
+  const resend = own.redisOptions ? own.redisOptions.autoResendUnfulfilledCommands : own.autoResendUnfulfilledCommands;
+  if (resend === false) return [];
+  return [
+    'RedisStore: the ioredis client resends unanswered commands after a reconnect ' +
+      '(autoResendUnfulfilledCommands is not false), so a script Redis already ran before the ' +
+      'connection dropped can run twice and count one request twice. Create the client with ' +
+      '{ autoResendUnfulfilledCommands: false } (see docs/failure-modes.md).',
+  ];
+}

@@ -1,0 +1,54 @@
+// Connects each Redis client RedisStore supports (ioredis 5 and 6, node-redis) to a real test server or cluster, so one suite runs on all of them.
+import type { RedisClusterHandle, RedisServer } from '@floodgate/testing';
+import { Redis as Ioredis5 } from 'ioredis';
+import { Cluster as Ioredis6Cluster, Redis as Ioredis6 } from 'ioredis6';
+import { createClient, createCluster } from 'redis';
+import type { RedisClient } from '../../src';
+
+export type ClientKind = 'ioredis 5' | 'ioredis 6' | 'node-redis';
+export const CLIENT_KINDS: readonly ClientKind[] = ['ioredis 5', 'ioredis 6', 'node-redis'];
+
+/** A short tag per kind (i5, i6, nr), for key prefixes, which are limited to 32 characters. */
+export const kindTag = (kind: ClientKind | ClusterKind): string => (kind.startsWith('node-redis') ? 'nr' : kind.startsWith('ioredis 5') ? 'i5' : 'i6');
+
+export interface ConnectedClient {
+  readonly client: RedisClient;
+  /** Disconnects without waiting for pending replies (the server may be gone). */
+  close(): Promise<void>;
+}
+
+/** Logs nothing: tests provoke connection errors on purpose, and node-redis without a listener ends the process. */
+const quiet = (): void => {};
+
+/** A connected client of this kind; the ioredis ones do not resend after a reconnect (what the docs ask). */
+export async function connectClient(kind: ClientKind, server: RedisServer): Promise<ConnectedClient> {
+  if (kind === 'node-redis') {
+    const client = createClient({ url: server.url, socket: { reconnectStrategy: (retries: number) => Math.min(retries * 50, 500) } });
+    client.on('error', quiet);
+    await client.connect();
+    return { client, close: async () => void (client.isOpen && client.destroy()) };
+  }
+  const options = { host: server.host, port: server.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, retryStrategy: (times: number) => Math.min(times * 50, 500) };
+  const client = kind === 'ioredis 5' ? new Ioredis5(options) : new Ioredis6(options);
+  client.on('error', quiet);
+  await client.ping();
+  return { client, close: async () => client.disconnect() };
+}
+
+export type ClusterKind = 'ioredis 5 cluster' | 'ioredis 6 cluster' | 'node-redis cluster';
+export const CLUSTER_KINDS: readonly ClusterKind[] = ['ioredis 5 cluster', 'ioredis 6 cluster', 'node-redis cluster'];
+
+/** A connected cluster client of this kind, reading from masters only. */
+export async function connectCluster(kind: ClusterKind, cluster: RedisClusterHandle): Promise<ConnectedClient> {
+  if (kind === 'node-redis cluster') {
+    const client = createCluster({ rootNodes: cluster.startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
+    client.on('error', quiet);
+    await client.connect();
+    return { client, close: async () => void (client.isOpen && client.destroy()) };
+  }
+  const options = { scaleReads: 'master' as const, retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } };
+  const client = kind === 'ioredis 5 cluster' ? cluster.client(options) : new Ioredis6Cluster(cluster.startupNodes, options);
+  client.on('error', quiet);
+  await client.ping();
+  return { client, close: async () => client.disconnect() };
+}
