@@ -7,6 +7,7 @@ const moduleNameMapper: Config['moduleNameMapper'] = {
   // Absolute, so it holds for projects at any depth (packages/x, examples/x, bench).
   '^@floodgate/(core|express|fastify|koa|testing)$': join(__dirname, 'packages/$1/src/index.ts'),
   '^@floodgate/core/internal$': join(__dirname, 'packages/core/src/internal.ts'),
+  '^@floodgate/testing/adapter-suites$': join(__dirname, 'packages/testing/src/adapter-suites/index.ts'),
 };
 
 const transform: Config['transform'] = {
