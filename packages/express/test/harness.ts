@@ -1,7 +1,7 @@
-// The Express harness every shared adapter suite drives (@floodgate/testing/adapter-suites): Express 4 or 5, app-level or per-route.
+// The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/testing/adapter-suites';
+import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import express5, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit } from '../src';
 
@@ -40,15 +40,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
         const handler = (req: Request, res: Response) => {
           res.json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
         };
-        const method = route.method === 'GET' ? 'get' : 'post';
-        if (limiter) {
-          if (route.options === undefined) router[method](route.path, handler);
-          else router[method](route.path, limiter.route(route.options), handler);
-        } else if (route.options === false) {
-          router[method](route.path, handler);
-        } else {
-          router[method](route.path, rateLimit({ ...spec.options, ...route.options }), handler);
-        }
+        router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
       }
       app.use(router);
       const server = createServer(app);

@@ -1,5 +1,5 @@
 // Identity through Express 5 and 4: trust proxy, /64 rotation, IPv4-mapped addresses, cheap rejections in Redis; and the attack suite.
-import { runAttackSuite, runIdentitySuite } from '@floodgate/testing/adapter-suites';
+import { runAttackSuite, runIdentitySuite } from '@floodgate/adapter-suites';
 import { expressHarness } from './harness';
 
 for (const version of [5, 4] as const) {

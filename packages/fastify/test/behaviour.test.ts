@@ -1,5 +1,5 @@
 // The shared behaviour table through @floodgate/fastify (plugin + per-route config), on memory and Redis.
-import { runBehaviourTable } from '@floodgate/testing/adapter-suites';
+import { runBehaviourTable } from '@floodgate/adapter-suites';
 import { fastifyHarness } from './harness';
 
 runBehaviourTable(fastifyHarness);

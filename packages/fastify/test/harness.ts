@@ -1,6 +1,6 @@
-// The Fastify harness every shared adapter suite drives (@floodgate/testing/adapter-suites): the plugin with per-route config.rateLimit.
+// The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
 import type { AddressInfo } from 'node:net';
-import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/testing/adapter-suites';
+import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/adapter-suites';
 import Fastify from 'fastify';
 import { rateLimit } from '../src';
 

@@ -1,5 +1,5 @@
 // Failure modes through @floodgate/koa: fail-open, fail-closed and local routes on one app while Redis is killed, paused and restarted.
-import { runFaultScenarios } from '@floodgate/testing/adapter-suites';
+import { runFaultScenarios } from '@floodgate/adapter-suites';
 import { koaHarness } from './harness';
 
 runFaultScenarios(koaHarness);

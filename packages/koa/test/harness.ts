@@ -1,8 +1,8 @@
-// The Koa harness every shared adapter suite drives (@floodgate/testing/adapter-suites): Koa 3 with @koa/router, app-level or per-route.
+// The Koa harness every shared adapter suite drives (@floodgate/adapter-suites): Koa 3 with @koa/router, app-level or per-route.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/testing/adapter-suites';
+import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Koa, { type Context } from 'koa';
 import { rateLimit } from '../src';
 
@@ -31,15 +31,7 @@ export const koaHarness: AdapterHarness = {
         const d = ctx.state.rateLimit;
         ctx.body = { route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null };
       };
-      const method = route.method === 'GET' ? 'get' : 'post';
-      if (limiter) {
-        if (route.options === undefined) router[method](route.path, handler);
-        else router[method](route.path, limiter.route(route.options), handler);
-      } else if (route.options === false) {
-        router[method](route.path, handler);
-      } else {
-        router[method](route.path, rateLimit({ ...spec.options, ...route.options }), handler);
-      }
+      router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
     }
     app.use(router.routes());
     const server = createServer(app.callback());

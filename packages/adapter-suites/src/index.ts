@@ -1,5 +1,5 @@
-// @floodgate/testing/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
-export type { AdapterHarness, AppSpec, Mounting, RouteSpec, RunningApp } from './harness';
+// @floodgate/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
+export { routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';

@@ -1,6 +1,6 @@
 // The respondDirectly suite every adapter runs: Floodgate's own 429 straight to Node with earlier headers kept, or through the framework when off.
 import { MemoryStore, type HttpRateLimitOptions } from '@floodgate/core';
-import { pollUntil } from '../poll';
+import { pollUntil } from '@floodgate/testing';
 import type { AdapterHarness, AppSpec, RunningApp } from './harness';
 
 /** One app-level limiter, GET /r, and the framework's paths marked (see `AppSpec.sendPathMarkers`). */

@@ -2,7 +2,7 @@
 import { Agent } from 'node:http';
 import { RedisStore, type HttpRateLimitOptions } from '@floodgate/core';
 import type { Redis } from 'ioredis';
-import { startRedis, type RedisServer } from '../redis-server';
+import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { AdapterHarness, RunningApp } from './harness';
 import { count, exactly, get, sendAll, startOnR } from './requests';
 

@@ -2,8 +2,7 @@
 import { Agent } from 'node:http';
 import { MemoryStore, RedisStore, type HttpRateLimitOptions, type ResolvedKey } from '@floodgate/core';
 import type { Redis } from 'ioredis';
-import { sleep } from '../faults';
-import { startRedis, type RedisServer } from '../redis-server';
+import { sleep, startRedis, type RedisServer } from '@floodgate/testing';
 import type { AdapterHarness, RunningApp } from './harness';
 import { count, exactly, get, sendAll, startOnR } from './requests';
 

@@ -2,8 +2,8 @@
 import { Agent, request as httpRequest } from 'node:http';
 import { RedisStore, type StoreErrorEvent } from '@floodgate/core';
 import type { Redis } from 'ioredis';
-import { CountingStore } from '../counting-store';
 import {
+  CountingStore,
   HEALTHY_DEADLINE_MS,
   MIN_SAMPLES,
   enoughPerRoute,
@@ -12,9 +12,11 @@ import {
   measurementLog,
   pauseAndResume,
   steadyLoad,
+  type FaultWatch,
   type Fired,
-} from '../faults';
-import { startRedis, type RedisServer } from '../redis-server';
+  startRedis,
+  type RedisServer,
+} from '@floodgate/testing';
 import type { AdapterHarness } from './harness';
 
 interface Answer {
@@ -83,6 +85,20 @@ export function runFaultScenarios(h: AdapterHarness): void {
       return { app, store, events, logged };
     }
 
+    /** The app under a steady load ('before' the fault: healthy), and what the fault choreography watches; the feed's key can be switched per phase. */
+    async function underLoad() {
+      const { app, store, events, logged } = await faultApp();
+      const phase = { feedKey: 'before' };
+      const running = load(app.port, () => phase.feedKey);
+      const replies = running.samples;
+      const watch: FaultWatch = {
+        enough: (since) => enoughPerRoute(replies, ROUTES, since),
+        breakerOpen: () => events.some((e) => e.state === 'open'),
+        resumed: (since) => replies.some((r) => r.firedAt > since && r.route === '/login' && r.status === 200),
+      };
+      return { app, store, events, logged, phase, running, replies, watch };
+    }
+
     function send(port: number, method: string, path: string, headers: Record<string, string>): Promise<Answer> {
       return new Promise((resolve, reject) => {
         const req = httpRequest({ host: '127.0.0.1', port, method, path, headers, agent }, (res) => {
@@ -136,16 +152,9 @@ export function runFaultScenarios(h: AdapterHarness): void {
     }
 
     it('Redis killed: open routes 200, closed 503 + Retry-After, local limits at its share; restarted: limiting resumes', async () => {
-      const { app, events, logged } = await faultApp();
-      let feedKey = 'before';
-      const running = load(app.port, () => feedKey);
-      const replies = running.samples;
+      const { app, events, logged, phase, running, replies, watch } = await underLoad();
       try {
-        const { killedAt, restartedAt, upAt } = await killAndRestart(server, {
-          enough: (since) => enoughPerRoute(replies, ROUTES, since),
-          breakerOpen: () => events.some((e) => e.state === 'open'),
-          resumed: (since) => replies.some((r) => r.firedAt > since && r.route === '/login' && r.status === 200),
-        }, { onKill: () => (feedKey = 'during-kill') });
+        const { killedAt, restartedAt, upAt } = await killAndRestart(server, watch, { onKill: () => (phase.feedKey = 'during-kill') });
         await running.stop();
         expect(running.errors).toEqual([]);
 
@@ -179,16 +188,13 @@ export function runFaultScenarios(h: AdapterHarness): void {
     });
 
     it('Redis paused (SIGSTOP): the same answers; once the breaker is open only its probes wait on Redis', async () => {
-      const { app, store, events } = await faultApp();
-      let feedKey = 'before';
-      const running = load(app.port, () => feedKey);
-      const replies = running.samples;
+      const { app, store, events, phase, running, replies, watch } = await underLoad();
       try {
-        const { pausedAt, openedAt, resumedAt } = await pauseAndResume(server, {
-          enough: (since) => enoughPerRoute(replies, ROUTES, since),
-          breakerOpen: () => events.some((e) => e.state === 'open'),
-          resumed: () => events.some((e) => e.state === 'closed'),
-        }, { onPause: () => (feedKey = 'during-pause') });
+        const { pausedAt, openedAt, resumedAt } = await pauseAndResume(
+          server,
+          { ...watch, resumed: () => events.some((e) => e.state === 'closed') },
+          { onPause: () => (phase.feedKey = 'during-pause') },
+        );
         await running.stop();
         expect(running.errors).toEqual([]);
 

@@ -61,3 +61,19 @@ export interface AdapterHarness {
   /** Builds and starts an app; rejects, leaving nothing open, when the limiter refuses its options. */
   start(spec: AppSpec): Promise<RunningApp>;
 }
+
+/**
+ * The limiter middleware a route gets under the spec's mounting, the rule every harness follows:
+ * with an app-level limiter, its per-route one when the route has options (false included) and none
+ * when it has none; without one, a limiter of the route's own, built by `build` from the global
+ * options with the route's over them, and none for false.
+ */
+export function routeLimiters<M>(
+  spec: AppSpec,
+  route: RouteSpec,
+  appLimiter: { route(options: HttpRateLimitOptions<any> | false): M } | undefined,
+  build: (options: HttpRateLimitOptions<any>) => M,
+): M[] {
+  if (appLimiter) return route.options === undefined ? [] : [appLimiter.route(route.options)];
+  return route.options === false ? [] : [build({ ...spec.options, ...route.options })];
+}

@@ -2,7 +2,7 @@
 import { MemoryStore, QUOTA_EXCEEDED_TYPE, RedisStore, type HttpRateLimitOptions, type RateLimitEvent, type Store } from '@floodgate/core';
 import type { Redis } from 'ioredis';
 import { parseList } from 'structured-headers';
-import { startRedis, type RedisServer } from '../redis-server';
+import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { AdapterHarness, Mounting, RouteSpec, RunningApp } from './harness';
 
 export interface Reply {
