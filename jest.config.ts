@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 const moduleNameMapper: Config['moduleNameMapper'] = {
   // Absolute, so it holds for projects at any depth (packages/x, examples/x, bench).
-  '^@floodgate/(core|express|fastify|koa|testing)$': join(__dirname, 'packages/$1/src/index.ts'),
+  '^@floodgate/(core|express|fastify|koa|testing|adapter-suites)$': join(__dirname, 'packages/$1/src/index.ts'),
   '^@floodgate/core/internal$': join(__dirname, 'packages/core/src/internal.ts'),
 };
 

@@ -1,6 +1,6 @@
 // Coalescing in RedisStore: requests for one subject sent together in one script call decide exactly as if sent one by one.
 // 'turn' (the default) groups the requests of one event-loop turn; 'in-flight' also holds them behind a call in flight.
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import { startRedis, whilePaused, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS, createLimiter, RedisStore, subjectKey, type CoalesceMode, type Decision } from '../src';
 
@@ -102,14 +102,8 @@ it('requests queued behind a call to a hung Redis are failed at once, never sent
   });
   expect((await limiter.consume('victim')).reason).toBe('allowed');
   await server.resetStats();
-  server.pause();
-  let decisions: Decision[];
   const t0 = performance.now();
-  try {
-    decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('victim')));
-  } finally {
-    server.resume();
-  }
+  const decisions = await whilePaused(server, () => Promise.all(Array.from({ length: 20 }, () => limiter.consume('victim'))));
   const waited = performance.now() - t0;
   expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
   expect(waited).toBeLessThan(5_000); // bounded by the timeout, not by the queue (loose: a loaded machine)

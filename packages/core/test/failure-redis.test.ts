@@ -1,5 +1,4 @@
 // Failure modes against a real redis-server that the test kills, pauses (SIGSTOP) and restarts.
-import { runInThisContext } from 'node:vm';
 import {
   createLimiter,
   RedisStore,
@@ -10,116 +9,54 @@ import {
   type Logger,
   type Store,
   type StoreErrorEvent,
-  type StoreRequest,
-  type StoreResult,
 } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import {
+  CountingStore,
+  HEALTHY_DEADLINE_MS,
+  MIN_SAMPLES,
+  enoughPerRoute,
+  failOnUnhandledErrors,
+  killAndRestart,
+  latencyStats,
+  measurementLog,
+  pauseAndResume,
+  sleep,
+  startRedis,
+  steadyLoad,
+  waitFor,
+  whilePaused,
+  type FaultWatch,
+  type Fired,
+  type RedisServer,
+} from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 
-/** The real process (jest hands tests a sandboxed copy): where unhandled rejections are reported. */
-const host = runInThisContext('process') as NodeJS.Process;
-
-/** Counts the calls that reach the RedisStore (and when), to show what the breaker let through. */
-class CountingStore implements Store {
-  readonly name = 'redis';
-  readonly calls: number[] = [];
-  constructor(private readonly inner: RedisStore) {}
-  get timeoutMs() {
-    return this.inner.timeoutMs;
-  }
-  get warnings() {
-    return this.inner.warnings;
-  }
-  evaluate(request: StoreRequest): Promise<StoreResult> {
-    this.calls.push(performance.now());
-    return this.inner.evaluate(request);
-  }
-  reset(keys: readonly string[]): Promise<void> {
-    return this.inner.reset(keys);
-  }
-}
-
-interface Sample {
-  route: string;
+interface Answer {
   subject: string;
-  firedAt: number;
-  ms: number;
   decision: Decision;
 }
+type Sample = Answer & Fired;
+type Route = 'open' | 'closed' | 'local';
 
-/** Fires one request per route every `everyMs`, never waiting for answers, like independent clients. */
-function steadyLoad(routes: Record<string, { limiter: Limiter; subject: () => string }>, everyMs = 5) {
-  const samples: Sample[] = [];
-  const errors: unknown[] = [];
-  const pending = new Set<Promise<void>>();
-  const timer = setInterval(() => {
-    for (const [route, { limiter, subject }] of Object.entries(routes)) {
-      const firedAt = performance.now();
-      const who = subject();
-      const p = limiter.consume(who, { scope: route }).then(
-        (decision) => void samples.push({ route, subject: who, firedAt, ms: performance.now() - firedAt, decision }),
-        (error: unknown) => void errors.push(error),
-      );
-      pending.add(p);
-      void p.finally(() => pending.delete(p));
-    }
-  }, everyMs);
-  return {
-    samples,
-    errors,
-    /** Stops firing and waits for every request in flight; fails if any is still pending after 10 s (a hang). */
-    async stop(): Promise<void> {
-      clearInterval(timer);
-      let guard: NodeJS.Timeout | undefined;
-      const hung = await Promise.race([
-        Promise.all([...pending]).then(() => 0),
-        new Promise<number>((resolve) => (guard = setTimeout(() => resolve(pending.size), 10_000))),
-      ]);
-      clearTimeout(guard);
-      if (hung > 0) throw new Error(`${hung} requests still pending 10 s after the load stopped (hung)`);
-    },
+/** One consume per route every 5 ms, never waiting for answers, like independent clients. */
+function load(routes: Record<Route, { limiter: Limiter; subject: () => string }>) {
+  const shot = (route: Route) => () => {
+    const subject = routes[route].subject();
+    return routes[route].limiter.consume(subject, { scope: route }).then((decision): Answer => ({ subject, decision }));
   };
+  return steadyLoad({ open: shot('open'), closed: shot('closed'), local: shot('local') });
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-/**
- * The store deadline of the scenarios that assert healthy phases: every healthy decision must beat
- * it, so it sits far above this machine's noise (docs/failure-modes.md records a 102 ms healthy worst
- * case on a busy machine; the default 100 ms would make a slow moment look like an outage). A kill is
- * seen at once (the connection closes); a pause is seen when calls pass this deadline.
- */
-const HEALTHY_DEADLINE_MS = 1_000;
-/** Answers per route collected during each fault (at least 6 for the local route: 5 admitted, then denials). */
-const MIN_SAMPLES = 15;
 /** Enough answers fired after `t` on every route (a loaded machine fires fewer per second). */
-const enough = (samples: Sample[], t: number) =>
-  ['open', 'closed', 'local'].every((route) => samples.filter((s) => s.route === route && s.firedAt > t).length >= MIN_SAMPLES);
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
-function stats(values: number[]): { n: number; median: number; worst: number } {
-  const sorted = [...values].sort((a, b) => a - b);
-  return { n: sorted.length, median: sorted[Math.floor(sorted.length / 2)] ?? NaN, worst: sorted[sorted.length - 1] ?? NaN };
-}
+const enough = (samples: Sample[], t: number) => enoughPerRoute(samples, ['open', 'closed', 'local'], t);
 
 const quietLogger = (): Logger & { lines: string[] } => {
   const lines: string[] = [];
   return { lines, warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
 };
 
-const measurements: string[] = [];
-function measure(label: string, samples: Sample[]): void {
-  for (const route of [...new Set(samples.map((s) => s.route))]) {
-    const s = stats(samples.filter((x) => x.route === route).map((x) => x.ms));
-    measurements.push(`${label} ${route}: n=${s.n} median=${s.median.toFixed(2)} ms worst=${s.worst.toFixed(2)} ms`);
-  }
-}
+const measurements = measurementLog();
+const measure = (label: string, samples: Sample[]) => measurements.latencies(label, samples);
 
 /** Every key under this prefix has a TTL (PTTL -1 would be a key kept forever). */
 async function keysWithoutTtl(client: Redis, prefix: string): Promise<string[]> {
@@ -134,26 +71,16 @@ async function keysWithoutTtl(client: Redis, prefix: string): Promise<string[]> 
 }
 
 let server: RedisServer;
-const unhandled: unknown[] = [];
-const onUnhandled = (reason: unknown) => void unhandled.push(reason);
 const clients: Redis[] = [];
+failOnUnhandledErrors();
 
 beforeAll(async () => {
   server = await startRedis();
-  host.on('unhandledRejection', onUnhandled);
-  host.on('uncaughtException', onUnhandled);
 });
 
 afterAll(async () => {
-  host.off('unhandledRejection', onUnhandled);
-  host.off('uncaughtException', onUnhandled);
   for (const c of clients) c.disconnect();
   await server?.stop();
-  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(measurements.join('\n'));
-});
-
-afterEach(() => {
-  expect(unhandled).toEqual([]);
 });
 
 /** A client as docs/failure-modes.md recommends: no resend of unanswered commands. */
@@ -206,47 +133,52 @@ function checkDegraded(after: Sample[]): void {
   for (const s of denied) expect(s.decision.retryAfterMs).toBeGreaterThan(0);
 }
 
-it('Redis killed under steady load: open serves, closed refuses with Retry-After, local limits; restarted: limiting resumes', async () => {
+/**
+ * The three routes under a steady load on a connected client ('before' means healthy), and what the
+ * fault choreography watches: the local route's subject can be switched per phase.
+ */
+async function underLoad() {
   const events: TimedEvent[] = [];
   const logger = quietLogger();
   const c = client();
   await c.ping(); // connected before the load starts, so 'before' means healthy
   const store = new CountingStore(new RedisStore({ client: c, timeoutMs: HEALTHY_DEADLINE_MS }));
   const app = threeRoutes(store, events, logger);
-  let localSubject = 'before';
-  const load = steadyLoad({
+  const phase = { localSubject: 'before' };
+  const running = load({
     open: { limiter: app.open, subject: () => 'steady' },
     closed: { limiter: app.closed, subject: () => 'steady' },
-    local: { limiter: app.local, subject: () => localSubject },
+    local: { limiter: app.local, subject: () => phase.localSubject },
   });
-  try {
-    await sleep(300);
-    await until('answers while healthy', () => enough(load.samples, 0));
-    const killedAt = performance.now();
-    localSubject = 'after-kill';
-    await server.kill();
-    await until('the breaker to open', () => events.some((e) => e.state === 'open'));
-    await sleep(600);
-    await until('answers during the outage', () => enough(load.samples, killedAt));
-    const restartAt = performance.now();
-    await server.restart();
-    const upAt = performance.now();
-    localSubject = 'after-restart';
-    await until('limiting to resume', () => load.samples.some((s) => s.firedAt > restartAt && s.route === 'closed' && s.decision.reason === 'allowed'));
-    await sleep(200);
-    await load.stop();
-    expect(load.errors).toEqual([]);
+  const watch: FaultWatch = {
+    enough: (since) => enough(running.samples, since),
+    breakerOpen: () => events.some((e) => e.state === 'open'),
+    resumed: (since) => running.samples.some((s) => s.firedAt > since && s.route === 'closed' && s.decision.reason === 'allowed'),
+  };
+  return { events, logger, c, store, app, phase, running, watch };
+}
 
-    const before = load.samples.filter((s) => s.firedAt + s.ms < killedAt);
+it('Redis killed under steady load: open serves, closed refuses with Retry-After, local limits; restarted: limiting resumes', async () => {
+  const { events, logger, c, store, app, phase, running, watch } = await underLoad();
+  try {
+    const { killedAt, restartedAt: restartAt, upAt } = await killAndRestart(server, watch, {
+      onKill: () => (phase.localSubject = 'after-kill'),
+      onRestarted: () => (phase.localSubject = 'after-restart'),
+      settleMs: 200,
+    });
+    await running.stop();
+    expect(running.errors).toEqual([]);
+
+    const before = running.samples.filter((s) => s.firedAt + s.ms < killedAt);
     expect(before.length).toBeGreaterThan(10);
     expect(before.every((s) => !s.decision.degraded)).toBe(true);
 
-    const during = load.samples.filter((s) => s.firedAt > killedAt && s.firedAt < restartAt);
+    const during = running.samples.filter((s) => s.firedAt > killedAt && s.firedAt < restartAt);
     checkDegraded(during);
     measure('healthy', before);
     measure('kill', during);
     const closedAt = events.find((e) => e.state === 'closed' && e.at > restartAt)!.at;
-    measurements.push(`limiting resumed ${(closedAt - upAt).toFixed(0)} ms after redis-server answered PING again`);
+    measurements.add(`limiting resumed ${(closedAt - upAt).toFixed(0)} ms after redis-server answered PING again`);
 
     // Each state change reported once (shared breaker, one hook), never once per request.
     const states = events.map((e) => e.state);
@@ -257,7 +189,7 @@ it('Redis killed under steady load: open serves, closed refuses with Retry-After
     expect(logger.lines.length).toBe(events.length);
 
     // Resumed by itself: the store decides again, and still limits.
-    const after = load.samples.filter((s) => s.firedAt > restartAt && s.decision.reason !== 'fail-open' && s.decision.reason !== 'fail-closed' && s.decision.reason !== 'fail-local');
+    const after = running.samples.filter((s) => s.firedAt > restartAt && s.decision.reason !== 'fail-open' && s.decision.reason !== 'fail-closed' && s.decision.reason !== 'fail-local');
     expect(after.length).toBeGreaterThan(0);
     const fresh = createLimiter({ store, prefix: app.prefix, algorithm: 'fixed-window', limit: 3, windowMs: '10m', logger });
     const decisions = [];
@@ -265,48 +197,26 @@ it('Redis killed under steady load: open serves, closed refuses with Retry-After
     expect(decisions.map((d) => d.reason)).toEqual(['allowed', 'allowed', 'allowed', 'limited']);
     expect(decisions[3].degraded).toBe(false);
     // Any request that hung would have failed stop(); none waited anywhere near it.
-    expect(stats(load.samples.map((s) => s.ms)).worst).toBeLessThan(5_000);
+    expect(latencyStats(running.samples.map((s) => s.ms)).worst).toBeLessThan(5_000);
     expect(await keysWithoutTtl(c, app.prefix)).toEqual([]);
   } finally {
-    await load.stop().catch(() => undefined);
+    await running.stop().catch(() => undefined);
   }
 });
 
 it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only probes wait on the store', async () => {
-  const events: TimedEvent[] = [];
-  const logger = quietLogger();
-  const c = client();
-  await c.ping();
-  const redis = new RedisStore({ client: c, timeoutMs: HEALTHY_DEADLINE_MS });
-  const store = new CountingStore(redis);
-  const app = threeRoutes(store, events, logger);
-  let localSubject = 'before';
-  const load = steadyLoad({
-    open: { limiter: app.open, subject: () => 'steady' },
-    closed: { limiter: app.closed, subject: () => 'steady' },
-    local: { limiter: app.local, subject: () => localSubject },
-  });
-  let paused = false;
+  const { events, c, store, app, phase, running, watch } = await underLoad();
   try {
-    await sleep(300);
-    const pausedAt = performance.now();
-    localSubject = 'after-pause';
-    server.pause();
-    paused = true;
-    await until('the breaker to open', () => events.some((e) => e.state === 'open'));
-    const openedAt = performance.now();
-    await sleep(1_000);
-    await until('answers while the breaker is open', () => enough(load.samples, openedAt));
-    const resumedAt = performance.now();
-    server.resume();
-    paused = false;
-    await until('limiting to resume', () => events.some((e) => e.state === 'closed'));
-    await sleep(100);
-    await load.stop();
-    expect(load.errors).toEqual([]);
+    const { pausedAt, openedAt, resumedAt } = await pauseAndResume(
+      server,
+      { ...watch, resumed: () => events.some((e) => e.state === 'closed') },
+      { onPause: () => (phase.localSubject = 'after-pause') },
+    );
+    await running.stop();
+    expect(running.errors).toEqual([]);
 
     // Fired and answered while Redis was stopped (a probe in flight at SIGCONT gets Redis' answer).
-    const during = load.samples.filter((s) => s.firedAt > pausedAt && s.firedAt + s.ms < resumedAt);
+    const during = running.samples.filter((s) => s.firedAt > pausedAt && s.firedAt + s.ms < resumedAt);
     checkDegraded(during);
     measure('pause', during);
     measure('pause, breaker open', during.filter((s) => s.firedAt > openedAt));
@@ -319,12 +229,11 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
     expect(callsWhileOpen).toBe(probes);
     const timeouts = events.filter((e) => e.state === 'open').map((e) => (e.error as Error).message);
     expect(timeouts.every((m) => new RegExp(`did not answer within ${HEALTHY_DEADLINE_MS} ms`).test(m))).toBe(true);
-    expect(stats(during.map((s) => s.ms)).worst).toBeLessThan(5_000);
+    expect(latencyStats(during.map((s) => s.ms)).worst).toBeLessThan(5_000);
     // SIGSTOP may land in the middle of a script: it finishes on SIGCONT, expiry included.
     expect(await keysWithoutTtl(c, app.prefix)).toEqual([]);
   } finally {
-    if (paused) server.resume();
-    await load.stop().catch(() => undefined);
+    await running.stop().catch(() => undefined);
   }
 });
 
@@ -345,9 +254,7 @@ it('a timed-out call is never sent again: queued scripts run once on resume, and
   const key = `${subjectKey(prefix, '', 'victim')}:default.fw`;
   expect((await limiter.consume('victim')).reason).toBe('allowed');
   await server.resetStats();
-  server.pause();
-  let paused = true;
-  try {
+  await whilePaused(server, async (resume) => {
     const decisions: Decision[] = [];
     const t0 = performance.now();
     while (performance.now() - t0 < 800) {
@@ -358,10 +265,9 @@ it('a timed-out call is never sent again: queued scripts run once on resume, and
     const sent = store.calls.length - 1; // minus the call before the pause
     expect(sent).toBeGreaterThanOrEqual(5);
     expect(sent).toBeLessThan(decisions.length); // the breaker held most requests back
-    server.resume();
-    paused = false;
+    resume();
     // The scripts Redis received while stopped run now, once each; wait until the count settles.
-    await until('the queued scripts to run', async () => Number(await c.hget(key, 'c')) >= 1 + sent, 5_000);
+    await waitFor('the queued scripts to run', async () => Number(await c.hget(key, 'c')) >= 1 + sent, 5_000);
     await sleep(300);
     const counted = Number(await c.hget(key, 'c'));
     const commands = await server.commandStats();
@@ -370,9 +276,7 @@ it('a timed-out call is never sent again: queued scripts run once on resume, and
     expect(commands.evalsha).toBe(sent);
     expect(commands.eval ?? 0).toBe(0);
     expect(await c.pttl(key)).toBeGreaterThan(0);
-  } finally {
-    if (paused) server.resume();
-  }
+  });
 });
 
 it('a timed-out call resent by ioredis after a restart is not followed by an EVAL (no late count)', async () => {
@@ -386,13 +290,14 @@ it('a timed-out call resent by ioredis after a restart is not followed by an EVA
   const limiter = createLimiter({ store, prefix, limit: 1_000, windowMs: '10m', breaker: { failureThreshold: 1_000 }, logger });
   expect(logger.lines.some((l) => /autoResendUnfulfilledCommands/.test(l))).toBe(true);
   expect((await limiter.consume('other')).reason).toBe('allowed'); // connected, script loaded
-  server.pause();
-  const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consume('victim')));
-  expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
-  await server.kill(); // the 10 EVALSHA calls were written to the socket, never answered
+  await whilePaused(server, async () => {
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.consume('victim')));
+    expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
+    await server.kill(); // the 10 EVALSHA calls were written to the socket, never answered
+  });
   await server.restart();
-  await until('ioredis to reconnect', () => c.status === 'ready');
-  await until('the resent calls to reach Redis', async () => ((await server.commandStats()).evalsha ?? 0) >= 10, 5_000);
+  await waitFor('ioredis to reconnect', () => c.status === 'ready');
+  await waitFor('the resent calls to reach Redis', async () => ((await server.commandStats()).evalsha ?? 0) >= 10, 5_000);
   await sleep(300);
   const commands = await server.commandStats();
   expect(commands.evalsha).toBe(10); // resent by ioredis, answered NOSCRIPT
@@ -471,12 +376,12 @@ it('an app that starts while Redis is down answers at once, degraded, and starts
       await sleep(5);
     }
     expect(early.every((x) => x.d.reason === 'fail-closed')).toBe(true);
-    expect(stats(early.map((x) => x.ms)).worst).toBeLessThan(5_000); // a hang guard, not a speed check
-    measurements.push(`start with Redis down (closed): ${JSON.stringify(stats(early.map((x) => Number(x.ms.toFixed(2)))))}`);
+    expect(latencyStats(early.map((x) => x.ms)).worst).toBeLessThan(5_000); // a hang guard, not a speed check
+    measurements.add(`start with Redis down (closed): ${JSON.stringify(latencyStats(early.map((x) => Number(x.ms.toFixed(2)))))}`);
     expect(events[0].state).toBe('open');
     await down.restart();
     // ioredis reconnects on its own schedule; then the next probe closes the breaker.
-    await until('limiting to start', async () => (await limiter.consume('probe')).reason !== 'fail-closed');
+    await waitFor('limiting to start', async () => (await limiter.consume('probe')).reason !== 'fail-closed');
     expect((await limiter.consume('v')).reason).toBe('allowed');
     expect((await limiter.consume('v')).reason).toBe('allowed');
     expect((await limiter.consume('v')).reason).toBe('limited');

@@ -1,4 +1,4 @@
-// @floodgate/testing: real redis-server processes and a local Redis Cluster for Floodgate's tests.
+// @floodgate/testing: real redis-server processes, a local Redis Cluster and the fault choreography for Floodgate's tests (adapter suites: @floodgate/testing/adapter-suites).
 export { startRedis, type RedisServer, type StartRedisOptions } from './redis-server';
 export {
   startRedisCluster,
@@ -8,3 +8,5 @@ export {
 export { keySlot, crc16, SLOT_COUNT } from './key-slot';
 export { parseCommandStats, sumCommandStats } from './command-stats';
 export { pollUntil, type PollOptions } from './poll';
+export * from './faults';
+export { CountingStore } from './counting-store';

@@ -1,6 +1,7 @@
 // The parent's side of the race protocol: fork the race children, wait for their messages, stop them.
 import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { whilePaused } from '@floodgate/testing';
 import type { RaceGo, RaceReply, RaceSetup } from './race-child';
 
 const REPO = join(__dirname, '..', '..', '..', '..');
@@ -85,13 +86,10 @@ export async function raceRound(children: readonly ChildProcess[], go: RaceGo, r
   const replies = children.map((child) => ({ sent: next(child, 'sent', 40_000), done: next(child, 'done', 60_000) }));
   // A child that fails before 'sent' fails both; the first rejection is the one reported.
   for (const r of replies) r.done.catch(() => undefined);
-  redis.pause();
-  try {
+  await whilePaused(redis, async () => {
     for (const child of children) child.send(go);
     await Promise.all(replies.map((r) => r.sent));
-  } finally {
-    redis.resume();
-  }
+  });
   return Promise.all(replies.map((r) => r.done));
 }
 

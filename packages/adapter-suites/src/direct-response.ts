@@ -1,37 +1,20 @@
-// The suite every adapter runs for `respondDirectly`: Floodgate's own 429 written straight to Node,
-// with the headers set before the limiter kept, and through the framework when it is turned off.
+// The respondDirectly suite every adapter runs: Floodgate's own 429 straight to Node with earlier headers kept, or through the framework when off.
+import { MemoryStore, type HttpRateLimitOptions } from '@floodgate/core';
 import { pollUntil } from '@floodgate/testing';
-import type { HttpRateLimitOptions } from '../src/http/resolve-http-options';
-import { MemoryStore } from '../src/stores/memory-store';
+import type { AdapterHarness, AppSpec, RunningApp } from './harness';
 
-export interface DirectApp {
-  port: number;
-  /** The status every finished response was logged with, by the framework's own after-response hook (it may run after the client has the response). */
-  statuses: number[];
-  close(): Promise<void>;
-}
+/** One app-level limiter, GET /r, and the framework's paths marked (see `AppSpec.sendPathMarkers`). */
+const marked = (options: HttpRateLimitOptions<any>): AppSpec => ({ options, routes: [{ method: 'GET', path: '/r' }], sendPathMarkers: true });
 
-export interface DirectHarness {
-  name: string;
-  /**
-   * An app with: a middleware or hook BEFORE the limiter that sets `X-Before: yes`; the limiter with
-   * these options; on the framework's own send path, something that sets `X-After: yes` on every
-   * response the framework sends itself and on no other (Express: a wrapper around `res.send`,
-   * Fastify: onSend, Koa: a middleware after `await next()`), so that a response without it did not
-   * go through the framework; a route GET /r answering 200 'ok'.
-   */
-  start(options: HttpRateLimitOptions<any>): Promise<DirectApp>;
-}
-
-export function runDirectResponseSuite(h: DirectHarness): void {
+export function runDirectResponseSuite(h: AdapterHarness): void {
   describe(`${h.name}: Floodgate's own 429 (respondDirectly)`, () => {
-    let app: DirectApp | undefined;
+    let app: RunningApp | undefined;
     afterEach(async () => {
       await app?.close();
       app = undefined;
     });
     const open = async (options: HttpRateLimitOptions<any>) => {
-      app = await h.start({ store: new MemoryStore(), limit: 1, windowMs: '1m', retryAfterJitterMs: 0, ...options });
+      app = await h.start(marked({ store: new MemoryStore(), limit: 1, windowMs: '1m', retryAfterJitterMs: 0, ...options }));
       const port = app.port;
       return (method = 'GET') => fetch(`http://127.0.0.1:${port}/r`, { method });
     };
@@ -93,7 +76,7 @@ export function runDirectResponseSuite(h: DirectHarness): void {
     });
 
     it('rejects a respondDirectly that is not a boolean, naming the option', async () => {
-      await expect(h.start({ respondDirectly: 'yes' as unknown as boolean })).rejects.toThrow(/respondDirectly.*true or false/);
+      await expect(h.start(marked({ respondDirectly: 'yes' as unknown as boolean }))).rejects.toThrow(/respondDirectly.*true or false/);
     });
   });
 }

@@ -1,9 +1,10 @@
 // The attack suite every adapter runs on a real redis-server: what a hostile client sends under default options, and what it gets.
 import { Agent } from 'node:http';
 import { RedisStore, type HttpRateLimitOptions } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { count, exactly, get, quietLogger, sendAll, type IdentityApp, type IdentityHarness } from './identity-http';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { AdapterHarness, RunningApp } from './harness';
+import { count, exactly, get, sendAll, startOnR } from './requests';
 
 const LIMIT = 5;
 const uid = () => Math.random().toString(36).slice(2, 12);
@@ -14,12 +15,12 @@ const invented = (i: number): Record<string, string> => (i % 2 ? { 'x-api-key': 
  * Runs the attacks against `h`'s app (app-wide limiter, GET /r) on a real Redis. Each prints its
  * figure (`attack | framework | ...`) for docs/security.md and the closing notes.
  */
-export function runAttackSuite(h: IdentityHarness): void {
+export function runAttackSuite(h: AdapterHarness): void {
   describe(`attacks through ${h.name} (real Redis)`, () => {
     let redis: RedisServer;
     let client: Redis;
     let agent: Agent;
-    const apps: IdentityApp[] = [];
+    const apps: RunningApp[] = [];
     beforeAll(async () => {
       redis = await startRedis();
       client = redis.client({ autoResendUnfulfilledCommands: false });
@@ -33,9 +34,9 @@ export function runAttackSuite(h: IdentityHarness): void {
     });
 
     /** An app on the real Redis with its own prefix and exactly LIMIT per caller (no window edge in a test). */
-    async function start(options: HttpRateLimitOptions, trustProxy: boolean): Promise<IdentityApp> {
+    async function start(options: HttpRateLimitOptions, trustProxy: boolean): Promise<RunningApp> {
       const store = new RedisStore({ client, timeoutMs: 5_000 });
-      const app = await h.start({ logger: quietLogger, store, prefix: `atk${uid()}`, ...exactly(LIMIT), ...options }, trustProxy);
+      const app = await startOnR(h, { store, prefix: `atk${uid()}`, ...exactly(LIMIT), ...options }, trustProxy);
       apps.push(app);
       return app;
     }
@@ -104,7 +105,7 @@ export function runAttackSuite(h: IdentityHarness): void {
       ['limt', 3, 'limit'],
       ['failmode', 'closed', 'failMode'],
     ])('refuses the misspelled or foreign option `%s` at construction, naming the one it meant', async (name, value, meant) => {
-      const attempt = h.start({ logger: quietLogger, [name]: value } as HttpRateLimitOptions, false).then((app) => (apps.push(app), app));
+      const attempt = startOnR(h, { [name]: value } as HttpRateLimitOptions, false).then((app) => (apps.push(app), app));
       await expect(attempt).rejects.toMatchObject({ code: 'FG_UNKNOWN_OPTION', option: name, message: expect.stringContaining(`did you mean \`${meant}\`?`) });
     });
   });

@@ -1,63 +1,11 @@
 // Identity through a real framework: trust-proxy, /64 rotation, IPv4-mapped addresses, and cheap rejections counted in Redis.
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent } from 'node:http';
 import { MemoryStore, RedisStore, type HttpRateLimitOptions, type ResolvedKey } from '@floodgate/core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
+import { sleep, startRedis, type RedisServer } from '@floodgate/testing';
+import type { AdapterHarness, RunningApp } from './harness';
+import { count, exactly, get, sendAll, startOnR } from './requests';
 
-/** One app, app-wide limiter, one route GET /r, listening on 127.0.0.1. */
-export interface IdentityApp {
-  readonly port: number;
-  close(): Promise<void>;
-}
-
-export interface IdentityHarness {
-  /** e.g. 'express 5'. */
-  readonly name: string;
-  /**
-   * Starts an app with this framework's limiter (`options`) on every route and GET /r answering
-   * 200. `trustProxy`: trust a proxy on loopback the framework's own way (Express `trust proxy`,
-   * Fastify `trustProxy`, Koa `app.proxy`), or not at all.
-   */
-  start(options: HttpRateLimitOptions, trustProxy: boolean): Promise<IdentityApp>;
-  /** Run the Redis flood tests (about 15 s of waiting for blocks to expire). Default true. */
-  readonly floodTests?: boolean;
-}
-
-export const quietLogger = { warn() {}, error() {} };
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-export function get(agent: Agent, port: number, headers: Record<string, string>): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path: '/r', method: 'GET', headers, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
-/** Sends every request, `concurrency` at a time; resolves with their statuses in order. */
-export async function sendAll(agent: Agent, port: number, all: Record<string, string>[], concurrency = 25): Promise<number[]> {
-  const statuses: number[] = new Array(all.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < all.length) {
-        const i = next++;
-        statuses[i] = await get(agent, port, all[i]);
-      }
-    }),
-  );
-  return statuses;
-}
-
-/**
- * Exactly n per test: gcra with a one-hour refill, so no window boundary (where a sliding window
- * legitimately re-admits a little) can fall inside a test.
- */
-export const exactly = (n: number) => ({ algorithm: 'gcra' as const, burst: n, refillPerSecond: n / 3_600 });
-export const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
 const hex = () => Math.floor(Math.random() * 0x10000).toString(16);
 
 /**
@@ -72,12 +20,17 @@ function storeCalls(before: Record<string, number>, after: Record<string, number
   return { commands, scripts };
 }
 
-export function runIdentitySuite(h: IdentityHarness): void {
+/**
+ * Runs the identity tests against `h` (app-level limiter, GET /r). `floodTests: false` leaves out the
+ * Redis flood tests (about 15 s of waiting for blocks to expire): they exercise core, not routing,
+ * so once per framework is enough (Express 5, not again on Express 4).
+ */
+export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { floodTests?: boolean } = {}): void {
   describe(`identity through ${h.name}`, () => {
     let agent: Agent;
-    const apps: IdentityApp[] = [];
+    const apps: RunningApp[] = [];
     const start = async (options: HttpRateLimitOptions, trustProxy: boolean) => {
-      const app = await h.start({ logger: quietLogger, ...options }, trustProxy);
+      const app = await startOnR(h, options, trustProxy);
       apps.push(app);
       return app;
     };
@@ -165,8 +118,7 @@ export function runIdentitySuite(h: IdentityHarness): void {
       expect(lookups).toEqual(['bad', 'good']);
     });
 
-    // The Redis flood tests run once per framework (e.g. Express 5, not again on Express 4).
-    if (h.floodTests !== false) describe('a denied caller is answered locally until its block expires (real Redis)', () => {
+    if (floodTests) describe('a denied caller is answered locally until its block expires (real Redis)', () => {
       let redis: RedisServer;
       let client: Redis;
       beforeAll(async () => {

@@ -1,23 +1,9 @@
-// The behaviour table every adapter runs: one set of HTTP scenarios with exact header values, on memory and Redis.
-import type { HttpRateLimitOptions, RateLimitEvent } from '../src/http/resolve-http-options';
-import { QUOTA_EXCEEDED_TYPE } from '../src/headers/problem-details';
-import { startRedis, type RedisServer } from '@floodgate/testing';
+// The behaviour table every adapter runs: one set of HTTP scenarios with exact header values, on each mounting, on memory and Redis.
+import { MemoryStore, QUOTA_EXCEEDED_TYPE, RedisStore, type HttpRateLimitOptions, type RateLimitEvent, type Store } from '@floodgate/core';
 import type { Redis } from 'ioredis';
-import { MemoryStore } from '../src/stores/memory-store';
-import { RedisStore } from '../src/stores/redis-store';
-import type { Store } from '../src/stores/store';
-
-/** One route of a scenario's app; `options` are its per-route overrides (false: not limited). */
-export interface RouteSpec {
-  readonly method: 'GET' | 'POST';
-  readonly path: string;
-  readonly options?: HttpRateLimitOptions<any> | false;
-}
-
-export interface AppSpec {
-  readonly options: HttpRateLimitOptions<any>;
-  readonly routes: readonly RouteSpec[];
-}
+import { parseList } from 'structured-headers';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { AdapterHarness, Mounting, RouteSpec, RunningApp } from './harness';
 
 export interface Reply {
   readonly status: number;
@@ -26,25 +12,24 @@ export interface Reply {
   readonly body: string;
 }
 
-export interface TestApp {
+interface TestApp {
   request(method: 'GET' | 'POST' | 'HEAD', url: string, headers?: Record<string, string>): Promise<Reply>;
   close(): Promise<void>;
 }
 
-/** Builds an app from a spec. Each route answers 200 with JSON `{ route, remaining, reason }` from the decision on the request. */
-export type BuildApp = (spec: AppSpec) => Promise<TestApp>;
-
-export interface Harness {
-  /** e.g. 'express 5 (app-level) on redis'. */
-  readonly name: string;
-  readonly build: BuildApp;
-  /** A store on a fresh key space, reading time from `clock`. */
-  readonly store: (clock: () => number) => Store;
-  /** False when requests matching no route pass no limiter (per-route mounting only). */
-  readonly limitsUnmatched: boolean;
-  /** An independent RFC 9651 List parser (structured-headers' parseList). */
-  readonly parseList: (value: string) => [unknown, Map<string, unknown>][];
+/** Requests to a running app, one client for every adapter. */
+function overHttp(app: RunningApp): TestApp {
+  return {
+    async request(method, url, headers = {}) {
+      const res = await fetch(`http://127.0.0.1:${app.port}${url}`, { method, headers });
+      return { status: res.status, headers: Object.fromEntries(res.headers), body: await res.text() };
+    },
+    close: () => app.close(),
+  };
 }
+
+/** An independent RFC 9651 List parser, to read the draft-10 headers with. */
+const parseStructuredList = (value: string) => parseList(value) as unknown as [unknown, Map<string, unknown>][];
 
 /** 15 s into a 60 s window: a fixed window resets in exactly 45 s. */
 const T0 = 28_333_333 * 60_000 + 15_000;
@@ -52,12 +37,11 @@ const silent = { warn: () => undefined, error: () => undefined };
 
 const json = (reply: Reply): any => JSON.parse(reply.body);
 
-/** Runs every scenario against one adapter, framework version and store. */
 /**
  * The stores every adapter runs the table on: memory, and a real redis-server started for the test
  * file (in beforeAll, stopped in afterAll). Both follow the table's fake clock.
  */
-export function behaviourStores(): Record<'memory' | 'redis', (clock: () => number) => Store> {
+function behaviourStores(): Record<'memory' | 'redis', (clock: () => number) => Store> {
   let redis: RedisServer | undefined;
   let client: Redis | undefined;
   beforeAll(async () => {
@@ -74,8 +58,19 @@ export function behaviourStores(): Record<'memory' | 'redis', (clock: () => numb
   };
 }
 
-export function runBehaviourTable(h: Harness): void {
+/** Runs the table on every mounting `h` offers, each on memory and on a real Redis. */
+export function runBehaviourTable(h: AdapterHarness): void {
   describe(`behaviour table: ${h.name}`, () => {
+    const stores = behaviourStores();
+    for (const mounting of h.mountings) {
+      for (const [storeName, store] of Object.entries(stores)) scenarios(h, mounting, storeName, store);
+    }
+  });
+}
+
+/** Every scenario against one adapter, framework version, mounting and store. */
+function scenarios(h: AdapterHarness, mounting: Mounting, storeName: string, store: (clock: () => number) => Store): void {
+  describe(`${mounting} on ${storeName}`, () => {
     let now = T0;
     const clock = () => now;
     const apps: TestApp[] = [];
@@ -88,9 +83,10 @@ export function runBehaviourTable(h: Harness): void {
 
     /** An app whose limiter reads the scenario clock; fixed-window, 3 per minute, no jitter unless set. */
     async function app(options: HttpRateLimitOptions<any>, routes: RouteSpec[]): Promise<TestApp> {
-      const built = await h.build({
+      const started = await h.start({
+        mounting,
         options: {
-          store: h.store(clock),
+          store: store(clock),
           clock,
           algorithm: 'fixed-window',
           limit: 3,
@@ -103,6 +99,7 @@ export function runBehaviourTable(h: Harness): void {
         },
         routes,
       });
+      const built = overHttp(started);
       apps.push(built);
       return built;
     }
@@ -258,12 +255,12 @@ export function runBehaviourTable(h: Harness): void {
       expect(r.headers['ratelimit-limit']).toBeUndefined();
       expect(r.headers['ratelimit-policy']).toBe('"burst";q=2;w=1, "sustained";q=5;w=60');
       expect(r.headers['ratelimit']).toBe('"burst";r=1;t=1, "sustained";r=4;t=45');
-      const policy = h.parseList(r.headers['ratelimit-policy']!);
+      const policy = parseStructuredList(r.headers['ratelimit-policy']!);
       expect(policy.map(([name, params]) => [name, Object.fromEntries(params)])).toEqual([
         ['burst', { q: 2, w: 1 }],
         ['sustained', { q: 5, w: 60 }],
       ]);
-      const current = h.parseList(r.headers['ratelimit']!);
+      const current = parseStructuredList(r.headers['ratelimit']!);
       expect(current.map(([name, params]) => [name, Object.fromEntries(params)])).toEqual([
         ['burst', { r: 1, t: 1 }],
         ['sustained', { r: 4, t: 45 }],
@@ -379,7 +376,7 @@ export function runBehaviourTable(h: Harness): void {
     });
 
     // Only where the mounting sees unmatched requests (app-wide); per-route middleware never does.
-    if (h.limitsUnmatched) it('limits requests that match no route in one bucket, not one per URL', async () => {
+    if (mounting === 'app-level') it('limits requests that match no route in one bucket, not one per URL', async () => {
       const a = await app({}, [{ method: 'GET', path: '/a' }]);
       for (let i = 1; i <= 3; i++) {
         const r = await a.request('GET', `/nope/${i}`);

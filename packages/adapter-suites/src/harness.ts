@@ -1,0 +1,79 @@
+// The one interface an adapter's test harness implements (packages/<adapter>/test/harness.ts), and every shared adapter suite drives.
+import type { HttpRateLimitOptions } from '@floodgate/core';
+
+/**
+ * How the limiter is mounted. 'app-level': one limiter for the whole app, a route's `options`
+ * applied through the framework's per-route way (Express and Koa `limiter.route(options)`, Fastify
+ * `config.rateLimit`). 'per-route': no app-wide limiter; each route gets its own limiter built from
+ * the global options with its own over them, so requests matching no route pass no limiter.
+ */
+export type Mounting = 'app-level' | 'per-route';
+
+/** One route of an app. It answers 200 with JSON `{ route, remaining, reason }`, read from the decision the limiter put on the request (null without one). */
+export interface RouteSpec {
+  readonly method: 'GET' | 'POST';
+  /** The framework's route pattern, e.g. '/users/:id'. */
+  readonly path: string;
+  /** Per-route options over the global ones; false: the route is not limited; left out: the route as the mounting gives it. */
+  readonly options?: HttpRateLimitOptions<any> | false;
+}
+
+/**
+ * What an app is made of. A new suite that needs something more (another middleware, another
+ * framework setting) adds an optional field here, off when left out, and each harness implements it.
+ */
+export interface AppSpec {
+  /** The limiter's global options. */
+  readonly options: HttpRateLimitOptions<any>;
+  readonly routes: readonly RouteSpec[];
+  /** Default 'app-level'. A harness throws for a mounting it does not list in `mountings`. */
+  readonly mounting?: Mounting;
+  /**
+   * Trust a proxy on loopback the framework's own way (Express `trust proxy`, Fastify `trustProxy`,
+   * Koa `app.proxy`), so that X-Forwarded-For is read; or trust none (the default).
+   */
+  readonly trustProxy?: boolean;
+  /**
+   * Mark the framework's paths, for telling Floodgate's direct 429 from one the framework sent: a
+   * middleware or hook BEFORE the limiter sets `X-Before: yes`; on the framework's own send path,
+   * something sets `X-After: yes` on every response the framework sends itself and on no other
+   * (Express: a wrapper around `res.send`, Fastify: onSend, Koa: a middleware after `await next()`);
+   * and the framework's after-response hook logs each status into `statuses`.
+   */
+  readonly sendPathMarkers?: boolean;
+}
+
+/** A listening app. */
+export interface RunningApp {
+  /** On 127.0.0.1. */
+  readonly port: number;
+  /** With `sendPathMarkers`, the status of every finished response as the framework's after-response hook logged it (it may run after the client has the response); else empty. */
+  readonly statuses: readonly number[];
+  /** Closes the server and every connection still open to it. */
+  close(): Promise<void>;
+}
+
+export interface AdapterHarness {
+  /** The framework and version, e.g. 'express 5'. */
+  readonly name: string;
+  /** The mountings this framework offers; the behaviour table runs on each. */
+  readonly mountings: readonly Mounting[];
+  /** Builds and starts an app; rejects, leaving nothing open, when the limiter refuses its options. */
+  start(spec: AppSpec): Promise<RunningApp>;
+}
+
+/**
+ * The limiter middleware a route gets under the spec's mounting, the rule every harness follows:
+ * with an app-level limiter, its per-route one when the route has options (false included) and none
+ * when it has none; without one, a limiter of the route's own, built by `build` from the global
+ * options with the route's over them, and none for false.
+ */
+export function routeLimiters<M>(
+  spec: AppSpec,
+  route: RouteSpec,
+  appLimiter: { route(options: HttpRateLimitOptions<any> | false): M } | undefined,
+  build: (options: HttpRateLimitOptions<any>) => M,
+): M[] {
+  if (appLimiter) return route.options === undefined ? [] : [appLimiter.route(route.options)];
+  return route.options === false ? [] : [build({ ...spec.options, ...route.options })];
+}

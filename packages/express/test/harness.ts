@@ -1,0 +1,59 @@
+// The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import express5, { type NextFunction, type Request, type Response } from 'express';
+import { rateLimit } from '../src';
+
+// Express 4 is installed under an alias; both versions share @types/express's surface used here.
+const express4: typeof express5 = require('express4');
+
+/** Express has no hook on the way out: stamp its send path itself. res.send (res.json and res.status().send() go through it) marks what Express sent; a direct write skips it. */
+function markSendPath(statuses: number[]) {
+  return (_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('X-Before', 'yes');
+    const send = res.send.bind(res);
+    res.send = ((body?: unknown) => {
+      res.setHeader('X-After', 'yes');
+      return send(body);
+    }) as typeof res.send;
+    res.on('finish', () => statuses.push(res.statusCode));
+    next();
+  };
+}
+
+export function expressHarness(version: 4 | 5): AdapterHarness {
+  const express = version === 4 ? express4 : express5;
+  return {
+    name: `express ${version}`,
+    mountings: ['app-level', 'per-route'],
+    async start(spec: AppSpec): Promise<RunningApp> {
+      const statuses: number[] = [];
+      const app = express();
+      // Express's own setting decides whether X-Forwarded-For is read: trust a proxy on loopback, or none.
+      app.set('trust proxy', spec.trustProxy ? 'loopback' : false);
+      if (spec.sendPathMarkers) app.use(markSendPath(statuses));
+      const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
+      if (limiter) app.use(limiter);
+      const router = express.Router();
+      for (const route of spec.routes) {
+        const handler = (req: Request, res: Response) => {
+          res.json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
+        };
+        router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+      }
+      app.use(router);
+      const server = createServer(app);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return {
+        port: (server.address() as AddressInfo).port,
+        statuses,
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.closeAllConnections();
+            server.close(() => resolve());
+          }),
+      };
+    },
+  };
+}

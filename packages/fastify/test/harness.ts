@@ -1,0 +1,58 @@
+// The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
+import type { AddressInfo } from 'node:net';
+import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/adapter-suites';
+import Fastify from 'fastify';
+import { rateLimit } from '../src';
+
+export const fastifyHarness: AdapterHarness = {
+  name: 'fastify 5',
+  // One plugin on the app, a route's options in its config: Fastify has no other mounting.
+  mountings: ['app-level'],
+  async start(spec: AppSpec): Promise<RunningApp> {
+    if ((spec.mounting ?? 'app-level') !== 'app-level') throw new Error(`fastify harness: no ${spec.mounting} mounting`);
+    const statuses: number[] = [];
+    // Fastify's own setting decides whether X-Forwarded-For is read: trust a proxy on loopback, or none.
+    const app = Fastify({ trustProxy: spec.trustProxy ? '127.0.0.1' : false });
+    try {
+      if (spec.sendPathMarkers) {
+        app.addHook('onRequest', (_request, reply, done) => {
+          reply.header('X-Before', 'yes');
+          done();
+        });
+        app.addHook('onSend', async (_request, reply, payload) => {
+          reply.header('X-After', 'yes');
+          return payload;
+        });
+        app.addHook('onResponse', async (_request, reply) => {
+          statuses.push(reply.statusCode);
+        });
+      }
+      await app.register(rateLimit, spec.options);
+      for (const route of spec.routes) {
+        app.route({
+          method: route.method,
+          url: route.path,
+          config: route.options === undefined ? {} : { rateLimit: route.options },
+          handler: async (request) => ({
+            route: route.path,
+            remaining: request.rateLimit?.remaining ?? null,
+            reason: request.rateLimit?.reason ?? null,
+          }),
+        });
+      }
+      await app.listen({ port: 0, host: '127.0.0.1' });
+    } catch (error) {
+      await app.close();
+      throw error;
+    }
+    return {
+      port: (app.server.address() as AddressInfo).port,
+      statuses,
+      // closeAllConnections: keep-alive sockets of a load would otherwise hold close() open.
+      close: async () => {
+        app.server.closeAllConnections();
+        await app.close();
+      },
+    };
+  },
+};

@@ -1,0 +1,49 @@
+// The Koa harness every shared adapter suite drives (@floodgate/adapter-suites): Koa 3 with @koa/router, app-level or per-route.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import Koa, { type Context } from 'koa';
+import { rateLimit } from '../src';
+
+export const koaHarness: AdapterHarness = {
+  name: 'koa 3',
+  mountings: ['app-level', 'per-route'],
+  async start(spec: AppSpec): Promise<RunningApp> {
+    const statuses: number[] = [];
+    const app = new Koa();
+    app.silent = true; // the behaviour table's 500 scenario throws on purpose
+    // Koa's own setting decides whether X-Forwarded-For is read.
+    app.proxy = spec.trustProxy ?? false;
+    if (spec.sendPathMarkers) {
+      app.use(async (ctx, next) => {
+        ctx.set('X-Before', 'yes');
+        await next();
+        statuses.push(ctx.status);
+        ctx.set('X-After', 'yes'); // a no-op once the headers are sent
+      });
+    }
+    const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
+    if (limiter) app.use(limiter);
+    const router = new Router();
+    for (const route of spec.routes) {
+      const handler = (ctx: Context) => {
+        const d = ctx.state.rateLimit;
+        ctx.body = { route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null };
+      };
+      router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+    }
+    app.use(router.routes());
+    const server = createServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return {
+      port: (server.address() as AddressInfo).port,
+      statuses,
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.closeAllConnections();
+          server.close(() => resolve());
+        }),
+    };
+  },
+};
