@@ -41,6 +41,17 @@ export interface AppSpec {
    * and the framework's after-response hook logs each status into `statuses`.
    */
   readonly sendPathMarkers?: boolean;
+  /**
+   * Every route answers with the status the request asks for in its `x-status` header (default
+   * 200), so that a suite can tell the limiter how a request turned out (`countOnly`).
+   */
+  readonly statusFromHeader?: boolean;
+}
+
+/** The status a route answers under `statusFromHeader`: the request's `x-status`, else 200. */
+export function askedStatus(spec: AppSpec, headers: Record<string, string | string[] | undefined>): number {
+  const asked = spec.statusFromHeader ? Number(headers['x-status']) : NaN;
+  return Number.isInteger(asked) && asked >= 200 && asked <= 599 ? asked : 200;
 }
 
 /** A listening app. */

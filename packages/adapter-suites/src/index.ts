@@ -1,7 +1,8 @@
 // @floodgate/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
-export { routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
+export { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';
 export { runAttackSuite } from './attacks';
 export { runDirectResponseSuite } from './direct-response';
+export { runAuthRouteSuite } from './auth-routes';

@@ -1,7 +1,7 @@
 // The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import express5, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit } from '../src';
 
@@ -38,7 +38,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       const router = express.Router();
       for (const route of spec.routes) {
         const handler = (req: Request, res: Response) => {
-          res.json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
+          res.status(askedStatus(spec, req.headers)).json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
         };
         router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
       }

@@ -1,6 +1,6 @@
 // The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
 import type { AddressInfo } from 'node:net';
-import type { AdapterHarness, AppSpec, RunningApp } from '@floodgate/adapter-suites';
+import { askedStatus, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Fastify from 'fastify';
 import { rateLimit } from '../src';
 
@@ -33,11 +33,10 @@ export const fastifyHarness: AdapterHarness = {
           method: route.method,
           url: route.path,
           config: route.options === undefined ? {} : { rateLimit: route.options },
-          handler: async (request) => ({
-            route: route.path,
-            remaining: request.rateLimit?.remaining ?? null,
-            reason: request.rateLimit?.reason ?? null,
-          }),
+          handler: async (request, reply) => {
+            reply.code(askedStatus(spec, request.headers));
+            return { route: route.path, remaining: request.rateLimit?.remaining ?? null, reason: request.rateLimit?.reason ?? null };
+          },
         });
       }
       await app.listen({ port: 0, host: '127.0.0.1' });

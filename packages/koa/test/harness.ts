@@ -2,7 +2,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import { routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Koa, { type Context } from 'koa';
 import { rateLimit } from '../src';
 
@@ -29,6 +29,7 @@ export const koaHarness: AdapterHarness = {
     for (const route of spec.routes) {
       const handler = (ctx: Context) => {
         const d = ctx.state.rateLimit;
+        ctx.status = askedStatus(spec, ctx.headers);
         ctx.body = { route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null };
       };
       router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
