@@ -84,3 +84,39 @@ it('hot subject, Redis paused: 100 concurrent requests each answered by failMode
     server.resume();
   }
 });
+
+it('Redis killed for 3 s, restarted on the same port: a fail-closed route serves again within 1 s of Redis answering', async () => {
+  const c = client();
+  await c.ping();
+  const events: (StoreErrorEvent & { at: number })[] = [];
+  // The default breaker (cool-down 1 s doubling to 10 s): the back-off a long outage builds up.
+  const limiter = createLimiter({
+    store: new RedisStore({ client: c, timeoutMs: 1_000 }),
+    prefix: rnd(),
+    limit: 1_000_000,
+    windowMs: '10m',
+    failMode: 'closed',
+    onStoreError: (e) => events.push({ ...e, at: performance.now() }),
+    logger: quiet(),
+  });
+  const served: number[] = [];
+  const timer = setInterval(() => {
+    void limiter.consume('steady').then((d) => d.allowed && served.push(performance.now()));
+  }, 20);
+  try {
+    await until('a served request', () => served.length > 0);
+    await server.kill();
+    const killedAt = performance.now();
+    await until('the breaker to open', () => events.some((e) => e.state === 'open'));
+    await sleep(3_000 - (performance.now() - killedAt));
+    await server.restart(); // resolves once redis-server answers PING
+    const upAt = performance.now();
+    await until('the route to serve again', () => served.some((t) => t > upAt), 15_000);
+    const backMs = served.find((t) => t > upAt)! - upAt;
+    const probes = events.filter((e) => e.state === 'half-open').length;
+    measurements.push(`kill 3 s + restart: fail-closed route served again ${backMs.toFixed(0)} ms after Redis answered PING (${probes} probes)`);
+    expect(backMs).toBeLessThan(1_000);
+  } finally {
+    clearInterval(timer);
+  }
+});

@@ -197,6 +197,10 @@ export class HotKeyStore implements Store {
     }
   }
 
+  onReady(listener: () => void): void {
+    this.store.onReady?.(listener);
+  }
+
   async reset(keys: readonly string[]): Promise<void> {
     // Only this instance's lease is dropped; other instances' leases run out or expire (see docs).
     this.subjects.delete(keys.join('\n'));

@@ -17,6 +17,7 @@ export interface RedisClient {
   /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
   readonly status?: string;
   once?(event: 'ready', listener: () => void): unknown;
+  on?(event: 'ready', listener: () => void): unknown;
 }
 
 export interface RedisStoreOptions {
@@ -130,6 +131,10 @@ export class RedisStore implements Store {
     // ready connection, never parked in the offline queue behind a reconnect.
     if (client!.status === 'ready' || typeof client!.once !== 'function') this.everReady = true;
     else client!.once('ready', () => (this.everReady = true));
+  }
+
+  onReady(listener: () => void): void {
+    this.client.on?.('ready', listener);
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
