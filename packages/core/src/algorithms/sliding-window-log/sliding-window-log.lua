@@ -1,7 +1,11 @@
 -- sliding-window-log: one ZSET entry per admitted unit, scored by its time. Exact in any
--- window-long span; memory grows with limit x callers.
--- State: ZSET of members 'now:seq' (unique per unit, even when two requests share a ms), score now.
+-- window-long span; memory grows with limit x callers (the limit is capped: see its descriptor).
+-- State: ZSET of units, each scored by the ms it was admitted and named by a per-key sequence
+-- number, so that no two units share a name whatever TIME returns (a clock that steps back revisits
+-- a ms; names built from the time would collide and ZADD would overwrite a unit). The sequence's
+-- next value lives in the member '#<seq>', scored -inf: outside every window, never pruned.
 -- An entry with score <= now - windowMs has left the window. TTL: windowMs after the newest entry.
+-- A request of cost 0 writes nothing (it neither prunes nor touches the TTL).
 local function check(key, now, cap, win, cost)
   local floor = now - win
   local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
@@ -11,10 +15,26 @@ local function check(key, now, cap, win, cost)
     local reset = 0
     if cost > 0 then reset = win elseif newest then reset = newest + win - now end
     return 1, cap - n - cost, reset, 0, function()
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(floor))
-      -- n entries are in the window and none can leave it at this same ms, so n + i is unique.
-      for i = 1, cost do redis.call('ZADD', key, fmt(now), fmt(now) .. ':' .. fmt(n + i)) end
-      if cost > 0 then redis.call('PEXPIRE', key, ttl(win)) end
+      if cost == 0 then return end
+      redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(floor))
+      local seq = 0
+      local head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
+      if head then
+        seq = tonumber(string.sub(head, 2))
+        redis.call('ZREM', key, head)
+      end
+      -- One ZADD per 1000 units: cost is at most the limit, itself capped.
+      local args = {}
+      for i = 1, cost do
+        args[#args + 1] = fmt(now)
+        args[#args + 1] = fmt(seq + i)
+        if #args == 2000 or i == cost then
+          redis.call('ZADD', key, unpack(args))
+          args = {}
+        end
+      end
+      redis.call('ZADD', key, '-inf', '#' .. fmt(seq + cost))
+      redis.call('PEXPIRE', key, ttl(win))
     end
   end
   local retry = -1
