@@ -63,6 +63,11 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
    * still counts; undefined when the algorithm has no such edge (the lease then runs its leaseMs).
    */
   readonly leaseEdgeMs: ((admitted: LimitResult, limit: TwinLimit) => number) | undefined;
+  /**
+   * The largest `limit` (or `burst`) it accepts, when below MAX_UNITS: the bound on one decision's
+   * work for an algorithm whose writes grow with the cost (see docs/algorithms.md). Default MAX_UNITS.
+   */
+  readonly maxLimit?: number;
   /** The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`. */
   readonly lua: string;
 }
