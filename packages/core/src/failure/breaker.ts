@@ -164,6 +164,8 @@ export function breakerFor(store: Store, options: ResolvedBreakerOptions, clock:
   if (same) return same;
   const breaker = new CircuitBreaker(options, clock);
   list.push(breaker);
-  store.onReady?.(() => breaker.reconnected());
+  // Held weakly: the client may outlive this breaker's limiters.
+  const ref = new WeakRef(breaker);
+  store.onReady?.(() => ref.deref()?.reconnected());
   return breaker;
 }

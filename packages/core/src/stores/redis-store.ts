@@ -83,6 +83,9 @@ function batchKey(request: StoreRequest, now: number | undefined): string {
   return `${request.mode === 'peek' ? 'p' : 'c'}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
 }
 
+/** Who wants to hear that a client is ready again (RedisStore.onReady), by client. */
+const readyListeners = new WeakMap<RedisClient, Set<() => void>>();
+
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
 // ioredis statuses of a client that is still making its first connection: a command waits in the
@@ -134,7 +137,16 @@ export class RedisStore implements Store {
   }
 
   onReady(listener: () => void): void {
-    this.client.on?.('ready', listener);
+    const client = this.client;
+    if (typeof client.on !== 'function') return;
+    let listeners = readyListeners.get(client);
+    if (!listeners) {
+      // One 'ready' listener per client, however many stores and breakers use it.
+      readyListeners.set(client, (listeners = new Set()));
+      const all = listeners;
+      client.on('ready', () => all.forEach((l) => l()));
+    }
+    listeners.add(listener);
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
