@@ -6,7 +6,10 @@ const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000,
 export type Duration = number | `${number}${'ms' | 's' | 'm' | 'h' | 'd'}` | `${number} ${'ms' | 's' | 'm' | 'h' | 'd'}`;
 
 /** Parses a duration option into whole ms within [min, max], or throws naming the option. */
-export function parseDuration(option: string, value: unknown, min = 1, max = 365 * 86_400_000): number {
+/** The longest window (and the longest time a rate limit takes to refill its burst): 365 days. */
+export const MAX_WINDOW_MS = 365 * 86_400_000;
+
+export function parseDuration(option: string, value: unknown, min = 1, max = MAX_WINDOW_MS): number {
   let ms: number | undefined;
   if (typeof value === 'number') ms = value;
   else if (typeof value === 'string') {

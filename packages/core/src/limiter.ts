@@ -1,12 +1,13 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { BlockCache } from './block-cache';
 import { toDecision, type Decision } from './decision';
-import { breakerFor } from './failure/breaker';
+import { breakerFor, type CircuitBreaker } from './failure/breaker';
 import { createFallback, reportTransitions } from './failure/policy';
 import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
-import type { StoreRequest } from './stores/store';
+import { FloodgateError } from './errors';
+import type { Store, StoreRequest, StoreResult } from './stores/store';
 import { withHotKeys } from './hot-keys/hot-key-store';
 import { isCost, refundAt, requestCost } from './validate';
 
@@ -62,7 +63,6 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
   const { prefix, limits, maxCost, blockCacheSize } = resolved;
-  const store = withHotKeys(resolved.store, resolved.hotKeys, { clock: resolved.clock, instances: resolved.failure.instances });
   const storeLimits = limits.map((l) => l.store);
   const clock = resolved.clock ?? monotonic;
   const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
@@ -75,27 +75,21 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
   const breaker = breakerFor(shared, failure.breaker, clock);
   reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError);
   const fallback = createFallback(limits, failure, breaker);
-  const deadline = failure.timeoutMs;
-  const callStore =
-    deadline === undefined
-      ? (request: StoreRequest) => store.evaluate(request)
-      : (request: StoreRequest) => withDeadline(store.evaluate(request), deadline, `Store "${store.name}"`);
+  // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
+  // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
+  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
   if (shared.warnings?.length && !warned.has(shared)) {
     warned.add(shared);
     for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
   }
 
   async function evaluate(request: StoreRequest): Promise<Decision> {
-    const admission = breaker.admit();
-    if (admission === 'skip') return fallback.decide(request);
     let result;
     try {
-      result = await callStore(request);
-    } catch (error) {
-      breaker.failure(error, admission === 'probe');
+      result = await store.evaluate(request);
+    } catch {
       return fallback.decide(request);
     }
-    breaker.success();
     const decision = toDecision(limits, result.allowed, result.results, request.cost);
     return request.mode === 'consume' && result.allowed ? { ...decision, at: result.at } : decision;
   }
@@ -154,15 +148,12 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       const { base, keys } = keysOf(subject, opts.scope ?? '');
       // Room may have come back: the next consume asks the store.
       blocks?.delete(base);
-      const admission = breaker.admit();
-      if (admission === 'skip') return false;
+      // Through the breaker and the deadline like every call; a failure keeps the unit charged (the safe side).
       try {
-        await callStore({ keys, limits: storeLimits, cost, mode: 'refund', at });
-      } catch (error) {
-        breaker.failure(error, admission === 'probe');
+        await store.evaluate({ keys, limits: storeLimits, cost, mode: 'refund', at });
+      } catch {
         return false;
       }
-      breaker.success();
       return true;
     },
     async reset(subject, opts = {}) {
@@ -171,5 +162,37 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       fallback.reset(keys);
       await store.reset(keys);
     },
+  };
+}
+
+/** Thrown, never logged, for a call the open breaker skips: the failure mode answers it. */
+const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
+
+/**
+ * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
+ * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
+ */
+function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined): Store {
+  const call =
+    timeoutMs === undefined
+      ? (request: StoreRequest) => shared.evaluate(request)
+      : (request: StoreRequest) => withDeadline(shared.evaluate(request), timeoutMs, `Store "${shared.name}"`);
+  return {
+    name: shared.name,
+    timeoutMs: timeoutMs ?? shared.timeoutMs,
+    async evaluate(request: StoreRequest): Promise<StoreResult> {
+      const admission = breaker.admit();
+      if (admission === 'skip') throw SKIPPED;
+      let result;
+      try {
+        result = await call(request);
+      } catch (error) {
+        breaker.failure(error, admission === 'probe');
+        throw error;
+      }
+      breaker.success();
+      return result;
+    },
+    reset: (keys) => shared.reset(keys),
   };
 }

@@ -1,6 +1,6 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
 import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry';
-import { parseDuration, type Duration } from './duration';
+import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import type { HotKeyOptions } from './hot-keys/hot-key-store';
@@ -105,6 +105,11 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
     if (typeof rate !== 'number' || !Number.isFinite(rate) || rate <= 0 || rate > 1_000_000) {
       invalidOption(`${option}.refillPerSecond`, rate, 'a number above 0 and at most 1000000');
     }
+    // The time to refill the whole burst bounds every TTL, reset, Retry-After and draft-10 `w=` of
+    // this limit: past 365 days (the longest windowMs) PEXPIRE would overflow at extreme rates.
+    if (burst * 1000 > rate * MAX_WINDOW_MS) {
+      invalidOption(`${option}.refillPerSecond`, rate, `a number from ${burst * 1000 / MAX_WINDOW_MS} (a burst of ${burst} refilled within 365 days) to 1000000`);
+    }
     // gcra keeps whole microseconds; burst x emission interval must stay an exact double.
     if (algorithm === 'gcra' && burst * Math.max(1, Math.floor(1e6 / rate + 0.5)) > Number.MAX_SAFE_INTEGER) {
       invalidOption(`${option}.refillPerSecond`, rate, `a rate at which burst (${burst}) x 1e6 / refillPerSecond stays below 2^53 for gcra`);
@@ -121,6 +126,10 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
   if (raw.burst !== undefined || raw.refillPerSecond !== undefined) {
     const given = raw.burst !== undefined ? 'burst' : 'refillPerSecond';
     invalidOption(`${option}.${given}`, raw[given], `no burst or refillPerSecond with ${algorithm} (they belong to token-bucket and gcra)`);
+  }
+  const maxLimit = ALGORITHM[algorithm].maxLimit;
+  if (maxLimit !== undefined && typeof get('limit') === 'number' && get('limit')! > maxLimit) {
+    invalidOption(`${option}.limit`, get('limit'), `a whole number from 1 to ${maxLimit} for ${algorithm}, which stores one entry per unit (sliding-window-counter takes up to ${MAX_UNITS})`);
   }
   const limit = units(`${option}.limit`, get('limit'));
   return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, period: windowMs }, keySuffix };

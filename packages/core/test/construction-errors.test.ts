@@ -53,6 +53,11 @@ const ROWS: Row[] = [
   { label: 'NaN refill', build: limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: Number.NaN }), option: 'options.refillPerSecond', shown: 'NaN', range: RATE },
   { label: 'refill above the maximum', build: limiter({ algorithm: 'token-bucket', burst: 5, refillPerSecond: 2e6 }), option: 'options.refillPerSecond', shown: '2000000', range: RATE },
   { label: 'burst with a window algorithm', build: limiter({ algorithm: 'fixed-window', limit: 5, burst: 10 }), option: 'options.burst', shown: '10', range: 'token-bucket and gcra' },
+  // Past 365 days to refill the burst, PEXPIRE overflowed in Redis (every call failed: fail-open forever) while memory limited.
+  { label: 'token-bucket refill too slow for Redis TTLs', build: limiter({ algorithm: 'token-bucket', burst: 10, refillPerSecond: 1e-14 }), option: 'options.refillPerSecond', shown: '1e-14', range: '(a burst of 10 refilled within 365 days) to 1000000' },
+  { label: 'gcra refill too slow for Redis TTLs', build: limiter({ algorithm: 'gcra', limits: [{ burst: 1000, refillPerSecond: 1e-5 }] }), option: 'limits[0].refillPerSecond', shown: '0.00001', range: 'a burst of 1000 refilled within 365 days' },
+  // One ZSET member per unit: a limit of 1e9 let one request write 112 MB and stall Redis for seconds.
+  { label: 'sliding-window-log limit above its own maximum', build: limiter({ algorithm: 'sliding-window-log', limit: 1_000_000 }), option: 'options.limit', shown: '1000000', range: 'a whole number from 1 to 10000 for sliding-window-log' },
   { label: 'refillPerSecond with a window algorithm', build: limiter({ algorithm: 'sliding-window-log', limit: 5, refillPerSecond: 2 }), option: 'options.refillPerSecond', shown: '2', range: 'token-bucket and gcra' },
   { label: 'name with a space', build: limiter({ limit: 5, name: 'per minute' }), option: 'options.name', shown: '"per minute"', range: '[A-Za-z0-9_.-]{1,64}' },
   { label: 'empty name', build: limiter({ limit: 5, name: '' }), option: 'options.name', shown: '""', range: '[A-Za-z0-9_.-]{1,64}' },

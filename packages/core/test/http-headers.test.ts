@@ -42,6 +42,15 @@ describe('formatHeaders', () => {
     expect(get(formatHeaders(d, ['draft-10']), 'RateLimit-Policy')).toBe('"default";q=10');
   });
 
+  it('draft-10 integers never exceed 15 digits (structured fields), even from a window options could not make', () => {
+    // A custom store's decision, or the 1e15 s window token-bucket had at refillPerSecond 1e-14 before its range was checked.
+    const huge = [{ ...limits[0], windowMs: 1e18 }];
+    const d = toDecision(huge, true, [{ allowed: true, remaining: 3, resetMs: 1e20, retryAfterMs: 0 }], 1);
+    const pairs = formatHeaders(d, ['draft-10']);
+    expect(get(pairs, 'RateLimit-Policy')).toBe('"burst";q=10;w=999999999999999');
+    expect(get(pairs, 'RateLimit')).toBe('"burst";r=3;t=999999999999999');
+  });
+
   it('legacy sends X-RateLimit-Reset as a Unix time in seconds', () => {
     expect(formatHeaders(allowed, ['legacy'], { now: () => 1_700_000_000_000 })).toEqual([
       ['X-RateLimit-Limit', '10'],

@@ -77,6 +77,11 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
    */
   readonly leaseEdgeMs: ((admitted: LimitResult, limit: TwinLimit) => number) | undefined;
   /**
+   * The largest `limit` (or `burst`) it accepts, when below MAX_UNITS: the bound on one decision's
+   * work for an algorithm whose writes grow with the cost (see docs/algorithms.md). Default MAX_UNITS.
+   */
+  readonly maxLimit?: number;
+  /**
    * The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`
    * and `local function refund(key, now, cap, period, cost, at)`.
    */

@@ -62,6 +62,9 @@ export function resolveBreakerOptions(raw: BreakerOptions | undefined): Resolved
  * its failure opens it again with twice the cool-down (capped), so a long outage is probed, and
  * logged, less and less often.
  * Any success closes it: an answer from the store is the best evidence that it is back.
+ * The store's word that its connection is ready again (`reconnected`) is the next best: an open
+ * breaker then probes at the next request and forgets its doubled cool-down, so a route that fails
+ * closed serves again as soon as the store answers, not a long back-off later.
  */
 export class CircuitBreaker {
   private current: BreakerState = 'closed';
@@ -117,6 +120,12 @@ export class CircuitBreaker {
     // Failures of calls that started before the breaker opened change nothing: it is already open.
   }
 
+  /** The store's connection is ready again: probe at the next request, and back off from the start. */
+  reconnected(): void {
+    this.waitMs = this.options.coolDownMs;
+    if (this.current === 'open') this.probeAt = this.clock();
+  }
+
   /** ms until a probe may go to the store: 0 when closed or a probe may go now. */
   msUntilProbe(): number {
     if (this.current === 'closed') return 0;
@@ -155,5 +164,8 @@ export function breakerFor(store: Store, options: ResolvedBreakerOptions, clock:
   if (same) return same;
   const breaker = new CircuitBreaker(options, clock);
   list.push(breaker);
+  // Held weakly: the client may outlive this breaker's limiters.
+  const ref = new WeakRef(breaker);
+  store.onReady?.(() => ref.deref()?.reconnected());
   return breaker;
 }

@@ -24,8 +24,10 @@ interface Quota {
   readonly retryAfterMs: number;
 }
 
-const seconds = (ms: number): number => Math.max(0, Math.ceil(ms / 1000));
-const count = (n: number): string => String(Math.max(0, Math.floor(n)));
+/** The largest Integer a structured field may carry (RFC 9651 s3.3.1: at most 15 digits). */
+const SF_INTEGER_MAX = 999_999_999_999_999;
+const seconds = (ms: number): number => Math.min(SF_INTEGER_MAX, Math.max(0, Math.ceil(ms / 1000)));
+const count = (n: number): string => String(Math.min(SF_INTEGER_MAX, Math.max(0, Math.floor(n))));
 
 /**
  * Ms until this limit gives back quota the caller can use. On a denial that is the retry time, not
@@ -49,10 +51,14 @@ function draft6(d: Decision): HeaderPair[] {
   ];
 }
 
-/** Every policy: `"name";q=100;w=60` and `"name";r=50;t=30`; w only when the window is whole seconds. */
+/**
+ * Every policy: `"name";q=100;w=60` and `"name";r=50;t=30`; w only when the window is whole seconds.
+ * Options keep every window within 365 days; the integers are capped at 15 digits all the same, so a
+ * decision from a custom store can never make a header that structured-field parsers reject.
+ */
 function draft10(d: Decision): HeaderPair[] {
   const policy = d.limits.map((l) => {
-    const w = l.windowMs % 1000 === 0 && l.windowMs > 0 ? `;w=${l.windowMs / 1000}` : '';
+    const w = l.windowMs % 1000 === 0 && l.windowMs > 0 ? `;w=${seconds(l.windowMs)}` : '';
     return `${sfString(l.policy)};q=${count(l.limit)}${w}`;
   });
   const current = d.limits.map((l) => `${sfString(l.policy)};r=${count(l.remaining)};t=${seconds(untilMs(l))}`);

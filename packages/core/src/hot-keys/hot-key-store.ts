@@ -3,7 +3,8 @@ import { LRUCache } from 'lru-cache';
 import { ALGORITHM, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { parseDuration, type Duration } from '../duration';
-import { invalidOption } from '../errors';
+import { FloodgateError, invalidOption } from '../errors';
+import { withDeadline } from '../deadline';
 import { checkOptionNames, optionNames } from '../validate';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 
@@ -88,7 +89,11 @@ interface Subject {
   figures: readonly LimitResult[] | undefined;
   /** The store's answer to the last lease that did not fit, until a whole lease fits again. */
   miss: DeniedLease | undefined;
-  /** The lease draw in flight, if any: concurrent requests wait for it instead of drawing their own. */
+  /**
+   * The lease draw in flight, if any: concurrent requests wait for it instead of drawing their own.
+   * It rejects when the draw failed, and its waiters fail with it: one failed draw is one store
+   * failure, and its waiters get the failure mode's answer, never a draw (and a timeout) each.
+   */
   drawing: Promise<void> | undefined;
 }
 
@@ -117,6 +122,8 @@ export class HotKeyStore implements Store {
   readonly leaseMs: number;
   readonly stats: HotKeyStats = { local: 0, leases: 0, deniedLeases: 0, localDenials: 0, passThrough: 0 };
   private readonly clock: () => number;
+  /** The inner store's deadline (ms): no request waits longer, whatever it waits for. Undefined: it never waits (memory). */
+  private readonly budgetMs: number | undefined;
   private readonly subjects: LRUCache<string, Subject>;
 
   constructor(options: HotKeyStoreOptions, optionPrefix = '') {
@@ -139,6 +146,7 @@ export class HotKeyStore implements Store {
     }
     this.clock = options.clock ?? (() => performance.now());
     this.subjects = new LRUCache<string, Subject>({ max: maxSubjects });
+    this.budgetMs = store.timeoutMs || undefined;
   }
 
   async evaluate(request: StoreRequest): Promise<StoreResult> {
@@ -168,30 +176,37 @@ export class HotKeyStore implements Store {
     if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);
 
     const hot = this.touch(s);
+    const deadlineAt = this.budgetMs === undefined ? undefined : this.clock() + this.budgetMs;
     for (;;) {
       const local = this.serve(s, cost, true);
       if (local) return local;
-      // One draw per subject at a time: the others wait and are then served from it.
+      this.checkDeadline(deadlineAt);
+      // One draw per subject at a time: the others wait and are then served from it (or fail with it).
       if (s.drawing) {
-        await s.drawing;
+        await this.within(s.drawing, deadlineAt);
         continue;
       }
-      if (!hot || cost === 0) return this.passThrough(request);
+      if (!hot || cost === 0) return this.within(this.passThrough(request), deadlineAt);
       if (s.miss && this.stillDenied(s.miss, cost)) {
         this.stats.localDenials++;
         return this.denial(s.miss, cost);
       }
       const size = this.leaseSizeFor(request);
-      if (size <= cost) return this.passThrough(request);
-      const first = await this.draw(s, request, size);
+      if (size <= cost) return this.within(this.passThrough(request), deadlineAt);
+      const first = await this.within(this.draw(s, request, size), deadlineAt);
       if (!('untilMs' in first)) return first;
       // The whole lease did not fit. Deny until it does (Retry-After says when) if that is within
       // leaseMs; if it is further off (e.g. a long fixed window's last units), lease what is left
       // when this request fits in it, rather than strand those units for so long.
       if (this.denies(first, cost)) return this.denial(first, cost);
-      const rest = await this.draw(s, request, smallestRemaining(first.results));
+      this.checkDeadline(deadlineAt);
+      const rest = await this.within(this.draw(s, request, smallestRemaining(first.results)), deadlineAt);
       return 'untilMs' in rest ? this.denial(rest, cost) : rest;
     }
+  }
+
+  onReady(listener: () => void): void {
+    this.store.onReady?.(listener);
   }
 
   async reset(keys: readonly string[]): Promise<void> {
@@ -285,16 +300,31 @@ export class HotKeyStore implements Store {
         };
       },
     );
-    s.drawing = drawing.then(
-      () => undefined,
-      () => undefined,
-    );
+    const shared = (s.drawing = drawing.then(() => undefined));
+    // Waiters see the failure; with none, it is not an unhandled rejection.
+    shared.catch(() => undefined);
     try {
       await drawing;
     } finally {
       s.drawing = undefined;
     }
     return outcome!;
+  }
+
+  /**
+   * What `work` settles with, or FG_STORE_TIMEOUT once the request's deadline passes: a request that
+   * waited for other draws never waits a whole store timeout more for its own. An abandoned draw
+   * still completes, and its lease serves the requests after it.
+   */
+  private within<T>(work: Promise<T>, deadlineAt: number | undefined): Promise<T> {
+    return deadlineAt === undefined ? work : withDeadline(work, Math.max(0, deadlineAt - this.clock()), 'Hot-key lease draw');
+  }
+
+  /** Throws FG_STORE_TIMEOUT when the request's deadline has passed: it starts no draw and waits for none. */
+  private checkDeadline(deadlineAt: number | undefined): void {
+    if (deadlineAt !== undefined && this.clock() >= deadlineAt) {
+      throw new FloodgateError('FG_STORE_TIMEOUT', `Hot-key mode: no lease within the store's ${this.budgetMs} ms.`);
+    }
   }
 
   /** Whether a missed lease means no for this cost: it did not fit either, or a whole lease fits within leaseMs. */

@@ -76,6 +76,9 @@ function batchKey(request: StoreRequest, now: number | undefined): string {
   return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
 }
 
+/** Who wants to hear that a client is ready again (RedisStore.onReady), by client. */
+const readyListeners = new WeakMap<object, Set<() => void>>();
+
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
 const CLIENTS = 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client';
@@ -86,6 +89,8 @@ export class RedisStore implements Store {
   readonly warnings: readonly string[];
   /** The client bound to the protocol's one seam (stores/redis-protocol.ts). */
   private readonly client: ClientBinding;
+  /** The app's client itself, for its public 'ready' event (ioredis and node-redis both emit it). */
+  private readonly raw: { on?(event: 'ready', listener: () => void): unknown };
   private readonly testClock?: () => number;
   private readonly coalesce: CoalesceMode;
   /** 'in-flight': subjects with a call in flight, and the requests waiting for it to return. */
@@ -103,6 +108,7 @@ export class RedisStore implements Store {
     const client = bindClient(options.client);
     if (!client) invalidOption('client', options.client, CLIENTS);
     this.client = client;
+    this.raw = options.client as RedisStore['raw'];
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
     if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
       invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
@@ -113,6 +119,19 @@ export class RedisStore implements Store {
     }
     this.coalesce = options.coalesce ?? 'turn';
     this.warnings = client.warnings;
+  }
+
+  onReady(listener: () => void): void {
+    const client = this.raw;
+    if (typeof client.on !== 'function') return;
+    let listeners = readyListeners.get(client);
+    if (!listeners) {
+      // One 'ready' listener per client, however many stores and breakers use it.
+      readyListeners.set(client, (listeners = new Set()));
+      const all = listeners;
+      client.on('ready', () => all.forEach((l) => l()));
+    }
+    listeners.add(listener);
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {

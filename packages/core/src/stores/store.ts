@@ -37,6 +37,12 @@ export interface Store {
   readonly timeoutMs?: number;
   /** Configuration risks found at construction (e.g. a client that resends commands); the limiter logs them once. */
   readonly warnings?: readonly string[];
+  /**
+   * Calls `listener` each time the store's connection becomes ready again (RedisStore: the client's
+   * 'ready' event). The circuit breaker then probes at once instead of waiting out its cool-down.
+   * Optional: without it, the breaker probes on its timer only.
+   */
+  onReady?(listener: () => void): void;
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
   /** Deletes the state under these keys. */

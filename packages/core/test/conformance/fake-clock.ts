@@ -14,4 +14,9 @@ export class FakeClock {
     if (!Number.isInteger(ms) || ms < 0) throw new Error(`FakeClock.advance: ${ms} is not a whole number of ms >= 0`);
     this.t += ms;
   }
+  /** Steps the clock back, as an NTP step or a failover to a replica whose clock is behind does to Redis TIME. */
+  back(ms: number): void {
+    if (!Number.isInteger(ms) || ms < 0) throw new Error(`FakeClock.back: ${ms} is not a whole number of ms >= 0`);
+    this.t -= ms;
+  }
 }

@@ -451,6 +451,40 @@ export const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    name: 'sliding-window-log stays exact when the clock steps back onto a ms it already wrote',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-log', limit: 4, windowMs: 1000 });
+      await expectDecision('T0: two units', l.consume('s', { cost: 2 }), { allowed: true, remaining: 2 });
+      ctx.clock.advance(600);
+      await expectDecision('T0+600: one', l.consume('s'), { allowed: true, remaining: 1 });
+      ctx.clock.advance(400);
+      // The two units of T0 leave the window and are pruned; one unit at T0+1000 replaces them.
+      await expectDecision('T0+1000: one', l.consume('s'), { allowed: true, remaining: 2 });
+      ctx.clock.back(400);
+      // Back at T0+600: its unit and the one from T0+1000 (now in the future) are in the window.
+      // Names built from the time would reuse a name here, and each admission would overwrite one.
+      await expectDecision('stepped back to T0+600: 3rd in window', l.consume('s'), { allowed: true, remaining: 1 });
+      await expectDecision('stepped back to T0+600: 4th in window', l.consume('s'), { allowed: true, remaining: 0 });
+      await expectDecision('stepped back to T0+600: 5th denied', l.consume('s'), { allowed: false, remaining: 0, resetMs: 1400, retryAfterMs: 1000 });
+      await expectDecision('stepped back to T0+600: still denied', l.consume('s'), { allowed: false, remaining: 0 });
+    },
+  },
+  {
+    name: 'sliding-window-log: a request of cost 0 writes nothing, so a clock step back finds every unit it left',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-log', limit: 3, windowMs: 1000 });
+      await expectDecision('T0: one', l.consume('s'), { allowed: true, remaining: 2 });
+      ctx.clock.advance(400);
+      await expectDecision('T0+400: one (the key now lives until T0+1400)', l.consume('s'), { allowed: true, remaining: 1 });
+      ctx.clock.advance(600);
+      await expectDecision('T0+1000, cost 0: the unit of T0 has left', l.consume('s', { cost: 0 }), { allowed: true, remaining: 2, resetMs: 400 });
+      ctx.clock.back(500);
+      // At T0+500 the unit of T0 is in the window again: cost 0 must not have pruned it.
+      await expectDecision('stepped back to T0+500: cost 2 denied', l.consume('s', { cost: 2 }), { allowed: false, remaining: 1, resetMs: 900, retryAfterMs: 500 });
+      await expectDecision('stepped back to T0+500: cost 1 admitted', l.consume('s'), { allowed: true, remaining: 0 });
+    },
+  },
+  {
     name: 'sliding-window-log and fixed-window under random arrivals: each admits exactly by its own rule',
     async run(ctx) {
       const win = 60_000;

@@ -1,7 +1,11 @@
 -- sliding-window-log: one ZSET entry per admitted unit, scored by its time. Exact in any
--- window-long span; memory grows with limit x callers.
--- State: ZSET of members 'now:seq' (unique per unit, even when two requests share a ms), score now.
+-- window-long span; memory grows with limit x callers (the limit is capped: see its descriptor).
+-- State: ZSET of units, each scored by the ms it was admitted and named by a per-key sequence
+-- number, so that no two units share a name whatever TIME returns (a clock that steps back revisits
+-- a ms; names built from the time would collide and ZADD would overwrite a unit). The sequence's
+-- next value lives in the member '#<seq>', scored -inf: outside every window, never pruned.
 -- An entry with score <= now - windowMs has left the window. TTL: windowMs after the newest entry.
+-- A request of cost 0 writes nothing (it neither prunes nor touches the TTL).
 local function check(key, now, cap, win, cost)
   local floor = now - win
   local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
@@ -11,15 +15,26 @@ local function check(key, now, cap, win, cost)
     local reset = 0
     if cost > 0 then reset = win elseif newest then reset = newest + win - now end
     return 1, cap - n - cost, reset, 0, function()
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', fmt(floor))
-      -- Members 'now:seq' from seq n + 1. A refund can remove entries of this same ms and so free
-      -- a seq below one still held: NX skips a member already there, so each unit adds one entry.
-      local seq, added = n, 0
-      while added < cost do
-        seq = seq + 1
-        added = added + redis.call('ZADD', key, 'NX', fmt(now), fmt(now) .. ':' .. fmt(seq))
+      if cost == 0 then return end
+      redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(floor))
+      local seq = 0
+      local head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
+      if head then
+        seq = tonumber(string.sub(head, 2))
+        redis.call('ZREM', key, head)
       end
-      if cost > 0 then redis.call('PEXPIRE', key, ttl(win)) end
+      -- One ZADD per 1000 units: cost is at most the limit, itself capped.
+      local args = {}
+      for i = 1, cost do
+        args[#args + 1] = fmt(now)
+        args[#args + 1] = fmt(seq + i)
+        if #args == 2000 or i == cost then
+          redis.call('ZADD', key, unpack(args))
+          args = {}
+        end
+      end
+      redis.call('ZADD', key, '-inf', '#' .. fmt(seq + cost))
+      redis.call('PEXPIRE', key, ttl(win))
     end
   end
   local retry = -1
@@ -33,8 +48,9 @@ local function check(key, now, cap, win, cost)
   return 0, math.max(0, cap - n), reset, retry, nil
 end
 -- Refund: removes `cost` entries scored `at` (whichever members they are; fewer if fewer are there),
--- then sets the TTL from the newest entry left. An emptied ZSET is gone, as Redis removes it. Entries
--- that have left the window no longer count: a refund of them changes nothing and writes nothing.
+-- then sets the TTL from the newest entry left; with no unit left the key goes, its sequence member
+-- with it (no unit remains whose name a new one could take). Entries that have left the window no
+-- longer count: a refund of them changes nothing and writes nothing.
 local function refund(key, now, cap, win, cost, at)
   if cost == 0 or at <= now - win then return end
   local gone = redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at), 'LIMIT', 0, cost)
@@ -42,5 +58,9 @@ local function refund(key, now, cap, win, cost, at)
   -- In slices: unpack() of a long list would overflow Lua's stack.
   for i = 1, #gone, 1000 do redis.call('ZREM', key, unpack(gone, i, math.min(#gone, i + 999))) end
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if newest[2] then redis.call('PEXPIRE', key, ttl(tonumber(newest[2]) + win - now)) end
+  if newest[2] == nil or newest[2] == '-inf' then
+    redis.call('DEL', key)
+  else
+    redis.call('PEXPIRE', key, ttl(tonumber(newest[2]) + win - now))
+  end
 end

@@ -2,13 +2,21 @@
 import type { Twin } from '../types';
 import { ttl } from '../twin-math';
 
-/** Admission times, oldest first; one entry per admitted unit, as the ZSET holds them. */
-export type SlidingWindowLogState = readonly number[];
+/**
+ * Admission times, oldest first, one per admitted unit, as the ZSET's scores; `seq` is the next unit
+ * name's base, as the script keeps it in its '#<seq>' member (an array never overwrites an entry,
+ * so names are not needed here to stay exact; the sequence is kept to mirror the script).
+ */
+export interface SlidingWindowLogState {
+  readonly log: readonly number[];
+  readonly seq: number;
+}
 
 export const slidingWindowLog: Twin<SlidingWindowLogState> = {
   check(s, now, { capacity: cap, period: win }, cost) {
     const floor = now - win;
-    const live = s ? s.filter((t) => t > floor) : [];
+    // Entries after now (the clock stepped back) are in the window, as ZCOUNT (floor, +inf] counts them.
+    const live = s ? s.log.filter((t) => t > floor) : [];
     const n = live.length;
     const newest = n > 0 ? live[n - 1] : undefined;
     if (n + cost <= cap) {
@@ -18,11 +26,11 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
         remaining: cap - n - cost,
         resetMs: reset,
         retryAfterMs: 0,
-        // Like the script, a zero-cost request writes nothing.
+        // Like the script, a zero-cost request writes nothing: it neither prunes nor touches the TTL.
         next:
           cost > 0
             ? {
-                state: live.concat(new Array<number>(cost).fill(now)).sort((a, b) => a - b),
+                state: { log: live.concat(new Array<number>(cost).fill(now)).sort((a, b) => a - b), seq: (s?.seq ?? 0) + cost },
                 ttlMs: ttl(win),
               }
             : undefined,
@@ -40,12 +48,13 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
     if (cost === 0 || !s || at <= now - win) return undefined;
     const kept: number[] = [];
     let gone = 0;
-    for (const t of s) {
+    for (const t of s.log) {
       if (t === at && gone < cost) gone++;
       else kept.push(t);
     }
     if (gone === 0) return undefined;
+    // No unit left: the script deletes the key (its sequence member with it), so the state goes.
     if (kept.length === 0) return null;
-    return { state: kept, ttlMs: ttl(kept[kept.length - 1] + win - now) };
+    return { state: { log: kept, seq: s.seq }, ttlMs: ttl(kept[kept.length - 1] + win - now) };
   },
 };
