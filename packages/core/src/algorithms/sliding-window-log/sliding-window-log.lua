@@ -42,5 +42,8 @@ local function refund(key, now, cap, win, cost, at)
   -- In slices: unpack() of a long list would overflow Lua's stack.
   for i = 1, #gone, 1000 do redis.call('ZREM', key, unpack(gone, i, math.min(#gone, i + 999))) end
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if newest[2] then redis.call('PEXPIRE', key, ttl(tonumber(newest[2]) + win - now)) end
+  if not newest[2] then return end
+  -- Only entries that left the window are left: the log says nothing more, so it goes.
+  local left = tonumber(newest[2]) + win - now
+  if left > 0 then redis.call('PEXPIRE', key, ttl(left)) else redis.call('DEL', key) end
 end

@@ -45,7 +45,8 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
       else kept.push(t);
     }
     if (gone === 0) return undefined;
-    if (kept.length === 0) return null;
-    return { state: kept, ttlMs: ttl(kept[kept.length - 1] + win - now) };
+    // Nothing left in the window: the key goes (as the script's ZREM or DEL).
+    const left = kept.length === 0 ? 0 : kept[kept.length - 1] + win - now;
+    return left > 0 ? { state: kept, ttlMs: ttl(left) } : null;
   },
 };
