@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
-import { RedisStore, type Logger } from '@floodgate/core';
+import { RedisStore, type LockoutOptions, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/koa';
 import type { Redis } from 'ioredis';
 import Koa, { type Context } from 'koa';
@@ -15,7 +15,7 @@ export interface AppOptions {
   /** Where Floodgate reports a failing store (once per change, not per request). Default console. */
   logger?: Logger;
   /** The growing lock-out after repeated refusals. Default LOCKOUT; tests shorten it. */
-  lockout?: { after?: number; baseMs?: number | string; maxMs?: number | string };
+  lockout?: LockoutOptions;
   /** Addresses never refused (your office's egress, a monitoring probe). Default none. */
   allowList?: string[];
   /** Trust one proxy in front (X-Forwarded-For's last entry is the client). Default false: clients connect directly. */

@@ -9,6 +9,8 @@ export type DecisionReason =
   | 'limited'
   /** Denied locally: this caller was denied until a time not yet reached (no store call). */
   | 'blocked'
+  /** Denied by the store's progressive lock-out (option `lockout`): refused too often; retryAfterMs is the time left locked. */
+  | 'locked'
   /** Denied: the cost is larger than the smallest limit, so it can never be admitted. */
   | 'cost-exceeds-limit'
   /** Store failed; the failure mode served the request without limiting. */
@@ -109,4 +111,9 @@ export function bareDecision(allowed: boolean, reason: DecisionReason, retryAfte
     policy: null,
     limits: [],
   };
+}
+
+/** A decision the lock-out denied: the limits' figures (nothing charged), and the wait is the lock's, when longer. */
+export function lockedDecision(decision: Decision, lockedMs: number): Decision {
+  return { ...decision, allowed: false, reason: 'locked', retryAfterMs: Math.max(decision.retryAfterMs, Math.ceil(lockedMs)) };
 }

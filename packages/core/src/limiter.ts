@@ -1,6 +1,6 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { BlockCache } from './block-cache';
-import { toDecision, type Decision } from './decision';
+import { lockedDecision, toDecision, type Decision } from './decision';
 import { breakerFor, type CircuitBreaker } from './failure/breaker';
 import { createFallback, reportTransitions } from './failure/policy';
 import { withDeadline } from './deadline';
@@ -62,7 +62,7 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
-  const { prefix, limits, maxCost, blockCacheSize } = resolved;
+  const { prefix, limits, maxCost, blockCacheSize, lockout } = resolved;
   const storeLimits = limits.map((l) => l.store);
   const clock = resolved.clock ?? monotonic;
   const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
@@ -91,12 +91,15 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       return fallback.decide(request);
     }
     const decision = toDecision(limits, result.allowed, result.results, request.cost);
+    if (result.lockedMs) return lockedDecision(decision, result.lockedMs);
     return request.mode === 'consume' && result.allowed ? { ...decision, at: result.at } : decision;
   }
 
   function keysOf(subject: string, scope: string) {
     const base = subjectKey(prefix, scope, String(subject));
-    return { base, keys: limits.map((l) => `${base}:${l.keySuffix}`) };
+    // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
+    const lock = lockout && { ...lockout, key: `${base}:lock` };
+    return { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock };
   }
 
   /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
@@ -108,7 +111,8 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
     const age = (ms: number) => (ms > 0 ? Math.max(0, Math.ceil(ms - elapsed)) : ms);
     return {
       ...d,
-      reason: 'blocked',
+      // A lock-out stays named as one: its wait is the lock's, not the limits'.
+      reason: d.reason === 'locked' ? 'locked' : 'blocked',
       retryAfterMs: Math.ceil(hit.leftMs),
       resetMs: d.resetMs === null ? null : age(d.resetMs),
       limits: d.limits.map((l) => ({ ...l, resetMs: age(l.resetMs), retryAfterMs: age(l.retryAfterMs) })),
@@ -117,14 +121,14 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
 
   async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
-    const { base, keys } = keysOf(subject, opts.scope ?? '');
+    const { base, keys, lock } = keysOf(subject, opts.scope ?? '');
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > maxCost) mode = 'peek';
     if (mode === 'consume') {
       const hit = fromBlock(base, cost);
       if (hit) return hit;
     }
-    const decision = await evaluate({ keys, limits: storeLimits, cost, mode });
+    const decision = await evaluate(lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode });
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
     if (blocks && mode === 'consume' && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
       blocks.set(base, cost, decision.retryAfterMs, decision);
@@ -157,10 +161,10 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       return true;
     },
     async reset(subject, opts = {}) {
-      const { base, keys } = keysOf(subject, opts.scope ?? '');
+      const { base, keys, lock } = keysOf(subject, opts.scope ?? '');
       blocks?.delete(base);
       fallback.reset(keys);
-      await store.reset(keys);
+      await store.reset(lock ? [...keys, lock.key] : keys);
     },
   };
 }

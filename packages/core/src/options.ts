@@ -4,6 +4,7 @@ import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import type { HotKeyOptions } from './hot-keys/hot-key-store';
+import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
 import type { ResolvedLimit } from './limit';
 import type { Store } from './stores/store';
 import { MemoryStore } from './stores/memory-store';
@@ -34,6 +35,12 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
   prefix?: string;
   /** Several limits on one subject, checked all-or-nothing in one atomic step (e.g. burst + sustained). */
   limits?: LimitOptions[];
+  /**
+   * Progressive lock-out, decided in the store: from the `after`-th refused consume of a subject on,
+   * it is locked out for baseMs x 2^(strikes - after), capped at maxMs (reason 'locked'). `{}` takes
+   * the defaults `{ after: 3, baseMs: '1m', maxMs: '1h', forgetMs: '1d' }`. Default: off.
+   */
+  lockout?: LockoutOptions;
 }
 
 /** Everything `createLimiter` takes. */
@@ -63,6 +70,8 @@ export interface ResolvedLimiterOptions {
   readonly clock: (() => number) | undefined;
   /** Hot-key options (checked by the hot-key store when the limiter is built); undefined: off. */
   readonly hotKeys: HotKeyOptions | undefined;
+  /** Progressive lock-out; undefined: off. */
+  readonly lockout: ResolvedLockout | undefined;
 }
 
 /** The names of one limit's options. */
@@ -75,6 +84,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'store',
   'prefix',
   'limits',
+  'lockout',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -197,5 +207,6 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     blockCacheSize,
     clock,
     hotKeys: options.hotKeys,
+    lockout: resolveLockout(options.lockout),
   };
 }

@@ -39,7 +39,8 @@ class SlotSpreadingStore implements Store {
     return keys.map((key) => key.replace('{', `{${this.salt}.`));
   }
   evaluate(request: StoreRequest): Promise<StoreResult> {
-    return this.inner.evaluate({ ...request, keys: this.salted(request.keys) });
+    const lockout = request.lockout && { ...request.lockout, key: this.salted([request.lockout.key])[0] };
+    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }) });
   }
   reset(keys: readonly string[]): Promise<void> {
     return this.inner.reset(this.salted(keys));

@@ -24,6 +24,9 @@ const PROFILES: Profile[] = [
   { name: 'swc-odd', options: { algorithm: 'sliding-window-counter', limit: 3, windowMs: 777 } },
   { name: 'tb', options: { algorithm: 'token-bucket', burst: 5, refillPerSecond: 3 } },
   { name: 'tb-slow', options: { algorithm: 'token-bucket', burst: 3, refillPerSecond: 0.7 } },
+  // Lock-out: strikes, doubling locks and forgetting, read and written in the same script call.
+  { name: 'fw-lock', options: { algorithm: 'fixed-window', limit: 3, windowMs: 500, lockout: { after: 2, baseMs: 50, maxMs: 900, forgetMs: 3000 } } },
+  { name: 'swl-lock', options: { algorithm: 'sliding-window-log', limit: 4, windowMs: 700, lockout: { after: 4, baseMs: 333, maxMs: 5000, forgetMs: 1000 } } },
   { name: 'gcra', options: { algorithm: 'gcra', burst: 4, refillPerSecond: 7.5 } },
   { name: 'gcra-frac', options: { algorithm: 'gcra', burst: 6, refillPerSecond: 1000 / 60 } },
   {
@@ -60,7 +63,7 @@ const PROFILES: Profile[] = [
 
 const resolved = PROFILES.map((p) => {
   const r = resolveLimiterOptions(p.options);
-  return { name: p.name, limits: r.limits.map((l) => l.store), suffixes: r.limits.map((l) => l.keySuffix), maxCost: r.maxCost };
+  return { name: p.name, limits: r.limits.map((l) => l.store), suffixes: r.limits.map((l) => l.keySuffix), maxCost: r.maxCost, lockout: r.lockout };
 });
 
 /** The overall wait of a denial: the slowest denying limit; undefined when some limit can never admit. */
@@ -137,13 +140,15 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   const redis = new RedisStore({ client: persistingClient(raw, lastTtls), timeoutMs: 10_000, UNSAFE_testClock: clock.now });
   const run = Math.random().toString(36).slice(2, 8);
   const history: string[] = [];
-  const stats = { consume: 0, peek: 0, refund: 0, refundUnmatched: 0, refundOver: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0, zeroCost: 0, aboveLimit: 0 };
+  const stats = { lockoutSteps: 0, locked: 0, consume: 0, peek: 0, refund: 0, refundUnmatched: 0, refundOver: 0, allowed: 0, denied: 0, never: 0, probes: 0, ttlChecks: 0, hourJumps: 0, zeroCost: 0, aboveLimit: 0 };
   // Each subject's admitted consumes (their `at` and cost), for refund steps to name.
   const charges = new Map<string, { at: number; cost: number }[]>();
   const deniedBy: Record<string, number> = {};
 
   const both = async (request: StoreRequest, what: string) => {
-    const before = request.keys.map((key) => memoryEntry(memory, key));
+    // The lock key too: its state and TTL are compared like the limits'.
+    const keys = request.lockout ? [...request.keys, request.lockout.key] : request.keys;
+    const before = keys.map((key) => memoryEntry(memory, key));
     const expected = memory.evaluateSync(request);
     lastTtls.clear();
     const sent = performance.now();
@@ -158,7 +163,7 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
     // The TTL the script set must be the twin's: a key rewritten in memory got its TTL from the
     // script (PTTL in the same MULTI: equal, or less by the real ms that passed in between); a key
     // not rewritten got none (-1: persisted before; -2: absent).
-    request.keys.forEach((key, i) => {
+    keys.forEach((key, i) => {
       const after = memoryEntry(memory, key);
       const pttl = lastTtls.get(key);
       if (after !== undefined && after !== before[i]) {
@@ -210,8 +215,14 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
     stats[mode]++;
     if (cost === 0) stats.zeroCost++;
     if (cost > p.maxCost) stats.aboveLimit++;
-    const request: StoreRequest = { keys, limits: p.limits, cost, mode };
+    const lockout = p.lockout && { ...p.lockout, key: `diff-${run}:{${subject}}:lock` };
+    if (lockout) stats.lockoutSteps++;
+    const request: StoreRequest = { keys, limits: p.limits, cost, mode, ...(lockout && { lockout }) };
     const result = await both(request, `#${step} +${advance}ms ${subject} ${mode} cost ${cost}`);
+    if (result.lockedMs) {
+      stats.locked++;
+      continue;
+    }
     if (result.allowed) {
       stats.allowed++;
       if (mode === 'consume') charges.set(subject, [...past.slice(-9), { at: result.at, cost }]);
@@ -255,6 +266,7 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   expect(stats.aboveLimit).toBeGreaterThan(STEPS / 50);
   expect(stats.probes).toBeGreaterThan(STEPS / 40);
   expect(stats.refund).toBeGreaterThan(STEPS / 10);
+  expect(stats.locked).toBeGreaterThan(STEPS / 200);
   expect(stats.refundUnmatched).toBeGreaterThan(STEPS / 200);
   expect(stats.refundOver).toBeGreaterThan(STEPS / 400);
   for (const algorithm of ALGORITHMS) {
@@ -309,7 +321,7 @@ it('on Redis TIME, keys expiring for real: RedisStore decides exactly as the twi
         const request: StoreRequest =
           last && rnd.chance(0.2)
             ? { keys, limits, cost: last.cost, mode: 'refund', at: last.at }
-            : { keys, limits, cost, mode: rnd.chance(0.8) ? 'consume' : 'peek' };
+            : { keys, limits, cost, mode: rnd.chance(0.8) ? 'consume' : 'peek', ...(p.lockout && { lockout: { ...p.lockout, key: `clock-${run}:{${p.name}-${n}}:lock` } }) };
         const t1 = await redisNow();
         const actual = await redis.evaluate(request);
         const t2 = await redisNow();

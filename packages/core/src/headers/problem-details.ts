@@ -15,8 +15,9 @@ export interface ProblemDetails {
 }
 
 /**
- * 429 for a limited decision (with the Retry-After seconds it was sent with), 429 saying "never"
- * for a cost above the limit, 503 when the store failed and the failure mode is closed.
+ * 429 for a limited decision (with the Retry-After seconds it was sent with), 429 naming the
+ * lock-out for a locked one (its Retry-After is the lock's time left), 429 saying "never" for a
+ * cost above the limit, 503 when the store failed and the failure mode is closed.
  */
 export function problemDetails(decision: Decision, cost: number, retryAfterSeconds?: number): ProblemDetails {
   if (decision.reason === 'fail-closed') {
@@ -38,11 +39,15 @@ export function problemDetails(decision: Decision, cost: number, retryAfterSecon
       'violated-policies': violated,
     };
   }
+  const retry = retryAfterSeconds ?? Math.ceil(decision.retryAfterMs / 1000);
   return {
     type: QUOTA_EXCEEDED_TYPE,
     title: 'Quota Exceeded',
     status: 429,
-    detail: `Too many requests: retry in ${retryAfterSeconds ?? Math.ceil(decision.retryAfterMs / 1000)} seconds.`,
+    detail:
+      decision.reason === 'locked'
+        ? `Too many refused requests: locked out for now, each further lock-out longer; retry in ${retry} seconds.`
+        : `Too many requests: retry in ${retry} seconds.`,
     'violated-policies': violated,
   };
 }

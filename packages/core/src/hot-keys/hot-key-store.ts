@@ -173,6 +173,8 @@ export class HotKeyStore implements Store {
     // A refund gives units back to the shared store, where every unit it names was charged (a
     // unit served from a lease was charged when the lease was, at the lease's `at`).
     if (request.mode === 'refund') return this.passThrough(request);
+    // Lock-out strikes are counted by the store on each refused consume: a lease would hide them.
+    if (request.lockout) return this.passThrough(request);
     if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);
 
     const hot = this.touch(s);

@@ -130,7 +130,7 @@ function problemBody(decision: Decision, cost: number, retryAfter: number | unde
   };
   // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
   if (decision.reason !== 'fail-closed' && decision.retryAfterMs < 0) return render();
-  let key = `${decision.reason === 'fail-closed' ? 'c' : 'r'}${retryAfter ?? ''}`;
+  let key = `${decision.reason === 'fail-closed' ? 'c' : decision.reason === 'locked' ? 'l' : 'r'}${retryAfter ?? ''}`;
   if (decision.reason !== 'fail-closed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
   let hit = bodies.get(key);
   if (hit === undefined) {

@@ -50,11 +50,18 @@ local function ssave(key, value, ttlMs)
   CACHE[key] = { v = value }
   mark(key, { value = value, ttl = ttlMs })
 end
+-- Drops a hash or string state (DEL at the end): reads through the cache then find it absent.
+local function forget(key)
+  CACHE[key] = {}
+  mark(key, { del = true })
+end
 local function flush()
   for i = 1, #ORDER do
     local key = ORDER[i]
     local w = DIRTY[key]
-    if w.args then
+    if w.del then
+      redis.call('DEL', key)
+    elseif w.args then
       redis.call('HSET', key, unpack(w.args))
       redis.call('PEXPIRE', key, w.ttl)
     else

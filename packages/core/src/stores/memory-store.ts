@@ -3,6 +3,7 @@ import { LRUCache } from 'lru-cache';
 import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
 import { checkOptionNames, optionNames, refundAt } from '../validate';
+import { lockView, strike, type LockState } from '../lockout';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
@@ -51,15 +52,7 @@ export class MemoryStore implements Store {
   evaluateSync(request: StoreRequest): StoreResult {
     const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
-    const states = request.keys.map((key) => {
-      const entry = this.entries.get(key);
-      if (entry === undefined) return undefined;
-      if (entry.expiresAt <= now) {
-        this.entries.delete(key);
-        return undefined;
-      }
-      return entry.state;
-    });
+    const states = request.keys.map((key) => this.read(key, now));
     if (at !== undefined) {
       const { writes, results } = refundTwins(states, request.limits, request.cost, now, at);
       writes.forEach((write, i) => {
@@ -68,7 +61,21 @@ export class MemoryStore implements Store {
       });
       return { at: now, allowed: true, results };
     }
-    const { allowed, checks } = evaluateTwins(states, request.limits, request.cost, now);
+    const { allowed: admitted, checks } = evaluateTwins(states, request.limits, request.cost, now);
+    // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
+    // the limits deny is a strike.
+    const lock = request.lockout;
+    let lockedMs = 0;
+    if (lock) {
+      const view = lockView(this.read(lock.key, now) as LockState | undefined, now, lock);
+      lockedMs = view.lockedMs;
+      if (lockedMs === 0 && !admitted && request.mode === 'consume') {
+        const next = strike(view.strikes, now, lock);
+        this.entries.set(lock.key, { state: next.state, expiresAt: now + next.ttlMs });
+        lockedMs = next.lockedMs;
+      }
+    }
+    const allowed = admitted && lockedMs === 0;
     if (allowed && request.mode === 'consume') {
       checks.forEach((check, i) => {
         if (check.next) {
@@ -76,16 +83,19 @@ export class MemoryStore implements Store {
         }
       });
     }
-    return {
-      at: now,
-      allowed,
-      results: checks.map(({ allowed: a, remaining, resetMs, retryAfterMs }) => ({
-        allowed: a,
-        remaining,
-        resetMs,
-        retryAfterMs,
-      })),
-    };
+    const results = checks.map(({ allowed: a, remaining, resetMs, retryAfterMs }) => ({ allowed: a, remaining, resetMs, retryAfterMs }));
+    return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
+  }
+
+  /** A key's state, or undefined when absent or expired (then dropped). */
+  private read(key: string, now: number): unknown {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt <= now) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return entry.state;
   }
 
   async reset(keys: readonly string[]): Promise<void> {

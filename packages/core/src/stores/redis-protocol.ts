@@ -11,14 +11,17 @@ import type { StoreRequest, StoreResult } from './store';
  * The protocol, which lua/main.lua implements. One call decides one or more requests of ONE
  * subject, on the same keys and limits, in arrival order, each all-or-nothing:
  *
- *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}
+ *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}; with lock-out,
+ *             the lock key last
  *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000')
  *   ARGV[3]   UNSAFE test clock in ms, or '' (production): then the script reads redis.call('TIME')
- *   ARGV[4+3(i-1)..6+3(i-1)]  limit i: algorithm id (from the registry), capacity, period
- *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), then per limit:
- *             allowed, remaining, resetMs, retryAfterMs (a refund: 1, what is left, its reset, 0)
+ *   ARGV[4]   lock-out: 'after,baseMs,maxMs,forgetMs', or '' (none)
+ *   ARGV[5+3(i-1)..7+3(i-1)]  limit i: algorithm id (from the registry), capacity, period
+ *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
+ *             locked out, 0 when not), then per limit: allowed, remaining, resetMs, retryAfterMs (a
+ *             refund: 1, what is left, its reset, 0)
  *
  * encodeCall writes the first four, parseReply reads the last; runScript sends them.
  */
@@ -73,9 +76,16 @@ function costArg(request: StoreRequest): string | number {
  */
 export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
   const request = requests[0];
-  const argv: (string | number)[] = [MODE[request.mode], requests.length === 1 ? costArg(request) : requests.map(costArg).join(','), testNow ?? ''];
+  const lock = request.lockout;
+  const argv: (string | number)[] = [
+    MODE[request.mode],
+    requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
+    testNow ?? '',
+    lock ? `${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}` : '',
+  ];
   for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
-  return { script: scriptFor(request.limits), keys: request.keys, argv, limitCount: request.limits.length, requestCount: requests.length };
+  const keys = lock ? [...request.keys, lock.key] : request.keys;
+  return { script: scriptFor(request.limits), keys, argv, limitCount: request.limits.length, requestCount: requests.length };
 }
 
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
@@ -87,7 +97,7 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
 
 /** One result per request, in order; FG_STORE_REPLY when the reply is not what the call asked for. */
 export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount'>): StoreResult[] {
-  const size = 1 + 4 * call.limitCount;
+  const size = 2 + 4 * call.limitCount;
   if (!Array.isArray(reply) || reply.length !== 1 + size * call.requestCount) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
   }
@@ -97,7 +107,7 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
     const head = 1 + r * size;
     const results: LimitResult[] = [];
     for (let i = 0; i < call.limitCount; i++) {
-      const at = head + 1 + 4 * i;
+      const at = head + 2 + 4 * i;
       results.push({
         allowed: reply[at] === 1,
         remaining: Number(reply[at + 1]),
@@ -105,7 +115,8 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
         retryAfterMs: Number(reply[at + 3]),
       });
     }
-    out.push({ at: now, allowed: reply[head] === 1, results });
+    const lockedMs = Number(reply[head + 1]);
+    out.push(lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results });
   }
   return out;
 }

@@ -1,6 +1,12 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
 import type { StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
+import type { ResolvedLockout } from '../lockout';
+
+/** Progressive lock-out for one subject: its lock key (same {hash tag} as the limits' keys) and its rules. */
+export interface StoreLockout extends ResolvedLockout {
+  readonly key: string;
+}
 
 export interface StoreRequest {
   /** One key per limit; all keys of one subject share one {hash tag}. */
@@ -16,6 +22,12 @@ export interface StoreRequest {
   readonly mode: 'consume' | 'peek' | 'refund';
   /** `refund` only, and required there: the store-clock ms at which the refunded consume was decided (its StoreResult.at). */
   readonly at?: number;
+  /**
+   * Progressive lock-out, read and written in the same atomic step as the limits: `consume` and
+   * `peek` are denied while the subject is locked (nothing charged); a `consume` the limits deny is a
+   * strike, and may lock it. `refund` ignores it. Absent: no lock-out.
+   */
+  readonly lockout?: StoreLockout;
 }
 
 export interface StoreResult {
@@ -25,6 +37,8 @@ export interface StoreResult {
   readonly allowed: boolean;
   /** One result per limit, in request order. */
   readonly results: readonly LimitResult[];
+  /** Set (ms left) when the request's lock-out denied it: the subject is locked out (possibly by this very request's strike). */
+  readonly lockedMs?: number;
 }
 
 export interface Store {

@@ -307,6 +307,52 @@ export const SCENARIOS: readonly Scenario[] = [
     }),
   ),
   {
+    name: 'lock-out: from the `after`-th refused consume the subject is locked out, doubling up to maxMs; no charge and no strike while locked; strikes forgotten after forgetMs; reset clears it',
+    async run(ctx) {
+      const lockout = { after: 2, baseMs: 10_000, maxMs: 35_000, forgetMs: '1h' } as const;
+      const l = ctx.limiter({ algorithm: 'token-bucket', burst: 1, refillPerSecond: 1, lockout });
+      await expectDecision('admitted', l.consume('s'), { allowed: true, reason: 'allowed' });
+      await expectDecision('strike 1: limited', l.consume('s'), { allowed: false, reason: 'limited', retryAfterMs: 1000 });
+      await expectDecision('strike 2: locked 10 s', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 10_000 });
+      await expectDecision('locked: no new strike', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 10_000 });
+      await expectDecision('peek sees the lock', l.peek('s'), { allowed: false, reason: 'locked', retryAfterMs: 10_000, remaining: 0 });
+      ctx.clock.advance(9_999);
+      await expectDecision('1 ms left (the bucket is full: nothing was charged)', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 1, remaining: 1 });
+      ctx.clock.advance(1);
+      await expectDecision('the lock ended', l.consume('s'), { allowed: true });
+      await expectDecision('strike 3: locked 20 s', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 20_000 });
+      ctx.clock.advance(20_000);
+      await expectDecision('an admission does not forgive', l.consume('s'), { allowed: true });
+      await expectDecision('strike 4: 40 s, capped at 35 s', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 35_000 });
+      ctx.clock.advance(35_000);
+      await expectDecision('after the cap', l.consume('s'), { allowed: true });
+      await expectDecision('strike 5: still 35 s', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 35_000 });
+      ctx.clock.advance(3_600_000); // an hour after the last strike: forgotten
+      await expectDecision('forgotten', l.consume('s'), { allowed: true });
+      await expectDecision('strike 1 again: limited', l.consume('s'), { allowed: false, reason: 'limited', retryAfterMs: 1000 });
+      await expectDecision('strike 2: locked 10 s', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 10_000 });
+      await l.reset('s');
+      await expectDecision('reset clears the lock', l.consume('s'), { allowed: true });
+      await expectDecision('and the strikes', l.consume('s'), { allowed: false, reason: 'limited' });
+      // Another subject, another scope: their own strikes.
+      await expectDecision('another subject', l.consume('t'), { allowed: true });
+      await expectDecision('another scope', l.consume('s', { scope: 'other' }), { allowed: true });
+    },
+  },
+  {
+    name: 'lock-out with several limits: a strike is any refusal by the limits, and while locked nothing is charged to any of them',
+    async run(ctx) {
+      const l = ctx.limiter({ limits: [per('short', 'fixed-window', 2, 10_000), per('hour', 'sliding-window-log', 5, 3_600_000)], lockout: { after: 1, baseMs: 60_000 } });
+      await expectDecision('1', l.consume('s'), { allowed: true });
+      await expectDecision('2', l.consume('s'), { allowed: true });
+      const d = await expectDecision('strike 1 locks (after 1)', l.consume('s'), { allowed: false, reason: 'locked', retryAfterMs: 60_000 });
+      expect(limitOf(d, 'short')).toMatchObject({ allowed: false, retryAfterMs: 10_000 });
+      ctx.clock.advance(60_000);
+      const after = await expectDecision('the lock ended', l.consume('s'), { allowed: true });
+      expect([limitOf(after, 'short').remaining, limitOf(after, 'hour').remaining]).toEqual([1, 2]);
+    },
+  },
+  {
     name: 'a refund gives back to every limit of the subject (fixed-window 10 per 10 s + token-bucket 25 per hour)',
     async run(ctx) {
       const l = ctx.limiter({ limits: [per('short', 'fixed-window', 10, 10_000), per('hour', 'token-bucket', 25, 3_600_000)] });

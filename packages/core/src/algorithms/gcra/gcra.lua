@@ -20,11 +20,13 @@ local function check(key, now, cap, rate, cost)
   if cost <= cap then retry = math.max(1, math.ceil((diff - tau) / 1000)) end
   return 0, math.max(0, math.floor((tau - (tat - nowUs)) / T)), math.ceil((tat - nowUs) / 1000), retry, nil
 end
--- Refund: TAT moves back by cost emission intervals, never before now. Writes only when TAT is ahead of now.
+-- Refund: TAT moves back by cost emission intervals, never before now. Writes only when TAT is ahead
+-- of now; a TAT moved back to now goes (an absent TAT is a full bucket).
 local function refund(key, now, cap, rate, cost, at)
   local nowUs = now * 1000
   local tat = tonumber(sget(key))
   if cost == 0 or not tat or tat <= nowUs then return end
-  local back = math.max(nowUs, tat - cost * interval(rate))
+  local back = tat - cost * interval(rate)
+  if back <= nowUs then return forget(key) end
   ssave(key, fmt(back), ttl((back - nowUs) / 1000))
 end

@@ -35,7 +35,8 @@ export const gcra: Twin<GcraState> = {
   refund(s, now, { period: rate }, cost) {
     const nowUs = now * 1000;
     if (cost === 0 || s === undefined || s <= nowUs) return undefined;
-    const back = Math.max(nowUs, s - cost * interval(rate));
+    const back = s - cost * interval(rate);
+    if (back <= nowUs) return null;
     return { state: back, ttlMs: ttl((back - nowUs) / 1000) };
   },
 };

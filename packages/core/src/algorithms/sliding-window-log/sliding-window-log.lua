@@ -58,9 +58,8 @@ local function refund(key, now, cap, win, cost, at)
   -- In slices: unpack() of a long list would overflow Lua's stack.
   for i = 1, #gone, 1000 do redis.call('ZREM', key, unpack(gone, i, math.min(#gone, i + 999))) end
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if newest[2] == nil or newest[2] == '-inf' then
-    redis.call('DEL', key)
-  else
-    redis.call('PEXPIRE', key, ttl(tonumber(newest[2]) + win - now))
-  end
+  -- Only the sequence member, or only entries that left the window, are left: the log says nothing more, so it goes.
+  local left = 0
+  if newest[2] ~= nil and newest[2] ~= '-inf' then left = tonumber(newest[2]) + win - now end
+  if left > 0 then redis.call('PEXPIRE', key, ttl(left)) else redis.call('DEL', key) end
 end

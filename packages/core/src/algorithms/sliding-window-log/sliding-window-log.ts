@@ -53,8 +53,8 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
       else kept.push(t);
     }
     if (gone === 0) return undefined;
-    // No unit left: the script deletes the key (its sequence member with it), so the state goes.
-    if (kept.length === 0) return null;
-    return { state: { log: kept, seq: s.seq }, ttlMs: ttl(kept[kept.length - 1] + win - now) };
+    // No unit left in the window: the key goes (the script's DEL, its sequence member with it).
+    const left = kept.length === 0 ? 0 : kept[kept.length - 1] + win - now;
+    return left > 0 ? { state: { log: kept, seq: s.seq }, ttlMs: ttl(left) } : null;
   },
 };

@@ -33,11 +33,13 @@ local function check(key, now, cap, rate, cost)
   end
   return 0, math.floor(tokens + EPSILON), math.ceil((cap - tokens) * 1000 / rate), retry, nil
 end
--- Refund: `cost` tokens back, never past the burst. Writes only when the bucket was not full.
+-- Refund: `cost` tokens back, never past the burst. Writes only when the bucket was not full; one
+-- it fills goes (an absent bucket is a full one).
 local function refund(key, now, cap, rate, cost, at)
   local s = hmget(key, 't', 'ts')
   local tokens = tokensIn(s, cap, rate, now)
   if cost == 0 or tokens >= cap then return end
-  local t = math.min(cap, tokens + cost)
+  local t = tokens + cost
+  if t >= cap then return forget(key) end
   hsave(key, ttl((cap - t) * 1000 / rate), 't', fmt(t), 'ts', fmt(now))
 end

@@ -53,7 +53,8 @@ export const tokenBucket: Twin<TokenBucketState> = {
   refund(s, now, { capacity: cap, period: rate }, cost) {
     const tokens = tokensIn(s, cap, rate, now);
     if (cost === 0 || tokens >= cap) return undefined;
-    const t = Math.min(cap, tokens + cost);
+    const t = tokens + cost;
+    if (t >= cap) return null;
     return { state: { t, ts: now }, ttlMs: ttl(((cap - t) * 1000) / rate) };
   },
 };
