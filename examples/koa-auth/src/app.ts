@@ -16,6 +16,8 @@ export interface AppOptions {
   logger?: Logger;
   /** The growing lock-out after repeated refusals. Default LOCKOUT; tests shorten it. */
   lockout?: LockoutOptions;
+  /** The window of FAILURES_PER_ACCOUNT. Default '15m'; tests shorten it to see the lock-out grow past it. */
+  accountWindowMs?: number;
   /** Addresses never refused (your office's egress, a monitoring probe). Default none. */
   allowList?: string[];
   /** Trust one proxy in front (X-Forwarded-For's last entry is the client). Default false: clients connect directly. */
@@ -79,7 +81,7 @@ export function createApp(options: AppOptions): Koa {
       limit: FAILURES_PER_IP,
       windowMs: '1h',
       countOnly: 'failed',
-      extraKeys: [{ name: 'account', key: accountOf, limit: FAILURES_PER_ACCOUNT, windowMs: '15m' }],
+      extraKeys: [{ name: 'account', key: accountOf, limit: FAILURES_PER_ACCOUNT, windowMs: options.accountWindowMs ?? '15m' }],
       resetOnSuccess: ['account'],
       lockout: options.lockout ?? LOCKOUT,
       failMode: 'closed',
