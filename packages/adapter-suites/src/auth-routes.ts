@@ -1,10 +1,9 @@
 // The auth-route suite every adapter runs on a real redis-server: count by outcome, an account key beside the IP, reset on success, allowList and skip.
-import { Agent, request as httpRequest } from 'node:http';
+import { type Agent, request as httpRequest } from 'node:http';
 import { RedisStore, type HttpRateLimitOptions } from '@floodgate/core';
-import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
-import type { Redis } from 'ioredis';
+import { pollUntil } from '@floodgate/testing';
 import type { AdapterHarness, RunningApp } from './harness';
-import { quietLogger } from './requests';
+import { quietLogger, useRedisSuite } from './requests';
 
 interface Answer {
   status: number;
@@ -31,25 +30,11 @@ const OK = { 'x-status': '200' };
  */
 export function runAuthRouteSuite(h: AdapterHarness): void {
   describe(`auth routes through ${h.name} (real Redis)`, () => {
-    let redis: RedisServer;
-    let client: Redis;
-    let agent: Agent;
-    const apps: RunningApp[] = [];
-    beforeAll(async () => {
-      redis = await startRedis();
-      client = redis.client({ autoResendUnfulfilledCommands: false });
-      agent = new Agent({ keepAlive: true, maxSockets: 25 });
-    }, 30_000);
-    afterAll(async () => {
-      agent?.destroy();
-      await Promise.all(apps.map((a) => a.close()));
-      client?.disconnect();
-      await redis?.stop();
-    });
+    const suite = useRedisSuite();
 
     /** An app-level limiter on a fresh prefix, with `login` as POST /login's own options and a plain POST /other. */
     async function start(login: HttpRateLimitOptions<any>, global: HttpRateLimitOptions<any> = {}): Promise<RunningApp> {
-      const store = new RedisStore({ client, timeoutMs: 5_000 });
+      const store = new RedisStore({ client: suite().client, timeoutMs: 5_000 });
       const prefix = `auth${Math.random().toString(36).slice(2, 10)}`;
       const app = await h.start({
         options: { logger: quietLogger, store, prefix, limit: 1_000, ...global },
@@ -60,16 +45,16 @@ export function runAuthRouteSuite(h: AdapterHarness): void {
         trustProxy: true,
         statusFromHeader: true,
       });
-      apps.push(app);
+      suite().apps.push(app);
       return app;
     }
 
     it("countOnly 'failed': 20 successes in a row all pass; failures are limited", async () => {
       const app = await start({ limit: 3, windowMs: '1h', countOnly: 'failed' });
       const ok: number[] = [];
-      for (let i = 0; i < 20; i++) ok.push((await post(agent, app.port, '/login', OK)).status);
+      for (let i = 0; i < 20; i++) ok.push((await post(suite().agent, app.port, '/login', OK)).status);
       const failed: number[] = [];
-      for (let i = 0; i < 5; i++) failed.push((await post(agent, app.port, '/login', FAILED)).status);
+      for (let i = 0; i < 5; i++) failed.push((await post(suite().agent, app.port, '/login', FAILED)).status);
       console.log(`auth | ${h.name} | countOnly failed: 20 successes -> ${ok.filter((s) => s === 200).length} x 200; then failures: ${failed.join(', ')}`);
       expect(ok).toEqual(Array(20).fill(200));
       // A success's unit is given back when its response finishes; a failure's stays.
@@ -81,13 +66,13 @@ export function runAuthRouteSuite(h: AdapterHarness): void {
       const app = await start({ limit: 100, windowMs: '1h', countOnly: 'failed' });
       const N = 30;
       const K = 11;
-      const answers = await Promise.all(Array.from({ length: N }, (_, i) => post(agent, app.port, '/login', i < K ? FAILED : OK)));
+      const answers = await Promise.all(Array.from({ length: N }, (_, i) => post(suite().agent, app.port, '/login', i < K ? FAILED : OK)));
       expect(answers.filter((a) => a.status === 401)).toHaveLength(K);
       // A success charges 1 when decided and gives it back when it finishes: wait for the refunds to land.
       let remaining = '';
       await pollUntil(
         async () => {
-          remaining = (await post(agent, app.port, '/login', OK)).remaining ?? '';
+          remaining = (await post(suite().agent, app.port, '/login', OK)).remaining ?? '';
           return remaining === String(100 - K - 1) ? true : undefined;
         },
         { timeoutMs: 5_000, intervalMs: 50, what: `remaining ${100 - K - 1} once the successes' refunds land` },
@@ -105,7 +90,7 @@ export function runAuthRouteSuite(h: AdapterHarness): void {
         resetOnSuccess: ['account'],
       });
       const guess = (account: string, ip: string, headers = FAILED) =>
-        post(agent, app.port, '/login', { ...headers, 'x-account': account, 'x-forwarded-for': ip }).then((a) => a.status);
+        post(suite().agent, app.port, '/login', { ...headers, 'x-account': account, 'x-forwarded-for': ip }).then((a) => a.status);
       const fromManyIps: number[] = [];
       for (let i = 0; i < 5; i++) fromManyIps.push(await guess('victim', `198.51.100.${i + 1}`));
       const other = await guess('bystander', '198.51.100.1');
@@ -124,12 +109,12 @@ export function runAuthRouteSuite(h: AdapterHarness): void {
     it('never counts or refuses an allowlisted address, app-wide or per route, nor a request skip() exempts', async () => {
       const app = await start({ limit: 1, skip: (req: { headers: Record<string, unknown> }) => req.headers['x-probe'] === 'internal-secret' }, { allowList: ['203.0.113.0/24'] });
       const listed: number[] = [];
-      for (let i = 0; i < 5; i++) listed.push((await post(agent, app.port, '/login', { ...FAILED, 'x-forwarded-for': '203.0.113.77' })).status);
+      for (let i = 0; i < 5; i++) listed.push((await post(suite().agent, app.port, '/login', { ...FAILED, 'x-forwarded-for': '203.0.113.77' })).status);
       expect(listed).toEqual(Array(5).fill(401));
       const skipped: number[] = [];
-      for (let i = 0; i < 5; i++) skipped.push((await post(agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1', 'x-probe': 'internal-secret' })).status);
+      for (let i = 0; i < 5; i++) skipped.push((await post(suite().agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1', 'x-probe': 'internal-secret' })).status);
       expect(skipped).toEqual(Array(5).fill(200));
-      const others = [await post(agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1' }), await post(agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1' })];
+      const others = [await post(suite().agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1' }), await post(suite().agent, app.port, '/login', { ...OK, 'x-forwarded-for': '192.0.2.1' })];
       expect(others.map((a) => a.status)).toEqual([200, 429]);
     });
   });

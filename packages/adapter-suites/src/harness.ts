@@ -1,4 +1,7 @@
 // The one interface an adapter's test harness implements (packages/<adapter>/test/harness.ts), and every shared adapter suite drives.
+import type { Server, RequestListener } from 'node:http';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { HttpRateLimitOptions } from '@floodgate/core';
 
 /**
@@ -87,4 +90,19 @@ export function routeLimiters<M>(
 ): M[] {
   if (appLimiter) return route.options === undefined ? [] : [appLimiter.route(route.options)];
   return route.options === false ? [] : [build({ ...spec.options, ...route.options })];
+}
+
+/** Serves `listener` on a free loopback port: the RunningApp of a framework that hands over a Node request listener (Express, Koa). */
+export async function listenOnLoopback(listener: RequestListener, statuses: readonly number[]): Promise<RunningApp> {
+  const server: Server = createServer(listener);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    statuses,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }

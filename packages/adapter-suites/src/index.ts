@@ -1,5 +1,5 @@
 // @floodgate/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
-export { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
+export { askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';

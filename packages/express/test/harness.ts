@@ -1,7 +1,5 @@
 // The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import express5, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit } from '../src';
 
@@ -43,17 +41,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
         router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
       }
       app.use(router);
-      const server = createServer(app);
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      return {
-        port: (server.address() as AddressInfo).port,
-        statuses,
-        close: () =>
-          new Promise<void>((resolve) => {
-            server.closeAllConnections();
-            server.close(() => resolve());
-          }),
-      };
+      return listenOnLoopback(app, statuses);
     },
   };
 }

@@ -1,8 +1,6 @@
 // The Koa harness every shared adapter suite drives (@floodgate/adapter-suites): Koa 3 with @koa/router, app-level or per-route.
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import { askedStatus, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Koa, { type Context } from 'koa';
 import { rateLimit } from '../src';
 
@@ -35,16 +33,6 @@ export const koaHarness: AdapterHarness = {
       router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
     }
     app.use(router.routes());
-    const server = createServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return {
-      port: (server.address() as AddressInfo).port,
-      statuses,
-      close: () =>
-        new Promise<void>((resolve) => {
-          server.closeAllConnections();
-          server.close(() => resolve());
-        }),
-    };
+    return listenOnLoopback(app.callback(), statuses);
   },
 };
