@@ -3,6 +3,7 @@ import { RedisStore, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
+import { createMetrics, type Metrics } from './metrics';
 
 export interface AppOptions {
   /** The ioredis client the limiter's RedisStore uses. The app never closes it. */
@@ -16,6 +17,10 @@ export interface AppOptions {
    * Default: one demo key, 'demo'.
    */
   apiKeys?: Readonly<Record<string, string>>;
+  /** OpenTelemetry meter provider and Prometheus exporter served at /metrics. Default: a new pair. */
+  metrics?: Metrics;
+  /** The store's circuit breaker (see FailureOptions.breaker). Default Floodgate's. */
+  breaker?: { failureThreshold?: number; coolDownMs?: number };
 }
 
 /**
@@ -40,7 +45,10 @@ export const REPORT_COST = 10;
  */
 export function createApp(options: AppOptions): Express {
   const store = new RedisStore({ client: options.redis });
+  const metrics = options.metrics ?? createMetrics();
   const limiter = rateLimit({
+    meterProvider: metrics.meterProvider,
+    breaker: options.breaker,
     limit: LIMIT,
     windowMs: '1m',
     store,
@@ -57,6 +65,18 @@ export function createApp(options: AppOptions): Express {
 
   app.get('/health', limiter.route(false), (_req, res) => {
     res.json({ ok: true });
+  });
+
+  // 503 while the store's circuit breaker is open (requests get the failure mode's answer): a
+  // load balancer or an on-call engineer sees the outage, and the body says which store and why.
+  app.get('/healthz', limiter.route(false), (_req, res) => {
+    const health = limiter.health();
+    res.status(health.healthy ? 200 : 503).json(health);
+  });
+
+  // Prometheus scrapes the limiter's metrics here, on the app's own port.
+  app.get('/metrics', limiter.route(false), (req, res) => {
+    metrics.exporter.getMetricsRequestHandler(req, res);
   });
 
   app.get('/widgets', (req, res) => {

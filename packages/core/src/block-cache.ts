@@ -14,6 +14,8 @@ interface Block {
  */
 export class BlockCache<D> {
   private readonly blocks: LRUCache<string, Block>;
+  /** Lookups that found a block still in force (read by the metrics and the health snapshot). */
+  hits = 0;
   constructor(max: number, private readonly clock: () => number) {
     this.blocks = new LRUCache<string, Block>({ max });
   }
@@ -28,7 +30,9 @@ export class BlockCache<D> {
       this.blocks.delete(key);
       return undefined;
     }
-    return cost >= block.cost ? { decision: block.decision as D, leftMs } : undefined;
+    if (cost < block.cost) return undefined;
+    this.hits++;
+    return { decision: block.decision as D, leftMs };
   }
 
   set(key: string, cost: number, retryAfterMs: number, decision: D): void {

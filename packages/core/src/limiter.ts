@@ -8,8 +8,11 @@ import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import { FloodgateError } from './errors';
 import type { Store, StoreRequest, StoreResult } from './stores/store';
-import { withHotKeys } from './hot-keys/hot-key-store';
+import { HotKeyStore, withHotKeys } from './hot-keys/hot-key-store';
 import { isCost, refundAt, requestCost } from './validate';
+import { healthOf, monitorFor, recordFailure, type Health, type HealthSource } from './health';
+import { ATTR, DecisionTally, metricsFor, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind, type StoreMonitor } from './metrics';
+import type { Attributes } from '@opentelemetry/api';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -53,7 +56,20 @@ export interface Limiter {
    * lets a caller skip costlier work (an API-key lookup) for a caller it will deny anyway.
    */
   blocked(subject: string, options?: ConsumeOptions): Decision | undefined;
+  /**
+   * A snapshot for a health route: the store's circuit breaker state, its last error and when, and
+   * counts (decisions by outcome, store calls and errors, block-cache and hot-key figures).
+   * `healthy` is false while the breaker is not closed. See docs/operations.md.
+   */
+  health(): Health;
   readonly options: ResolvedLimiterOptions;
+}
+
+/** What Floodgate's own layers see of a limiter: its health source, and a block-cache probe that counts no decision. */
+export interface EngineLimiter extends Limiter {
+  readonly healthSource: HealthSource;
+  /** Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead). */
+  isBlocked(subject: string, options: { cost: number; scope: string }): boolean;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
@@ -61,7 +77,7 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 }
 
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
-export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
+export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   const { prefix, limits, maxCost, blockCacheSize, lockout } = resolved;
   const storeLimits = limits.map((l) => l.store);
   const clock = resolved.clock ?? monotonic;
@@ -75,9 +91,22 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
   const breaker = breakerFor(shared, failure.breaker, clock);
   reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError);
   const fallback = createFallback(limits, failure, breaker);
+  // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
+  const meter = metricsFor(resolved.meterProvider);
+  const monitor = monitorFor(breaker, shared.name);
+  meter.stores.add(monitor);
+  countTransitions(breaker, meter, shared.name);
+  const tally = new DecisionTally(shared.name);
+  meter.tallies.add(tally);
+  const blockStats = blocks && { store: shared.name, get hits() { return blocks.hits; } };
+  if (blockStats) meter.blockCaches.add(blockStats);
+  if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: { calls: number; requests: number } });
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
-  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs, monitor, meter), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const hotKeys = store instanceof HotKeyStore ? store : undefined;
+  if (hotKeys) meter.hotKeys.add(hotKeys);
+  const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats };
   if (shared.warnings?.length && !warned.has(shared)) {
     warned.add(shared);
     for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
@@ -119,16 +148,25 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
     };
   }
 
+  /** Counts one decision a consume answered (peeks are not decisions). */
+  function counted(decision: Decision, scope: string): Decision {
+    tally.count(scope, decision.reason, decision.policy, decision.degraded, decision.allowed);
+    return decision;
+  }
+
   async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
-    const { base, keys, lock } = keysOf(subject, opts.scope ?? '');
+    const scope = opts.scope ?? '';
+    const { base, keys, lock } = keysOf(subject, scope);
+    const consume = mode === 'consume';
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > maxCost) mode = 'peek';
     if (mode === 'consume') {
       const hit = fromBlock(base, cost);
-      if (hit) return hit;
+      if (hit) return counted(hit, scope);
     }
     const decision = await evaluate(lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode });
+    if (consume) counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
     if (blocks && mode === 'consume' && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
       blocks.set(base, cost, decision.retryAfterMs, decision);
@@ -144,8 +182,16 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
       const cost = opts.cost ?? 1;
       // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
       if (!blocks || !isCost(cost) || cost > maxCost) return undefined;
-      return fromBlock(subjectKey(prefix, opts.scope ?? '', String(subject)), cost);
+      const scope = opts.scope ?? '';
+      const hit = fromBlock(subjectKey(prefix, scope, String(subject)), cost);
+      return hit && counted(hit, scope);
     },
+    isBlocked(subject, { cost, scope }) {
+      if (!blocks || !isCost(cost) || cost > maxCost) return false;
+      return blocks.get(subjectKey(prefix, scope, String(subject)), cost) !== undefined;
+    },
+    healthSource,
+    health: () => healthOf([healthSource]),
     async refund(subject, opts = {} as RefundOptions) {
       const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
       const at = refundAt(opts.at);
@@ -176,7 +222,11 @@ const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circu
  * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
  * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
  */
-function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined): Store {
+function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined, monitor: StoreMonitor, meter: FloodgateMetrics): Store {
+  // Attribute objects built once per store, never per call.
+  const ok: Attributes = { [ATTR.store]: shared.name };
+  const failed = {} as Record<StoreErrorKind, Attributes>;
+  for (const kind of STORE_ERROR_KINDS) failed[kind] = { [ATTR.store]: shared.name, [ATTR.errorType]: kind };
   const call =
     timeoutMs === undefined
       ? (request: StoreRequest) => shared.evaluate(request)
@@ -187,16 +237,39 @@ function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | und
     async evaluate(request: StoreRequest): Promise<StoreResult> {
       const admission = breaker.admit();
       if (admission === 'skip') throw SKIPPED;
+      monitor.calls++;
+      const started = performance.now();
       let result;
       try {
         result = await call(request);
       } catch (error) {
+        const kind = recordFailure(monitor, error);
+        meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
+        meter.storeErrors.add(1, failed[kind]);
         breaker.failure(error, admission === 'probe');
         throw error;
       }
+      meter.storeDuration.record((performance.now() - started) / 1000, ok);
+      monitor.lastSuccessAt = Date.now();
       breaker.success();
       return result;
     },
     reset: (keys) => shared.reset(keys),
   };
+}
+
+const transitionsCounted = new WeakMap<CircuitBreaker, WeakSet<FloodgateMetrics>>();
+
+/** Counts this breaker's state changes on this meter, once however many limiters share them. */
+function countTransitions(breaker: CircuitBreaker, meter: FloodgateMetrics, store: string): void {
+  let counted = transitionsCounted.get(breaker);
+  if (!counted) transitionsCounted.set(breaker, (counted = new WeakSet()));
+  if (counted.has(meter)) return;
+  counted.add(meter);
+  const byState = {
+    closed: { [ATTR.store]: store, [ATTR.state]: 'closed' },
+    open: { [ATTR.store]: store, [ATTR.state]: 'open' },
+    'half-open': { [ATTR.store]: store, [ATTR.state]: 'half-open' },
+  };
+  breaker.subscribe((t) => meter.breakerTransitions.add(1, byState[t.to]));
 }

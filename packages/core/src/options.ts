@@ -7,6 +7,7 @@ import type { HotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
 import type { ResolvedLimit } from './limit';
 import type { Store } from './stores/store';
+import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
 import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from './validate';
 
@@ -54,6 +55,12 @@ export interface CreateLimiterOptions extends LimiterOptions {
   clock?: () => number;
   /** Hot-key mode: subjects above `threshold` req/s are served from quota leased in blocks (docs/scaling.md). Default off. */
   hotKeys?: HotKeyOptions;
+  /**
+   * Where Floodgate's OpenTelemetry metrics go (docs/operations.md). Default: the global provider
+   * when the limiter is built (`metrics.getMeterProvider()`), a no-op until the app registers an SDK:
+   * register it before building limiters.
+   */
+  meterProvider?: MeterProvider;
 }
 
 export interface ResolvedLimiterOptions {
@@ -72,6 +79,8 @@ export interface ResolvedLimiterOptions {
   readonly hotKeys: HotKeyOptions | undefined;
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
+  /** Where metrics go; undefined: the global provider. */
+  readonly meterProvider: MeterProvider | undefined;
 }
 
 /** The names of one limit's options. */
@@ -88,6 +97,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'blockCacheSize',
   'clock',
   'hotKeys',
+  'meterProvider',
 ]);
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -198,11 +208,16 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   if (options.hotKeys !== undefined && (!options.hotKeys || typeof options.hotKeys !== 'object' || Array.isArray(options.hotKeys))) {
     invalidOption('hotKeys', options.hotKeys, 'an object such as { instances: 4 }');
   }
+  const meterProvider = options.meterProvider;
+  if (meterProvider !== undefined && (!meterProvider || typeof meterProvider.getMeter !== 'function')) {
+    invalidOption('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider (an object with getMeter), such as the SDK\'s');
+  }
   return {
     store,
     prefix,
     limits,
     maxCost: maxCostOf(limits),
+    meterProvider,
     failure: resolveFailureOptions(options, store),
     blockCacheSize,
     clock,

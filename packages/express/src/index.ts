@@ -4,6 +4,7 @@ import {
   settleOnFinish,
   type Decision,
   type HttpLimiter,
+  type Health,
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
@@ -27,7 +28,7 @@ declare global {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Request>;
-export type { Decision, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
 
 /** An Express middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends RequestHandler {
@@ -37,6 +38,8 @@ export interface RateLimitMiddleware extends RequestHandler {
    * `router.post('/reports', limiter.route({ cost: 10 }), handler)`.
    */
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
+  /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
+  health(): Health;
 }
 
 function send(res: Response, result: HttpResult): void {
@@ -50,7 +53,7 @@ function facts(req: Request, route: string | undefined): RequestFacts {
   return { ip: req.ip, headers: req.headers, method: req.method, route };
 }
 
-function middleware(http: HttpLimiter<Request> | null): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Request> | null, health: () => Health): RateLimitMiddleware {
   const handler = function floodgate(req: Request, res: Response, next: NextFunction): void {
     if (!http) return next();
     let pattern: string | undefined;
@@ -69,7 +72,8 @@ function middleware(http: HttpLimiter<Request> | null): RateLimitMiddleware {
     else apply(result, req, res, next);
   } as RateLimitMiddleware;
   Object.defineProperty(handler, FLOODGATE, { value: true });
-  handler.route = (overrides) => middleware(http ? http.route(overrides) : null);
+  handler.route = (overrides) => middleware(http ? http.route(overrides) : null, health);
+  handler.health = health;
   return handler;
 }
 
@@ -101,5 +105,6 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
  * A request that matches no route is limited in one '<unmatched>' bucket per caller.
  */
 export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  return middleware(createHttpLimiter<Request>(options));
+  const http = createHttpLimiter<Request>(options);
+  return middleware(http, http.health);
 }

@@ -6,6 +6,7 @@ import {
   type Decision,
   type HttpLimiter,
   type HttpResult,
+  type Health,
   type HttpRateLimitOptions,
   type RequestFacts,
 } from '@floodgate/core';
@@ -39,13 +40,17 @@ declare module 'fastify' {
     /** Floodgate's per-route options, merged over the plugin's once at registration; false: not limited. */
     rateLimit?: RouteRateLimitConfig;
   }
+  interface FastifyInstance {
+    /** The health snapshot of the plugin's limiters (every route's), for a `/healthz` route (docs/operations.md). */
+    rateLimitHealth(): Health;
+  }
   interface FastifyRequest {
     /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
     rateLimit?: Decision;
   }
 }
 
-export type { Decision, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
 
 type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
 
@@ -124,6 +129,8 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   const http = createHttpLimiter<FastifyRequest>(global, { label: 'the plugin options' });
   // Declared up front so every request object keeps one shape (Fastify's advice for request properties).
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
+  // The first registration's limiters answer; a second registration keeps the first's health.
+  if (!fastify.hasDecorator('rateLimitHealth')) fastify.decorate('rateLimitHealth', () => http.health());
 
   fastify.addHook('onRoute', (route) => {
     const config = route.config?.rateLimit;

@@ -4,6 +4,7 @@ import {
   settleOnFinish,
   type Decision,
   type HttpLimiter,
+  type Health,
   type HttpRateLimitOptions,
   type RequestFacts,
 } from '@floodgate/core';
@@ -23,7 +24,7 @@ declare module 'koa' {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context>;
-export type { Decision, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
 
 /** Koa middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends Middleware {
@@ -32,6 +33,8 @@ export interface RateLimitMiddleware extends Middleware {
    * `false` exempts the route from an app-level limiter: `router.get('/health', limiter.route(false), h)`.
    */
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
+  /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
+  health(): Health;
 }
 
 /** Marks Floodgate's middleware, so an app-level one can see that a route has its own. */
@@ -77,7 +80,7 @@ function facts(ctx: Context, route: string | undefined): RequestFacts {
   return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route };
 }
 
-function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, health: () => Health): RateLimitMiddleware {
   const mw = async function floodgate(ctx: Context, next: Next): Promise<unknown> {
     if (!http) return next();
     const { layer, own } = locate(ctx, mw);
@@ -106,7 +109,8 @@ function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
     return undefined;
   } as RateLimitMiddleware;
   Object.defineProperty(mw, FLOODGATE, { value: true });
-  mw.route = (overrides) => middleware(http ? http.route(overrides) : null);
+  mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health);
+  mw.health = health;
   return mw;
 }
 
@@ -117,5 +121,6 @@ function middleware(http: HttpLimiter<Context> | null): RateLimitMiddleware {
  * A request that matches no route is limited in one '<unmatched>' bucket per caller.
  */
 export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
-  return middleware(createHttpLimiter<Context>(options));
+  const http = createHttpLimiter<Context>(options);
+  return middleware(http, http.health);
 }

@@ -84,6 +84,11 @@ export class CircuitBreaker {
     return this.current;
   }
 
+  /** Failed calls in a row, counted while closed and by failed probes; 0 after any success. */
+  get consecutiveFailures(): number {
+    return this.failures;
+  }
+
   /** Called once per state change. Returns the unsubscribe function. */
   subscribe(listener: (t: BreakerTransition) => void): () => void {
     this.listeners.add(listener);

@@ -5,7 +5,9 @@ import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
 import { identifyFrom, type Identify, type Identity, type RequestFacts } from '../identity';
 import { maxCostOf } from '../options';
-import { limiterFrom, type Limiter } from '../limiter';
+import { limiterFrom, type EngineLimiter, type Limiter } from '../limiter';
+import { healthOf, type Health, type HealthSource } from '../health';
+import { metricsFor, type KeyLookupCounts } from '../metrics';
 import { MemoryStore } from '../stores/memory-store';
 import { requestCost } from '../validate';
 import { callSite, claimBuckets } from './bucket-claims';
@@ -70,16 +72,29 @@ export interface HttpLimiter<Req = unknown> {
    * know their routes at registration (Fastify) call it there.
    */
   claim(scope: string): void;
+  /**
+   * A snapshot for a health route, over this limiter and every route, group, plan and extra-key
+   * limiter built from the same `rateLimit(...)`: per store the breaker state, last error and
+   * counts. `healthy` is false while any store's breaker is not closed. See docs/operations.md.
+   */
+  health(): Health;
+}
+
+/** Every limiter and key cache built from one createHttpLimiter, for its health snapshot. */
+interface Family {
+  readonly sources: Set<HealthSource>;
+  readonly keyLookups: Set<KeyLookupCounts>;
 }
 
 interface Shared {
-  limiter: Limiter;
+  limiter: EngineLimiter;
   identify: Identify;
+  family: Family;
 }
 
 /** Units a request drew from one subject, to give back when it should not count. */
 interface Charge {
-  readonly limiter: Limiter;
+  readonly limiter: EngineLimiter;
   readonly subject: string;
   readonly scope: string;
   /** The store's clock when it charged (Decision.at): a refund undoes exactly that charge. */
@@ -149,17 +164,32 @@ export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<R
   // Only when no store was given; the store is set after parsing so that errors name what the app wrote.
   const global = options.store === undefined ? { ...options, store: resolved.limiter.store } : options;
   const label = context.label ?? `rateLimit() at ${callSite() ?? 'an unknown place'}`;
-  return build(global, resolved, { limiter: limiterFrom(resolved.limiter), identify: identifyFrom(resolved.identity) }, label);
+  const family: Family = { sources: new Set(), keyLookups: new Set() };
+  return build(global, resolved, { limiter: join(family, limiterFrom(resolved.limiter)), identify: identityIn(family, resolved), family }, label);
+}
+
+/** A limiter counted in its family's health snapshot. */
+function join(family: Family, limiter: EngineLimiter): EngineLimiter {
+  family.sources.add(limiter.healthSource);
+  return limiter;
+}
+
+/** The identify function for these options; its key cache's counts go to the metrics and the family's health. */
+function identityIn<Req>(family: Family, o: ResolvedHttpOptions<Req>): Identify {
+  return identifyFrom(o.identity, (stats) => {
+    family.keyLookups.add(stats);
+    metricsFor(o.limiter.meterProvider).keyLookups.add(stats);
+  });
 }
 
 function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Req>, shared: Shared, label: string): HttpLimiter<Req> {
-  const { limiter, identify } = shared;
-  const plans = new Map<string, Limiter>();
+  const { limiter, identify, family } = shared;
+  const plans = new Map<string, EngineLimiter>();
   const { store, prefix, limits } = o.limiter;
   // A group's bucket is known now: claim it at registration. A route's scope is known at its first request.
   if (o.group !== undefined) claimBuckets(store, prefix, o.group, limits, label);
   const claimed = new Set<string>();
-  const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: limiterFrom(k.limiter), claimed: new Set<string>() }));
+  const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: join(family, limiterFrom(k.limiter)), claimed: new Set<string>() }));
 
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
     if (o.group !== undefined) return o.group;
@@ -172,7 +202,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   /** Synchronous unless a `key` function or a `resolveKey` lookup makes it wait: no await when nothing waits. */
   function identityOf(facts: RequestFacts, request: Req, cost: number, scope: string): Identity | Promise<Identity> {
     // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup.
-    const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).blocked(id.subject, { cost, scope }) !== undefined });
+    const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) });
     if (!o.key) return builtIn();
     return Promise.resolve(o.key(request)).then((raw) =>
       (typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw))
@@ -182,13 +212,18 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   }
 
   /** The key's own plan (from resolveKey) replaces the route's limits; one limiter per plan, on the same store. */
-  function limiterFor(identity: Identity): Limiter {
+  function limiterFor(identity: Identity): EngineLimiter {
     if (!identity.resolvedLimits || !identity.plan) return limiter;
     let planned = plans.get(identity.plan);
     if (!planned) {
       // The plan was validated when resolveKey answered; the route's other options apply to it.
       planned = limiterFrom({ ...o.limiter, limits: identity.resolvedLimits, maxCost: maxCostOf(identity.resolvedLimits) });
-      if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value as string);
+      if (plans.size >= MAX_PLANS) {
+        const oldest = plans.keys().next().value as string;
+        family.sources.delete(plans.get(oldest)!.healthSource);
+        plans.delete(oldest);
+      }
+      join(family, planned);
       plans.set(identity.plan, planned);
     }
     return planned;
@@ -353,13 +388,15 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
       global,
       resolved,
       {
-        limiter: overridden(LIMITER_NAMES) ? limiterFrom(resolved.limiter) : limiter,
-        identify: overridden(IDENTITY_NAMES) ? identifyFrom(resolved.identity) : identify,
+        limiter: overridden(LIMITER_NAMES) ? join(family, limiterFrom(resolved.limiter)) : limiter,
+        identify: overridden(IDENTITY_NAMES) ? identityIn(family, resolved) : identify,
+        family,
       },
       where,
     );
   }
 
-  const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf, claim };
+  const health = () => healthOf(family.sources, family.keyLookups);
+  const api: HttpLimiter<Req> = { options: o, limiter, handle, handleNow, route, scopeOf, claim, health };
   return api;
 }

@@ -285,11 +285,11 @@ export function createIdentify(options: IdentityOptions = {}): Identify {
 /**
  * The identify function for parsed options. Cheapest first: header scan and digest, IP parse, a
  * fresh cached key answer (all local); then `hooks.isBlocked`; then the client IP's lookup budget;
- * only then a `resolveKey` lookup. A key that is not verified never escapes its client IP's bucket.
+ * only then a `resolveKey` lookup. `onKeyCache` receives the key cache's counts (for metrics and health). A key that is not verified never escapes its client IP's bucket.
  * It returns synchronously unless it has to wait for a lookup, and never throws or rejects for
  * anything a request carries.
  */
-export function identifyFrom(o: ResolvedIdentityOptions): Identify {
+export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: KeyCache['stats']) => void): Identify {
   const warned = new Set<IdentityWarning>();
   let lookupsFailing = false;
 
@@ -320,6 +320,7 @@ export function identifyFrom(o: ResolvedIdentityOptions): Identify {
           warn('FG_RESOLVE_KEY_BAD_PLAN', 'resolveKey returned limits the limiter rejects; that key gets the route limits.', error),
       })
     : undefined;
+  if (cache) onKeyCache?.(cache.stats);
 
   function byIp(ip: unknown): Identity {
     const found = ipSubject(ip, o.ipv6Subnet);

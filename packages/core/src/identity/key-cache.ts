@@ -67,6 +67,8 @@ export class KeyCache {
   private readonly inFlight = new Map<string, Promise<KeyRecord>>();
   /** Per client IP: lookups of unseen keys in the current window, and when it started. */
   private readonly budgets: LRUCache<string, { used: number; since: number }>;
+  /** Reads answered within TTL (hits) or not (misses); resolveKey calls started; requests whose lookup threw, answered badly or timed out. */
+  readonly stats = { hits: 0, misses: 0, lookups: 0, failures: 0 };
 
   constructor(private readonly options: KeyCacheOptions) {
     const common = {
@@ -84,7 +86,10 @@ export class KeyCache {
 
   /** A record still within its TTL, with no lookup; undefined when a lookup is needed. */
   fresh(digest: string): KeyRecord | undefined {
-    return this.found.get(digest) ?? this.unknown.get(digest);
+    const record = this.found.get(digest) ?? this.unknown.get(digest);
+    if (record === undefined) this.stats.misses++;
+    else this.stats.hits++;
+    return record;
   }
 
   /** The last record seen for this key, even past its TTL (never triggers a lookup). */
@@ -121,6 +126,7 @@ export class KeyCache {
   lookup(digest: string, apiKey: string): Promise<LookupOutcome> {
     let pending = this.inFlight.get(digest);
     if (!pending) {
+      this.stats.lookups++;
       pending = this.load(apiKey).then((record) => {
         if (record.known) {
           this.found.set(digest, record);
@@ -144,7 +150,11 @@ export class KeyCache {
       timer = setTimeout(() => resolve({ ok: false, why: 'timeout' }), this.options.timeoutMs);
       timer.unref?.();
     });
-    return Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([settled, timeout]).then((outcome) => {
+      clearTimeout(timer);
+      if (!outcome.ok) this.stats.failures++;
+      return outcome;
+    });
   }
 
   /** Keys remembered, found and unknown. */

@@ -98,6 +98,8 @@ export class RedisStore implements Store {
   /** 'turn': this turn's requests by subject, sent together when the turn ends. */
   private turn = new Map<string, Waiter[]>();
   private turnScheduled = false;
+  /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
+  readonly scriptStats = { calls: 0, requests: 0 };
 
   constructor(options: RedisStoreOptions) {
     if (!options || typeof options !== 'object') invalidOption('RedisStore', options, 'an options object { client }');
@@ -217,6 +219,8 @@ export class RedisStore implements Store {
   /** One script call for requests on the same keys and limits; one result per request, in order. */
   private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
     const call = encodeCall(requests, now);
+    this.scriptStats.calls++;
+    this.scriptStats.requests += requests.length;
     const deadline = { expired: false };
     const reply = await withDeadline(
       runScript(this.client.send, call, () => deadline.expired),

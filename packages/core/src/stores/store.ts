@@ -57,6 +57,8 @@ export interface Store {
    * Optional: without it, the breaker probes on its timer only.
    */
   onReady?(listener: () => void): void;
+  /** Script calls sent and the requests they carried (RedisStore: requests / calls is the coalescing batch size). Optional. */
+  readonly scriptStats?: { readonly calls: number; readonly requests: number };
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
   /** Deletes the state under these keys. */

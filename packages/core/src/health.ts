@@ -1,0 +1,126 @@
+// The health snapshot: per store its breaker state, last error and counts, for an app's health route.
+import type { BreakerState, CircuitBreaker } from './failure/breaker';
+import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
+
+/** One shared store as the limiters see it. */
+export interface StoreHealth {
+  /** The store's name ('redis', 'memory', ...). */
+  readonly store: string;
+  /** 'closed': calls go to the store; 'open': it is skipped and the failure mode answers; 'half-open': one call probes it. */
+  readonly breaker: BreakerState;
+  /** Failed calls in a row (0 after any success). */
+  readonly consecutiveFailures: number;
+  /** ms until the breaker lets a probe through; 0 when closed. */
+  readonly retryInMs: number;
+  /** Store calls made (lease draws included), and those that failed, by kind. */
+  readonly calls: number;
+  readonly errors: Readonly<Record<StoreErrorKind, number>>;
+  /** The last failure: its kind, message and wall-clock time (ISO 8601); null if none. */
+  readonly lastError: { readonly kind: StoreErrorKind; readonly message: string; readonly at: string } | null;
+  /** Wall-clock time of the last answer from the store (ISO 8601); null if none yet. */
+  readonly lastSuccessAt: string | null;
+  /** Script calls and the requests they carried (coalescing), for stores that count them. */
+  readonly scriptCalls?: Readonly<ScriptCallCounts>;
+}
+
+/** What `health()` returns: enough for a health route to answer 200 or 503, and for a person to see why. */
+export interface Health {
+  /** False when any store's breaker is not closed: requests are getting the failure mode's answer. */
+  readonly healthy: boolean;
+  readonly stores: readonly StoreHealth[];
+  /** Decisions made so far, by outcome. */
+  readonly decisions: Readonly<Record<Outcome, number>>;
+  /** Requests answered from the block cache. */
+  readonly blockCacheHits: number;
+  /** Hot-key mode's counts, summed over the limiters that use it; absent when none does. */
+  readonly hotKeys?: Readonly<HotKeyCounts>;
+  /** API-key cache and resolveKey lookups (HTTP limiters with `resolveKey`); absent otherwise. */
+  readonly keyLookups?: Readonly<KeyLookupCounts>;
+}
+
+/** What each limiter hands to the snapshot. */
+export interface HealthSource {
+  readonly monitor: StoreMonitor;
+  readonly tally: { totals(): Record<Outcome, number> };
+  readonly blockCache: { readonly hits: number } | undefined;
+  readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
+  readonly scriptStats: ScriptCallCounts | undefined;
+}
+
+const monitors = new WeakMap<CircuitBreaker, StoreMonitor>();
+
+/** The monitor of this breaker's store, made once: every limiter on one breaker shares it. */
+export function monitorFor(breaker: CircuitBreaker, store: string): StoreMonitor {
+  let monitor = monitors.get(breaker);
+  if (!monitor) {
+    monitor = { store, breaker, calls: 0, errors: { timeout: 0, connection: 0, script_missing: 0, other: 0 }, lastError: undefined, lastSuccessAt: undefined };
+    monitors.set(breaker, monitor);
+  }
+  return monitor;
+}
+
+/** Records one failed store call on its monitor; returns its kind. */
+export function recordFailure(monitor: StoreMonitor, error: unknown): StoreErrorKind {
+  const kind = storeErrorKind(error);
+  monitor.errors[kind]++;
+  monitor.lastError = { kind, message: error instanceof Error ? error.message : String(error), at: Date.now() };
+  return kind;
+}
+
+const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** The snapshot of these limiters: stores listed once each, counts summed. */
+export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<KeyLookupCounts>): Health {
+  const stores = new Map<StoreMonitor, StoreHealth>();
+  const decisions = { allowed: 0, denied: 0, degraded: 0 };
+  let blockCacheHits = 0;
+  let hotKeys: HotKeyCounts | undefined;
+  const seenCaches = new Set<object>();
+  const seenHot = new Set<object>();
+  for (const s of sources) {
+    const m = s.monitor;
+    if (!stores.has(m)) {
+      stores.set(m, {
+        store: m.store,
+        breaker: m.breaker.state,
+        consecutiveFailures: m.breaker.consecutiveFailures,
+        retryInMs: m.breaker.msUntilProbe(),
+        calls: m.calls,
+        errors: { ...m.errors },
+        lastError: m.lastError ? { kind: m.lastError.kind, message: m.lastError.message, at: iso(m.lastError.at)! } : null,
+        lastSuccessAt: iso(m.lastSuccessAt),
+        ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
+      });
+    }
+    const t = s.tally.totals();
+    decisions.allowed += t.allowed;
+    decisions.denied += t.denied;
+    decisions.degraded += t.degraded;
+    if (s.blockCache && !seenCaches.has(s.blockCache)) {
+      seenCaches.add(s.blockCache);
+      blockCacheHits += s.blockCache.hits;
+    }
+    if (s.hotKeys && !seenHot.has(s.hotKeys)) {
+      seenHot.add(s.hotKeys);
+      hotKeys ??= { local: 0, leases: 0, deniedLeases: 0, localDenials: 0, passThrough: 0 };
+      for (const k of Object.keys(hotKeys) as (keyof HotKeyCounts)[]) hotKeys[k] += s.hotKeys.stats[k];
+    }
+  }
+  let lookups: KeyLookupCounts | undefined;
+  for (const k of keyLookups ?? []) {
+    lookups ??= { hits: 0, misses: 0, lookups: 0, failures: 0 };
+    lookups.hits += k.hits;
+    lookups.misses += k.misses;
+    lookups.lookups += k.lookups;
+    lookups.failures += k.failures;
+  }
+  const list = [...stores.values()];
+  return {
+    healthy: list.every((s) => s.breaker === 'closed'),
+    stores: list,
+    decisions,
+    blockCacheHits,
+    ...(hotKeys ? { hotKeys } : {}),
+    ...(lookups ? { keyLookups: lookups } : {}),
+  };
+}
