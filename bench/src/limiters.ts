@@ -28,7 +28,21 @@ function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): CreateLi
     prefix: spec.prefix,
   };
   if (spec.hotKeyInstances) options.hotKeys = { instances: spec.hotKeyInstances };
+  if (spec.otel) options.meterProvider = sdkMeterProvider();
   return options;
+}
+
+/**
+ * What an app that exports metrics registers: the SDK's MeterProvider with a reader, so every
+ * instrument records and aggregates (the export itself, every 60 s by default, is not what a
+ * request pays for, and the bench run is shorter).
+ */
+function sdkMeterProvider(): NonNullable<CreateLimiterOptions['meterProvider']> {
+  const { MeterProvider, PeriodicExportingMetricReader, InMemoryMetricExporter, AggregationTemporality } =
+    require('@opentelemetry/sdk-metrics') as typeof import('@opentelemetry/sdk-metrics');
+  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 60_000 });
+  // The SDK is typed against its own copy of @opentelemetry/api; at run time both speak the same API.
+  return new MeterProvider({ readers: [reader] }) as unknown as NonNullable<CreateLimiterOptions['meterProvider']>;
 }
 
 function need(redis: Redis | undefined): Redis {

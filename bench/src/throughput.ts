@@ -72,6 +72,8 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
       });
     const first = settings.algorithms[0];
     add('floodgate-memory', `Floodgate, memory (${first})`, 'floodgate', { kind: 'floodgate', store: 'memory', algorithm: first });
+    // The same with an OpenTelemetry SDK registered: what exporting the metrics costs per request.
+    add('floodgate-memory-otel', `Floodgate, memory (${first}), OpenTelemetry SDK`, 'floodgate', { kind: 'floodgate', store: 'memory', algorithm: first, otel: true });
     for (const algorithm of settings.algorithms) {
       add(`floodgate-redis-${algorithm}`, `Floodgate, Redis (${algorithm})`, 'floodgate', {
         kind: 'floodgate',

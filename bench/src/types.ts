@@ -34,6 +34,8 @@ export interface LimiterSpec {
   prefix: string;
   /** When set, the subject is this request header (race runs use a fresh subject per repetition); else the IP. */
   keyHeader?: string;
+  /** Floodgate with an OpenTelemetry SDK MeterProvider (a reader attached, so every instrument aggregates), as an app exporting metrics runs it. */
+  otel?: boolean;
 }
 
 /** A child process serving one or more limiters on loopback. */
