@@ -148,7 +148,7 @@ describe('playground in Chromium without Redis', () => {
       await page.locator('#race[data-race-state="disabled"]').waitFor();
       const text = await page.locator('#race-body').textContent();
       expect(text).toContain('No Redis configured');
-      expect(text).toContain('REDIS_URL=redis://127.0.0.1:6390 pnpm demo');
+      expect(text).toContain('REDIS_URL=redis://127.0.0.1:6379 pnpm demo');
     } finally {
       await context.close();
       rmSync(profile, { recursive: true, force: true });

@@ -52,9 +52,14 @@ export function findOnPath(name: string, env: NodeJS.ProcessEnv = process.env): 
   return undefined;
 }
 
-/** The URL without its password, for printing. */
+/** Shows a Redis URL without its user name or password. */
 export function redactRedisUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//');
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname === '/' ? '' : u.pathname}`;
+  } catch {
+    return 'the configured REDIS_URL';
+  }
 }
 
 /**
