@@ -1,10 +1,7 @@
 // Runs the express-api example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
-import type { Server } from 'node:http';
 import { Redis } from 'ioredis';
-import { closeOnSignals, exampleRedis } from '../../shared/src/local-redis';
+import { exampleRedis, serveExample } from '../../shared/src/local-redis';
 import { createApp } from './app';
-
-const port = Number(process.env.PORT ?? 3000);
 
 async function main(): Promise<void> {
   // Not resending unanswered commands after a reconnect keeps a request from being counted twice.
@@ -12,22 +9,10 @@ async function main(): Promise<void> {
     (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
     { memoryNote: 'Counts are per process and lost on restart.' },
   );
-  const server = await new Promise<Server>((resolve, reject) => {
-    const listening = createApp({ redis: redis.client }).listen(port, '127.0.0.1', () => resolve(listening));
-    listening.once('error', reject);
-  }).catch(async (error: unknown) => {
-    await redis.close();
-    throw error;
-  });
-  const address = server.address();
-  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}`;
-  console.log(`express-api on ${url}`);
-  console.log(`limits: ${redis.description}`);
-  console.log(`try: curl -i -H 'x-api-key: demo' ${url}/widgets`);
-  closeOnSignals(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    await redis.close();
+  await serveExample('express-api', createApp({ redis: redis.client }), {
+    port: Number(process.env.PORT ?? 3000),
+    redis,
+    tryLine: (url) => `curl -i -H 'x-api-key: demo' ${url}/widgets`,
   });
 }
 

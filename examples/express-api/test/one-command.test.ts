@@ -1,7 +1,7 @@
 // The express-api example's one command on a fresh machine: no REDIS_URL, its own redis-server (or memory), 200 then 429, and SIGTERM stops it all.
 import { createServer } from 'node:net';
-import { dirname, join } from 'node:path';
-import { freshMachineEnv, isProcessAlive, runCommand } from '@floodgate/testing';
+import { join } from 'node:path';
+import { freshMachineEnv, isProcessAlive, runCommand, startExample } from '@floodgate/testing';
 import { LIMIT } from '../src/app';
 
 const root = join(__dirname, '..', '..', '..');
@@ -26,25 +26,23 @@ function closedPort(): Promise<number> {
 
 describe('express-api: the one command', () => {
   it('starts its own redis-server without REDIS_URL, answers 200 then 429, and SIGTERM stops it and its redis-server', async () => {
-    const run = runCommand('pnpm', ['--filter', '@floodgate/example-express-api', 'start'], { cwd: root, env: freshMachineEnv() });
+    const { run, url, redisPid } = await startExample(root, '@floodgate/example-express-api', 'express-api');
     try {
-      const [, url] = await run.waitFor(/express-api on (http:\/\/127\.0\.0\.1:\d+)/);
-      const [, redisPid] = await run.waitFor(/redis-server started for this run \(pid (\d+)\)/);
-      expect(run.tree()).toContain(Number(redisPid));
+      expect(run.tree()).toContain(redisPid);
       expect(await widgets(url, LIMIT + 1)).toEqual([...Array(LIMIT).fill(200), 429]);
       expect(await run.terminate('SIGTERM')).toEqual([]);
-      expect(isProcessAlive(Number(redisPid))).toBe(false);
+      expect(isProcessAlive(redisPid)).toBe(false);
     } finally {
       await run.terminate('SIGKILL', 2_000);
     }
   });
 
   it('runs on the memory store without redis-server on PATH, and says so in one line', async () => {
-    // A PATH with node alone: tsx is started by its path, as `pnpm start` would.
+    // No PATH at all, so no redis-server on it: node and tsx are started by their paths.
     const tsx = require.resolve('tsx/cli', { paths: [example] });
     const run = runCommand(process.execPath, [tsx, '--conditions=source', 'src/main.ts'], {
       cwd: example,
-      env: freshMachineEnv({ PATH: dirname(process.execPath) === '/usr/bin' ? '/nonexistent' : dirname(process.execPath) }),
+      env: freshMachineEnv({ PATH: '/nonexistent' }),
     });
     try {
       const [, url] = await run.waitFor(/express-api on (http:\/\/127\.0\.0\.1:\d+)/);

@@ -6,6 +6,7 @@
 // playground import it by relative path without a new package or dependency.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
+import { createServer as createHttpServer, type RequestListener } from 'node:http';
 import { createServer } from 'node:net';
 import { delimiter, join } from 'node:path';
 
@@ -270,4 +271,35 @@ export async function exampleRedis<C extends ExampleClient>(
       await local.stop();
     },
   };
+}
+
+/**
+ * Serves `handler` on 127.0.0.1:`port` (0: any free port), prints where and on which Redis, and on
+ * SIGINT/SIGTERM closes the server, then the Redis client and any redis-server started for it.
+ * Resolves with the URL. For frameworks that listen through Node's http server (Express, Koa).
+ */
+export async function serveExample(
+  name: string,
+  handler: RequestListener,
+  options: { port: number; redis: ExampleRedis<ExampleClient>; tryLine: (url: string) => string },
+): Promise<string> {
+  const server = createHttpServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port, HOST, () => resolve());
+  }).catch(async (error: unknown) => {
+    await options.redis.close();
+    throw error;
+  });
+  const address = server.address();
+  const url = `http://${HOST}:${typeof address === 'object' && address ? address.port : options.port}`;
+  console.log(`${name} on ${url}`);
+  console.log(`limits: ${options.redis.description}`);
+  console.log(`try: ${options.tryLine(url)}`);
+  closeOnSignals(async () => {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await options.redis.close();
+  });
+  return url;
 }

@@ -125,3 +125,28 @@ export function runCommand(command: string, args: readonly string[], options: { 
     },
   };
 }
+
+export interface StartedExample {
+  readonly run: RunningCommand;
+  /** http://127.0.0.1:PORT, as the example printed it. */
+  readonly url: string;
+  /** Pid of the redis-server the example started for itself. */
+  readonly redisPid: number;
+}
+
+/**
+ * Runs an example's one command, `pnpm --filter <pkg> start` from the repository `root`, as on a
+ * fresh machine (freshMachineEnv), and waits until it prints `<name> on <url>` and the redis-server
+ * it started. The caller ends it with `run.terminate(...)`; on a startup failure it is killed here.
+ */
+export async function startExample(root: string, pkg: string, name: string): Promise<StartedExample> {
+  const run = runCommand('pnpm', ['--filter', pkg, 'start'], { cwd: root, env: freshMachineEnv() });
+  try {
+    const [, url] = await run.waitFor(new RegExp(`${name} on (http://127\\.0\\.0\\.1:\\d+)`));
+    const [, pid] = await run.waitFor(/redis-server started for this run \(pid (\d+)\)/);
+    return { run, url, redisPid: Number(pid) };
+  } catch (error) {
+    await run.terminate('SIGKILL', 2_000);
+    throw error;
+  }
+}
