@@ -1,13 +1,14 @@
 // The express-api example app: one Floodgate limiter on Redis for the whole API, keyed on the API key (else the IP).
-import { RedisStore, type Logger } from '@floodgate/core';
+import { MemoryStore, RedisStore, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { createMetrics, type Metrics } from './metrics';
 
 export interface AppOptions {
-  /** The ioredis client the limiter's RedisStore uses. The app never closes it. */
-  redis: Redis;
+  /** The ioredis client the limiter's RedisStore uses. The app never closes it.
+   * Without one the app counts in memory (MemoryStore): per process, lost on restart. */
+  redis?: Redis;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** Where Floodgate reports a failing store. Default console. */
@@ -44,7 +45,7 @@ export const REPORT_COST = 10;
  * hashed before it reaches Redis; a request without one, or with a key nobody issued, is limited by its IP.
  */
 export function createApp(options: AppOptions): Express {
-  const store = new RedisStore({ client: options.redis });
+  const store = options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore();
   const metrics = options.metrics ?? createMetrics();
   const limiter = rateLimit({
     meterProvider: metrics.meterProvider,

@@ -1,12 +1,13 @@
 // The fastify-api example app: the Floodgate plugin on Redis, with each route's limit in its config.rateLimit.
-import { RedisStore, type Logger } from '@floodgate/core';
+import { MemoryStore, RedisStore, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/fastify';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
 
 export interface AppOptions {
-  /** The ioredis client the plugin's RedisStore uses. The app never closes it. */
-  redis: Redis;
+  /** The ioredis client the plugin's RedisStore uses. The app never closes it.
+   * Without one the app counts in memory (MemoryStore): per process, lost on restart. */
+  redis?: Redis;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** Where Floodgate reports a failing store. Default console. */
@@ -45,7 +46,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(rateLimit, {
     limit: LIMIT,
     windowMs: '1m',
-    store: new RedisStore({ client: options.redis }),
+    store: options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore(),
     prefix: options.prefix,
     logger: options.logger,
     resolveKey: keyDirectory(options.apiKeys ?? { demo: 'demo-account' }),

@@ -1,22 +1,30 @@
-// Runs the fastify-api example: REDIS_URL (default redis://127.0.0.1:6379) and PORT (default 3000).
+// Runs the fastify-api example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
+import { closeOnSignals, exampleRedis } from '../../shared/src/local-redis';
 import { createApp } from './app';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const port = Number(process.env.PORT ?? 3000);
 
 async function main(): Promise<void> {
   // Not resending unanswered commands after a reconnect keeps a request from being counted twice.
-  const redis = new Redis(redisUrl, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
-  redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
-  const app = await createApp({ redis });
-  app.addHook('onClose', async () => void (await redis.quit()));
-  await app.listen({ port, host: '127.0.0.1' });
-  console.log(`fastify-api on http://127.0.0.1:${port} (Redis ${redisUrl})`);
-  console.log(`try: curl -i 'http://127.0.0.1:${port}/search?q=floodgate'`);
-  const shutdown = () => void app.close();
-  process.once('SIGINT', shutdown);
-  process.once('SIGTERM', shutdown);
+  const redis = await exampleRedis(
+    (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
+    { memoryNote: 'Counts are per process and lost on restart.' },
+  );
+  const app = await createApp({ redis: redis.client });
+  app.addHook('onClose', () => redis.close());
+  try {
+    await app.listen({ port, host: '127.0.0.1' });
+  } catch (error) {
+    await app.close();
+    throw error;
+  }
+  const address = app.server.address();
+  const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : port}`;
+  console.log(`fastify-api on ${url}`);
+  console.log(`limits: ${redis.description}`);
+  console.log(`try: curl -i '${url}/search?q=floodgate'`);
+  closeOnSignals(() => app.close());
 }
 
 main().catch((error: unknown) => {

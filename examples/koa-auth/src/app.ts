@@ -2,14 +2,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { bodyParser } from '@koa/bodyparser';
 import Router from '@koa/router';
-import { RedisStore, type LockoutOptions, type Logger } from '@floodgate/core';
+import { MemoryStore, RedisStore, type LockoutOptions, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/koa';
 import type { Redis } from 'ioredis';
 import Koa, { type Context } from 'koa';
 
 export interface AppOptions {
-  /** The ioredis client both limiters' RedisStore uses. The app never closes it. */
-  redis: Redis;
+  /** The ioredis client both limiters' RedisStore uses. The app never closes it.
+   * Without one the app counts in memory (MemoryStore): per process, lost on restart. */
+  redis?: Redis;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** Where Floodgate reports a failing store (once per change, not per request). Default console. */
@@ -53,7 +54,7 @@ function accountOf(ctx: Context): string | undefined {
 }
 
 export function createApp(options: AppOptions): Koa {
-  const store = new RedisStore({ client: options.redis });
+  const store = options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore();
   const shared = { store, prefix: options.prefix, logger: options.logger };
 
   // Customer-facing routes: if Redis is down, serving without a limit beats refusing every customer.

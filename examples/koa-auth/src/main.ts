@@ -1,23 +1,22 @@
-// Runs the koa-auth example: REDIS_URL (default redis://127.0.0.1:6379) and PORT (default 3000).
+// Runs the koa-auth example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
+import { exampleRedis, serveExample } from '../../shared/src/local-redis';
 import { createApp } from './app';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-const port = Number(process.env.PORT ?? 3000);
-
-// Not resending unanswered commands after a reconnect keeps a request from being counted twice.
-const redis = new Redis(redisUrl, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
-redis.on('error', (error: Error) => console.error(`redis: ${error.message}`));
-
-const server = createApp({ redis }).listen(port, '127.0.0.1', () => {
-  console.log(`koa-auth on http://127.0.0.1:${port} (Redis ${redisUrl})`);
-  console.log(
-    `try: curl -i -H 'content-type: application/json' -d '{"username":"demo","password":"wrong"}' http://127.0.0.1:${port}/login`,
+async function main(): Promise<void> {
+  // Not resending unanswered commands after a reconnect keeps a request from being counted twice.
+  const redis = await exampleRedis(
+    (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
+    { memoryNote: 'Counts and lock-outs are per process and lost on restart.' },
   );
-});
-
-function shutdown(): void {
-  server.close(() => void redis.quit());
+  await serveExample('koa-auth', createApp({ redis: redis.client }).callback(), {
+    port: Number(process.env.PORT ?? 3000),
+    redis,
+    tryLine: (url) => `curl -i -H 'content-type: application/json' -d '{"username":"demo","password":"wrong"}' ${url}/login`,
+  });
 }
-process.once('SIGINT', shutdown);
-process.once('SIGTERM', shutdown);
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});

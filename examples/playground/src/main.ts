@@ -1,4 +1,5 @@
-// `pnpm demo` lands here: parses --port / PORT and REDIS_URL, starts the playground and prints its URL.
+// `pnpm demo` lands here: parses --port / PORT, finds Redis for the race panel (REDIS_URL, else its own redis-server), starts the playground.
+import { closeOnSignals, localRedis } from '../../shared/src/local-redis';
 import { startPlayground } from './server';
 
 /** The port from `--port N`, `--port=N` or PORT, in that order; default 3000. Throws on a bad value. */
@@ -34,29 +35,34 @@ async function main(): Promise<void> {
     console.error(`playground: ${(error as Error).message}`);
     process.exit(2);
   }
-  const redisUrl = process.env.REDIS_URL || undefined;
+  // The race panel's Redis: REDIS_URL, else a redis-server of our own when one is on PATH, stopped on exit.
+  let redis;
+  try {
+    redis = await localRedis({ memoryNote: 'The race panel is off; everything else works.' });
+  } catch (error) {
+    console.error(`playground: could not start redis-server for the race panel: ${(error as Error).message}`);
+    process.exit(1);
+  }
   let playground;
   try {
-    playground = await startPlayground({ port, redisUrl });
+    playground = await startPlayground({ port, redisUrl: redis.url });
   } catch (error) {
+    await redis.stop();
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'EADDRINUSE') console.error(`playground: port ${port} is in use; try --port ${port + 1} or PORT=0`);
     else console.error('playground: could not start:', error);
     process.exit(1);
   }
   console.log(`Floodgate playground: ${playground.url}`);
-  console.log(redisUrl ? `race panel: Redis at ${redisUrl.replace(/\/\/[^@/]*@/, '//')}` : 'race panel: off (set REDIS_URL to enable it)');
-  let closing = false;
-  const stop = () => {
-    if (closing) return;
-    closing = true;
-    playground.close().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  };
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  console.log(`race panel: ${redis.description}`);
+  const started = playground;
+  closeOnSignals(async () => {
+    try {
+      await started.close();
+    } finally {
+      await redis.stop();
+    }
+  });
 }
 
 if (require.main === module) void main();

@@ -2,7 +2,10 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { createLimiter, RedisStore } from '@floodgate/core';
+import { redactRedisUrl } from '../../shared/src/local-redis';
 import { naiveConsume } from './naive-limiter';
+
+export { redactRedisUrl };
 
 /** Four connections stand in for four app instances sharing one Redis. */
 const CONNECTIONS = 4;
@@ -37,18 +40,9 @@ export interface Race {
   close(): Promise<void>;
 }
 
-export const RACE_HINT = 'Start a Redis server, then start the playground with REDIS_URL pointing at it:';
-export const RACE_COMMAND = "redis-server --port 6390 --save '' &\nREDIS_URL=redis://127.0.0.1:6390 pnpm demo";
-
-/** Shows a Redis URL without its user name or password. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    return `${u.protocol}//${u.hostname}${u.port ? `:${u.port}` : ''}${u.pathname === '/' ? '' : u.pathname}`;
-  } catch {
-    return 'the configured REDIS_URL';
-  }
-}
+// Shown only when there is neither REDIS_URL nor a redis-server on PATH: with one on PATH the demo starts its own.
+export const RACE_HINT = 'No REDIS_URL and no redis-server on PATH. Install Redis (the playground then starts and stops its own redis-server), or point REDIS_URL at one:';
+export const RACE_COMMAND = 'REDIS_URL=redis://127.0.0.1:6379 pnpm demo';
 
 function whole(name: keyof typeof RACE_BOUNDS, value: unknown): number {
   const { min, max } = RACE_BOUNDS[name];

@@ -76,6 +76,8 @@ describe('playground in Chromium', () => {
     expect(await row('sliding-window-log').getAttribute('data-max-in-window')).toBe('10');
     expect(await row('sliding-window-log').locator('.max-value').textContent()).toBe('10');
     expect(await row('sliding-window-log').getAttribute('data-denied')).toBe('10');
+    // The timeline is framed on the window edge: 5 s to 15 s, the edge (10 s) in the middle.
+    expect(await page.locator('.axis span').allTextContents()).toEqual(['5 s', '7.5 s', '10 s', '12.5 s', '15 s']);
     // Every request is drawn on every row: 20 ticks, admitted plus denied.
     for (const algorithm of ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra']) {
       expect(await row(algorithm).locator('.tick').count()).toBe(20);
@@ -88,11 +90,24 @@ describe('playground in Chromium', () => {
     await page.locator('#limit').dispatchEvent('change');
     await page.locator('#app[data-run-state="error"]').waitFor();
     expect(await page.locator('#sim-error').textContent()).toMatch(/Invalid option `options.limit`: got 2.5.*FG_INVALID_OPTION/);
+    // The last good run's rows would read as results for 2.5: they are gone.
+    expect(await page.locator('.row').count()).toBe(0);
     await page.fill('#limit', '10');
     await page.locator('#limit').dispatchEvent('change');
     await page.locator('#app[data-run-state="done"]').waitFor();
     expect(await page.locator('#sim-error').isHidden()).toBe(true);
     expect(await row('fixed-window').getAttribute('data-max-in-window')).toBe('20');
+  });
+
+  it('burst preset: a burst at one instant carries its count', async () => {
+    await page.selectOption('#speed', '0');
+    await page.locator('button[data-preset="burst"]').click();
+    await page.locator('#app[data-preset="burst"][data-run-state="done"]').waitFor();
+    const denied = Number(await row('sliding-window-log').getAttribute('data-denied'));
+    const counts = await row('sliding-window-log').locator('.run-count.no').allTextContents();
+    expect(counts).toHaveLength(1);
+    expect(Number(counts[0])).toBeGreaterThanOrEqual(10);
+    expect(Number(counts[0])).toBeLessThanOrEqual(denied);
   });
 
   it('live panel: each adapter answers with Floodgate headers, then 429 with Retry-After', async () => {
@@ -148,7 +163,7 @@ describe('playground in Chromium without Redis', () => {
       await page.locator('#race[data-race-state="disabled"]').waitFor();
       const text = await page.locator('#race-body').textContent();
       expect(text).toContain('No Redis configured');
-      expect(text).toContain('REDIS_URL=redis://127.0.0.1:6390 pnpm demo');
+      expect(text).toContain('REDIS_URL=redis://127.0.0.1:6379 pnpm demo');
     } finally {
       await context.close();
       rmSync(profile, { recursive: true, force: true });

@@ -1,6 +1,6 @@
 // The simulation the page runs: preset streams, the busiest-span count, and core's twins deciding.
 import { ALGORITHMS } from '@floodgate/core';
-import { DEFAULT_SETTINGS, PRESETS, Simulation, maxInSpan, runScenario, scenario } from '../web/simulation';
+import { DEFAULT_SETTINGS, PRESETS, Simulation, denseRuns, maxInSpan, runScenario, scenario } from '../web/simulation';
 
 describe('maxInSpan', () => {
   it('counts the most times inside any half-open span', () => {
@@ -30,6 +30,19 @@ describe('presets', () => {
     expect(times.filter((t) => t < windowMs)).toHaveLength(limit);
     expect(times.filter((t) => t >= windowMs)).toHaveLength(limit);
     expect(times[times.length - 1] - times[0]).toBeLessThan(windowMs);
+  });
+
+  it('boundary frames the window edge: half a window either side, every request inside, the edge in the middle', () => {
+    const { windowMs } = DEFAULT_SETTINGS;
+    const { times, view } = scenario('boundary', DEFAULT_SETTINGS);
+    expect(view).toEqual({ fromMs: 0.5 * windowMs, toMs: 1.5 * windowMs });
+    expect(times.every((t) => t >= view.fromMs && t <= view.toMs)).toBe(true);
+    // The requests cover 40% of the drawn width, not a fifth of it as on the whole 2-window axis.
+    expect((times[times.length - 1] - times[0]) / (view.toMs - view.fromMs)).toBeGreaterThan(0.35);
+    for (const preset of PRESETS.filter((p) => p !== 'boundary')) {
+      const sc = scenario(preset, DEFAULT_SETTINGS);
+      expect(sc.view).toEqual({ fromMs: 0, toMs: sc.durationMs });
+    }
   });
 
   it('caps a huge stream at the page bound', () => {
@@ -68,5 +81,24 @@ describe('runScenario', () => {
   it('rejects bad settings with the library option error', () => {
     expect(() => new Simulation({ limit: 0, windowMs: 10_000, ratePerSecond: 1 })).toThrow(/FG_INVALID_OPTION/);
     expect(() => new Simulation({ limit: 2.5, windowMs: 10_000, ratePerSecond: 1 })).toThrow(/limit/);
+  });
+});
+
+describe('denseRuns', () => {
+  it('gives a burst too dense to count by eye its count, admitted and denied apart; spaced requests get none', () => {
+    const { scenario: sc, simulation } = runScenario('burst', DEFAULT_SETTINGS);
+    const log = simulation.lanes.find((l) => l.algorithm === 'sliding-window-log')!;
+    const runs = denseRuns(log.outcomes, sc);
+    expect(runs.length).toBeGreaterThan(0);
+    // The burst is 2 x limit requests in 0.06 windows; most are denied, in one block that gets its count.
+    const w = DEFAULT_SETTINGS.windowMs;
+    const deniedInBurst = log.outcomes.filter((o) => !o.allowed && o.t >= 1.4 * w && o.t < 1.46 * w).length;
+    expect(deniedInBurst).toBeGreaterThanOrEqual(DEFAULT_SETTINGS.limit);
+    const denied = runs.filter((run) => !run.allowed);
+    expect(denied).toHaveLength(1);
+    // A steady request that lands inside the burst is in the block too.
+    expect(denied[0].count).toBeGreaterThanOrEqual(deniedInBurst);
+    expect(denied[0].count).toBeLessThanOrEqual(deniedInBurst + 2);
+    expect(denseRuns(runScenario('steady', DEFAULT_SETTINGS).simulation.lanes[0].outcomes, scenario('steady', DEFAULT_SETTINGS))).toEqual([]);
   });
 });

@@ -5,6 +5,7 @@ import {
   PRESETS,
   PRESET_TEXT,
   Simulation,
+  denseRuns,
   describeLimit,
   formatSeconds,
   scenario,
@@ -67,6 +68,8 @@ interface RowView {
   max: HTMLElement;
   ratio: HTMLElement;
   drawn: number;
+  /** The counts drawn beside dense bursts (redrawn as the run goes). */
+  counts: HTMLElement[];
 }
 
 let preset: PresetName = 'boundary';
@@ -96,6 +99,18 @@ function pct(t: number, duration: number): string {
   return `${((t / duration) * 100).toFixed(3)}%`;
 }
 
+/** Where time `t` sits across the drawn part of the timeline, clamped to it. */
+function at(t: number, sc: Scenario): string {
+  const { fromMs, toMs } = sc.view;
+  const share = Math.min(1, Math.max(0, (t - fromMs) / (toMs - fromMs)));
+  return `${(share * 100).toFixed(3)}%`;
+}
+
+/** Axis labels: every window, or every quarter window when less than two windows are drawn. */
+function axisStep(sc: Scenario, windowMs: number): number {
+  return sc.view.toMs - sc.view.fromMs < 2 * windowMs ? windowMs / 4 : windowMs;
+}
+
 function buildRows(sim: Simulation, sc: Scenario): RowView[] {
   const rows = byId<HTMLElement>('rows');
   rows.replaceChildren();
@@ -103,7 +118,7 @@ function buildRows(sim: Simulation, sc: Scenario): RowView[] {
   const views = sim.lanes.map((lane) => {
     const track = el('div', { class: 'track' });
     for (let edge = w; edge < sc.durationMs; edge += w) {
-      track.append(el('span', { class: 'edge', style: `left:${pct(edge, sc.durationMs)}` }));
+      if (edge > sc.view.fromMs && edge < sc.view.toMs) track.append(el('span', { class: 'edge', style: `left:${at(edge, sc)}` }));
     }
     const band = el('span', { class: 'band', hidden: '' });
     const playhead = el('span', { class: 'playhead', style: 'left:0%' });
@@ -131,12 +146,13 @@ function buildRows(sim: Simulation, sc: Scenario): RowView[] {
       ),
     );
     rows.append(root);
-    return { lane, root, track, band, playhead, admitted, denied, max, ratio, drawn: 0 };
+    return { lane, root, track, band, playhead, admitted, denied, max, ratio, drawn: 0, counts: [] };
   });
 
   const axis = el('div', { class: 'axis' });
-  for (let edge = 0; edge <= sc.durationMs; edge += w) {
-    axis.append(el('span', { style: `left:${pct(edge, sc.durationMs)}` }, formatSeconds(edge)));
+  const step = axisStep(sc, w);
+  for (let t = Math.ceil(sc.view.fromMs / step) * step; t <= sc.view.toMs; t += step) {
+    axis.append(el('span', { style: `left:${at(t, sc)}` }, formatSeconds(t)));
   }
   rows.append(el('div', { class: 'axis-row' }, el('div'), axis, el('div')));
   return views;
@@ -150,10 +166,21 @@ function paint(views: RowView[], sim: Simulation, sc: Scenario, clockMs: number)
       v.track.append(
         el('i', {
           class: o.allowed ? 'tick ok' : 'tick no',
-          style: `left:${pct(o.t, sc.durationMs)}`,
+          style: `left:${at(o.t, sc)}`,
           title: `${formatSeconds(o.t)}: ${o.allowed ? 'admitted' : 'denied'}, ${o.remaining} left`,
         }),
       );
+    }
+    if (fresh.length > 0) {
+      for (const old of v.counts) old.remove();
+      v.counts = denseRuns(v.lane.outcomes, sc).map((run) =>
+        el(
+          'span',
+          { class: run.allowed ? 'run-count ok' : 'run-count no', 'data-count': String(run.count), style: `left:${at(run.lastT, sc)}` },
+          `${run.count}`,
+        ),
+      );
+      v.track.append(...v.counts);
     }
     v.drawn = v.lane.outcomes.length;
     const best = sim.maxAdmittedInWindow(v.lane);
@@ -173,14 +200,15 @@ function paint(views: RowView[], sim: Simulation, sc: Scenario, clockMs: number)
     v.root.dataset.maxInWindow = String(best.count);
     if (best.count > 0) {
       const from = best.fromMs;
-      const to = Math.min(sc.durationMs, from + sim.settings.windowMs);
+      const to = Math.min(sc.view.toMs, from + sim.settings.windowMs);
+      const left = Math.max(from, sc.view.fromMs);
       v.band.hidden = false;
-      v.band.style.left = pct(from, sc.durationMs);
-      v.band.style.width = pct(to - from, sc.durationMs);
+      v.band.style.left = at(left, sc);
+      v.band.style.width = `${(((to - left) / (sc.view.toMs - sc.view.fromMs)) * 100).toFixed(3)}%`;
     } else {
       v.band.hidden = true;
     }
-    v.playhead.style.left = pct(Math.min(clockMs, sc.durationMs), sc.durationMs);
+    v.playhead.style.left = at(clockMs, sc);
   }
   byId('clock').textContent = `t = ${formatSeconds(Math.min(clockMs, sc.durationMs))} of ${formatSeconds(sc.durationMs)}`;
 }
@@ -207,6 +235,9 @@ function run(): void {
   } catch (error) {
     // The library's FG_INVALID_OPTION message, or the page's bounds.
     showError(error instanceof Error ? error.message : String(error));
+    // The rows of the last good run would read as results for the settings now shown: clear them.
+    byId('rows').replaceChildren();
+    byId('clock').textContent = '';
     app.dataset.runState = 'error';
     return;
   }
@@ -220,22 +251,23 @@ function run(): void {
   const speed = Number(byId<HTMLSelectElement>('speed').value);
   let next = 0;
   const finish = () => {
+    // Requests after the drawn part (none in the presets that frame one) still count.
+    while (next < sc.times.length) sim.request(sc.times[next++]);
     paint(views, sim, sc, sc.durationMs);
     for (const v of views) v.playhead.hidden = true;
     app.dataset.runState = 'done';
   };
   if (speed <= 0) {
-    for (const t of sc.times) sim.request(t);
-    finish();
+    finish(); // sends every request at once
     return;
   }
   const started = performance.now();
   const frame = (now: number) => {
     if (id !== runId) return;
-    const clock = (now - started) * speed;
+    const clock = sc.view.fromMs + (now - started) * speed;
     while (next < sc.times.length && sc.times[next] <= clock) sim.request(sc.times[next++]);
     paint(views, sim, sc, clock);
-    if (clock >= sc.durationMs) finish();
+    if (clock >= sc.view.toMs) finish();
     else requestAnimationFrame(frame);
   };
   requestAnimationFrame(frame);

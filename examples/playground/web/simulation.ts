@@ -38,6 +38,8 @@ export interface Scenario {
   durationMs: number;
   /** Request arrival times in ms from the start, ascending. */
   times: number[];
+  /** The part of the timeline drawn, [fromMs, toMs]: all of it, except where the story is one instant (the boundary's window edge). */
+  view: { fromMs: number; toMs: number };
 }
 
 /** Evenly spaced arrivals: `count` requests from `from` (inclusive) to `to` (exclusive). */
@@ -57,6 +59,7 @@ export function scenario(preset: PresetName, settings: Settings): Scenario {
   const { limit: l, windowMs: w, ratePerSecond } = settings;
   let durationMs: number;
   let times: number[];
+  let view: { fromMs: number; toMs: number } | undefined;
   switch (preset) {
     case 'steady':
       durationMs = 3 * w;
@@ -70,6 +73,9 @@ export function scenario(preset: PresetName, settings: Settings): Scenario {
       // Both halves fit well inside one window-long span (0.8w to 1.2w), but not inside one fixed window.
       durationMs = 2 * w;
       times = [...spread(0.8 * w, w, l), ...spread(w, 1.2 * w, l)];
+      // Half a window either side of the edge: the edge in the middle, the two halves 40% of the width
+      // (drawn on all 2w, everything happened in a fifth of the axis).
+      view = { fromMs: 0.5 * w, toMs: 1.5 * w };
       break;
     case 'quiet-then-burst':
       durationMs = 3 * w;
@@ -80,7 +86,7 @@ export function scenario(preset: PresetName, settings: Settings): Scenario {
   }
   times.sort((a, b) => a - b);
   if (times.length > BOUNDS.requests) times = times.slice(0, BOUNDS.requests);
-  return { preset, durationMs, times };
+  return { preset, durationMs, times, view: view ?? { fromMs: 0, toMs: durationMs } };
 }
 
 /** The most items of sorted `times` inside any half-open span [s, s + spanMs), and where it starts. */
@@ -185,4 +191,33 @@ export function describeLimit(limit: StoreLimit): string {
 export function formatSeconds(ms: number): string {
   const s = ms / 1000;
   return `${Number.isInteger(s) ? s : s.toFixed(1)} s`;
+}
+
+/** Ticks closer than this share of the track's width merge into one block: such a run gets its count beside it. */
+const CLUSTER_SHARE = 0.008;
+/** Runs shorter than this are countable by eye. */
+const CLUSTER_MIN = 4;
+
+/** Runs of outcomes (admitted or denied, taken apart) too dense to count by eye: where each ends and how many it holds. */
+export function denseRuns(outcomes: readonly { t: number; allowed: boolean }[], sc: Scenario): { allowed: boolean; lastT: number; count: number }[] {
+  const span = sc.view.toMs - sc.view.fromMs;
+  const runs: { allowed: boolean; lastT: number; count: number }[] = [];
+  for (const allowed of [true, false]) {
+    let last = -Infinity;
+    let count = 0;
+    const flush = () => {
+      if (count >= CLUSTER_MIN) runs.push({ allowed, lastT: last, count });
+    };
+    for (const o of outcomes) {
+      if (o.allowed !== allowed) continue;
+      if ((o.t - last) / span < CLUSTER_SHARE) count++;
+      else {
+        flush();
+        count = 1;
+      }
+      last = o.t;
+    }
+    flush();
+  }
+  return runs;
 }

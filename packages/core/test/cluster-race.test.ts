@@ -1,10 +1,10 @@
-// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, all requests in flight at once, each algorithm admits exactly its limit, uncoalesced and coalesced.
+// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, all requests in flight at once, each algorithm admits exactly its limit, uncoalesced and coalesced, on ioredis and node-redis cluster clients.
 import type { ChildProcess } from 'node:child_process';
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type AlgorithmName } from '../src';
 import { SCRIPTS } from '../src/stores/redis-protocol';
-import { modePrefix, type RaceCoalesce, type RaceReply, type RaceSetup } from './race/race-child';
+import { modePrefix, RACE_CLIENTS, type RaceClient, type RaceCoalesce, type RaceReply, type RaceSetup } from './race/race-child';
 import { inFlightTogetherMs, raceRound, startChildren, stopChildren, TURN_BATCH } from './race/race-harness';
 
 const PROCESSES = 3;
@@ -16,8 +16,9 @@ type Done = Extract<RaceReply, { type: 'done' }>;
 
 let cluster: RedisClusterHandle;
 let client: Cluster;
-const children: ChildProcess[] = [];
-const prefix = `crace-${Math.random().toString(36).slice(2, 8)}`;
+const run = Math.random().toString(36).slice(2, 8);
+/** Each client's children write under their own prefix on the one cluster. */
+const prefixFor = (kind: RaceClient) => `crace-${run}-${kind === 'node-redis' ? 'nr' : 'io'}`;
 
 
 beforeAll(async () => {
@@ -30,13 +31,9 @@ beforeAll(async () => {
     for (const { source } of Object.values(SCRIPTS)) await direct.script('LOAD', source);
     direct.disconnect();
   }
-  // The race test's own child (race/race-child.ts), told to connect to the cluster.
-  const setup: RaceSetup = { type: 'setup', port: 0, cluster: cluster.startupNodes, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
-  children.push(...(await startChildren(PROCESSES, setup)));
 }, 60_000);
 
 afterAll(async () => {
-  await stopChildren(children);
   client?.disconnect();
   await cluster?.stop();
 });
@@ -55,8 +52,8 @@ async function subjectsOnEveryMaster(own: string): Promise<{ subjects: string[];
   return { subjects, owners };
 }
 
-async function raceOnEveryMaster(coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
-  const own = modePrefix(prefix, coalesce);
+async function raceOnEveryMaster(children: ChildProcess[], kind: RaceClient, coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
+  const own = modePrefix(prefixFor(kind), coalesce);
   const { subjects, owners } = await subjectsOnEveryMaster(own);
   expect(new Set(owners).size).toBe(cluster.nodes.length);
   const store = new RedisStore({ client, timeoutMs: 5_000 });
@@ -101,13 +98,23 @@ async function raceOnEveryMaster(coalesce: RaceCoalesce, scriptCallsPerRound: nu
     const peek = await check.peek(subjects[i]);
     expect({ round, allowed: peek.allowed, remaining: peek.remaining, degraded: peek.degraded }).toEqual({ round, allowed: false, remaining: 0, degraded: false });
   }
-  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(`cluster race (coalesce ${coalesce}): ${JSON.stringify(results)}`);
+  if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(`cluster race (${kind}, coalesce ${coalesce}): ${JSON.stringify(results)}`);
 }
 
-it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} in flight at once on one subject per round, one script call each, rounds on every master: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
-  await raceOnEveryMaster(false, PROCESSES * IN_FLIGHT);
-}, 90_000);
+describe.each(RACE_CLIENTS)('on %s cluster clients', (kind) => {
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    // The race test's own child (race/race-child.ts), told to connect to the cluster with this client.
+    const setup: RaceSetup = { type: 'setup', port: 0, cluster: cluster.startupNodes, client: kind, prefix: prefixFor(kind), limit: LIMIT, inFlight: IN_FLIGHT };
+    children.push(...(await startChildren(PROCESSES, setup)));
+  }, 60_000);
+  afterAll(() => stopChildren(children));
 
-it(`default coalescing ('turn'): the same race on every master, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process: each algorithm admits exactly ${LIMIT}`, async () => {
-  await raceOnEveryMaster('turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
-}, 90_000);
+  it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} in flight at once on one subject per round, one script call each, rounds on every master: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
+    await raceOnEveryMaster(children, kind, false, PROCESSES * IN_FLIGHT);
+  }, 90_000);
+
+  it(`default coalescing ('turn'): the same race on every master, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process: each algorithm admits exactly ${LIMIT}`, async () => {
+    await raceOnEveryMaster(children, kind, 'turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
+  }, 90_000);
+});

@@ -1,11 +1,11 @@
-// Race test: separate Node processes, hundreds of requests in flight at once on one subject, one redis-server: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
+// Race test: separate Node processes, hundreds of requests in flight at once on one subject, one redis-server, on ioredis and node-redis: every algorithm admits exactly its limit; the naive GET-then-INCR control over-admits.
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { createLimiter, RedisStore, type AlgorithmName } from '../src';
-import { modePrefix, type RaceCoalesce, type RaceGo, type RaceReply, type RaceSetup } from './race/race-child';
+import { modePrefix, RACE_CLIENTS, type RaceClient, type RaceCoalesce, type RaceGo, type RaceReply, type RaceSetup } from './race/race-child';
 import { inFlightTogetherMs, raceRound, startChildren, stopChildren, TURN_BATCH } from './race/race-harness';
 
 const PROCESSES = 4;
@@ -19,29 +19,26 @@ type Done = Extract<RaceReply, { type: 'done' }>;
 
 let server: RedisServer;
 let client: Redis;
-const children: ChildProcess[] = [];
-const prefix = `race-${Math.random().toString(36).slice(2, 8)}`;
-const results: Record<string, Record<string, unknown>> = {};
+const run = Math.random().toString(36).slice(2, 8);
+/** Results per client, then per coalescing mode. */
+const results: Record<string, Record<string, Record<string, unknown>>> = {};
 
 beforeAll(async () => {
   server = await startRedis();
   client = server.client({ autoResendUnfulfilledCommands: false });
-  const setup: RaceSetup = { type: 'setup', port: server.port, prefix, limit: LIMIT, inFlight: IN_FLIGHT };
-  children.push(...(await startChildren(PROCESSES, setup)));
 }, 60_000);
 
 afterAll(async () => {
-  await stopChildren(children);
   client?.disconnect();
   await server?.stop();
-  const report = { processes: PROCESSES, inFlightPerProcess: IN_FLIGHT, limit: LIMIT, modes: results };
+  const report = { processes: PROCESSES, inFlightPerProcess: IN_FLIGHT, limit: LIMIT, clients: results };
   console.log(`race results:\n${JSON.stringify(report, null, 2)}`);
   mkdirSync(join(REPO, '.artifacts'), { recursive: true });
   writeFileSync(ARTIFACT, `${JSON.stringify({ ...report, at: new Date().toISOString() }, null, 2)}\n`);
 });
 
 /** One round behind the start barrier, with the script calls Redis counted for it. */
-async function round(go: RaceGo) {
+async function round(children: ChildProcess[], go: RaceGo) {
   await server.resetStats();
   const done: Done[] = await raceRound(children, go, server);
   const commands = await server.commandStats();
@@ -60,9 +57,9 @@ async function round(go: RaceGo) {
   };
 }
 
-async function raceEveryAlgorithm(coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
-  const own = modePrefix(prefix, coalesce);
-  const mode = (results[String(coalesce)] = {} as Record<string, unknown>);
+async function raceEveryAlgorithm(children: ChildProcess[], kind: RaceClient, coalesce: RaceCoalesce, scriptCallsPerRound: number): Promise<void> {
+  const own = modePrefix(prefixFor(kind), coalesce);
+  const mode = ((results[kind] ??= {})[String(coalesce)] = {} as Record<string, unknown>);
   const store = new RedisStore({ client, timeoutMs: 5_000 });
   const subject = 'one-shared-subject';
   const rounds: (AlgorithmName | 'naive')[] = coalesce === false ? ['naive', ...ALGORITHMS] : [...ALGORITHMS];
@@ -70,7 +67,7 @@ async function raceEveryAlgorithm(coalesce: RaceCoalesce, scriptCallsPerRound: n
   if (rounds.includes('naive')) await client.set(naiveKey, '0', 'PX', 3_600_000); // so that the control's key has a TTL as well
 
   for (const name of rounds) {
-    const summary = await round({ type: 'go', round: name, coalesce, subject, naiveKey });
+    const summary = await round(children, { type: 'go', round: name, coalesce, subject, naiveKey });
     mode[name] = summary;
     expect({ name, failed: summary.failed, requests: summary.requests }).toEqual({ name, failed: 0, requests: PROCESSES * IN_FLIGHT });
     // No process had an answer before every process had sent all of its requests.
@@ -98,10 +95,22 @@ async function raceEveryAlgorithm(coalesce: RaceCoalesce, scriptCallsPerRound: n
   expect(ttls.every((ttl) => ttl > 0)).toBe(true);
 }
 
-it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} requests in flight at once, one script call each: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
-  await raceEveryAlgorithm(false, PROCESSES * IN_FLIGHT);
-}, 90_000);
+/** Each client's children write under their own prefix on the one server. */
+const prefixFor = (kind: RaceClient) => `race-${run}-${kind === 'node-redis' ? 'nr' : 'io'}`;
 
-it(`default coalescing ('turn'): the same race, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process, each algorithm admits exactly ${LIMIT}`, async () => {
-  await raceEveryAlgorithm('turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
-}, 90_000);
+describe.each(RACE_CLIENTS)('on %s', (kind) => {
+  const children: ChildProcess[] = [];
+  beforeAll(async () => {
+    const setup: RaceSetup = { type: 'setup', port: server.port, client: kind, prefix: prefixFor(kind), limit: LIMIT, inFlight: IN_FLIGHT };
+    children.push(...(await startChildren(PROCESSES, setup)));
+  }, 60_000);
+  afterAll(() => stopChildren(children));
+
+  it(`no coalescing: ${PROCESSES} processes x ${IN_FLIGHT} requests in flight at once, one script call each: each algorithm admits exactly ${LIMIT}; GET-then-INCR does not`, async () => {
+    await raceEveryAlgorithm(children, kind, false, PROCESSES * IN_FLIGHT);
+  }, 90_000);
+
+  it(`default coalescing ('turn'): the same race, ${Math.ceil(IN_FLIGHT / TURN_BATCH)} script calls per process, each algorithm admits exactly ${LIMIT}`, async () => {
+    await raceEveryAlgorithm(children, kind, 'turn', PROCESSES * Math.ceil(IN_FLIGHT / TURN_BATCH));
+  }, 90_000);
+});

@@ -1,12 +1,15 @@
 // One process of the race test: on 'go', fires N requests at once on one shared subject, says when all are sent, and reports how many were admitted.
 import { Cluster, Redis } from 'ioredis';
-import { createLimiter, RedisStore, type AlgorithmName, type CoalesceMode, type Limiter, type LimitOptions } from '../../src';
+import { createClient, createCluster } from 'redis';
+import { createLimiter, RedisStore, type AlgorithmName, type CoalesceMode, type Limiter, type LimitOptions, type RedisClient } from '../../src';
 
 export interface RaceSetup {
   type: 'setup';
   port: number;
   /** Startup nodes of a Redis Cluster (cluster-race.test.ts): connect to it instead of `port`. */
   cluster?: { host: string; port: number }[];
+  /** Which client the child's RedisStore is given. Default 'ioredis'. */
+  client?: RaceClient;
   prefix: string;
   limit: number;
   inFlight: number;
@@ -22,6 +25,8 @@ export interface RaceGo {
   subject: string;
   naiveKey: string;
 }
+export type RaceClient = 'ioredis' | 'node-redis';
+export const RACE_CLIENTS: readonly RaceClient[] = ['ioredis', 'node-redis'];
 export type RaceCoalesce = Extract<CoalesceMode, false | 'turn'>;
 /** The modes a child has limiters for; each writes under its own prefix, `${prefix}-${mode}`. */
 export const RACE_MODES: readonly RaceCoalesce[] = [false, 'turn'];
@@ -53,7 +58,13 @@ export type RaceReply =
 
 const ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
 
-let client: Redis | Cluster;
+/** The commands the naive control needs, which both clients spell alike. */
+interface ControlCommands {
+  get(key: string): Promise<string | null | unknown>;
+  incr(key: string): Promise<number | unknown>;
+}
+let client: RedisClient & ControlCommands;
+let closeClient: () => void = () => undefined;
 let setup: RaceSetup;
 const limiters = new Map<string, Limiter>();
 const now = () => performance.timeOrigin + performance.now();
@@ -71,11 +82,23 @@ function optionsFor(algorithm: AlgorithmName, limit: number): LimitOptions {
 
 async function onSetup(message: RaceSetup): Promise<void> {
   setup = message;
-  client = message.cluster
-    ? new Cluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
-    : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
-  client.on('error', () => undefined);
-  await client.ping();
+  if (message.client === 'node-redis') {
+    const nodeRedis = message.cluster
+      ? createCluster({ rootNodes: message.cluster.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) })
+      : createClient({ url: `redis://127.0.0.1:${message.port}` });
+    nodeRedis.on('error', () => undefined);
+    await nodeRedis.connect();
+    client = nodeRedis as unknown as typeof client;
+    closeClient = () => void (nodeRedis.isOpen && nodeRedis.destroy());
+  } else {
+    const ioredis = message.cluster
+      ? new Cluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
+      : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
+    ioredis.on('error', () => undefined);
+    await ioredis.ping();
+    client = ioredis;
+    closeClient = () => ioredis.disconnect();
+  }
   // A long timeout: the parent holds Redis stopped (SIGSTOP) until every process has sent its round.
   for (const coalesce of RACE_MODES) {
     const store = new RedisStore({ client, timeoutMs: 20_000, coalesce });
@@ -155,7 +178,7 @@ async function onGo(message: RaceGo): Promise<void> {
 
 process.on('message', (message: RaceSetup | RaceGo | { type: 'exit' }) => {
   const handle =
-    message.type === 'setup' ? onSetup(message) : message.type === 'go' ? onGo(message) : Promise.resolve(client?.disconnect()).then(() => process.exit(0));
+    message.type === 'setup' ? onSetup(message) : message.type === 'go' ? onGo(message) : Promise.resolve(closeClient()).then(() => process.exit(0));
   handle.catch((error: unknown) => send({ type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }));
 });
 process.on('disconnect', () => process.exit(0));
