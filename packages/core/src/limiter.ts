@@ -2,7 +2,7 @@
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
 import { breakerFor, type CircuitBreaker } from './failure/breaker';
-import { createFallback, reportTransitions } from './failure/policy';
+import { createFallback, reportTransitions, type FailMode } from './failure/policy';
 import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
@@ -73,11 +73,11 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): Limiter {
   const { failure } = resolved;
   const shared = resolved.store;
   const breaker = breakerFor(shared, failure.breaker, clock);
-  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError);
+  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError, failure.failMode);
   const fallback = createFallback(limits, failure, breaker);
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
-  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs, failure.failMode), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
   if (shared.warnings?.length && !warned.has(shared)) {
     warned.add(shared);
     for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
@@ -176,7 +176,7 @@ const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circu
  * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
  * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
  */
-function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined): Store {
+function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined, failMode: FailMode): Store {
   const call =
     timeoutMs === undefined
       ? (request: StoreRequest) => shared.evaluate(request)
@@ -191,7 +191,7 @@ function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | und
       try {
         result = await call(request);
       } catch (error) {
-        breaker.failure(error, admission === 'probe');
+        breaker.failure(error, admission === 'probe', failMode);
         throw error;
       }
       breaker.success();
