@@ -6,7 +6,7 @@ import { RedisStore, type FailMode, type Logger } from '@floodgate/core';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import { rateLimit as fastifyRateLimit } from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
-import { sleep, startRedis, steadyLoad, waitFor, type RedisServer } from '@floodgate/testing';
+import { prng, sleep, startRedis, steadyLoad, waitFor, type RedisServer } from '@floodgate/testing';
 import express from 'express';
 import fastify from 'fastify';
 import Koa from 'koa';
@@ -65,18 +65,6 @@ export interface SoakReport {
   keysChecked: number;
   logLines: number;
   firstFailureLines: number;
-}
-
-/** mulberry32: a small seeded generator, so one seed replays one run's faults. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** How long the event loop stood still, per 10 ms tick: what a response's lateness may owe to the process, not to Floodgate. */
@@ -188,7 +176,7 @@ function outcome(route: FailMode, a: Answer): string {
 
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const log = opts.log ?? (() => undefined);
-  const rnd = random(opts.seed);
+  const rnd = prng(opts.seed).next;
   const violations: string[] = [];
   let violationCount = 0;
   const violate = (v: string) => {

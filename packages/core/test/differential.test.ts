@@ -1,11 +1,10 @@
 // Differential test: seeded random sequences (consume, peek, refund) run on MemoryStore and RedisStore side by side must decide identically, step by step.
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import { startRedis, type RedisServer, prng } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS, MemoryStore, RedisStore } from '../src';
 import { resolveLimiterOptions } from '../src/options';
 import type { LimiterOptions, StoreLimit, StoreRequest, StoreResult } from '../src';
 import { FakeClock } from './conformance/fake-clock';
-import { prng } from './support/prng';
 
 const SEED = Number(process.env.FLOODGATE_DIFF_SEED ?? 0x5eed_2024);
 const STEPS = Number(process.env.FLOODGATE_DIFF_STEPS ?? 3000);

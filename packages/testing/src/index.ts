@@ -10,3 +10,4 @@ export { parseCommandStats, sumCommandStats } from './command-stats';
 export { pollUntil, type PollOptions } from './poll';
 export * from './faults';
 export { CountingStore } from './counting-store';
+export { prng, type Prng } from './prng';

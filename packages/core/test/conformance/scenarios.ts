@@ -1,7 +1,7 @@
 // The conformance table: one set of scenarios with exact expected decisions, run against any Store.
+import { prng } from '@floodgate/testing';
 import { createLimiter, subjectKey } from '../../src';
 import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, Store } from '../../src';
-import { prng } from '../support/prng';
 import { FakeClock, T0 } from './fake-clock';
 
 export interface ConformanceContext {
