@@ -261,9 +261,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const end = start + opts.durationMs;
       // Every kind once per round, in a seeded order: a short run still sees each.
       let round: FaultKind[] = [];
-      while (performance.now() < end - 2_500) {
+      // Until the end, and in any case until each kind has struck once (a loaded machine runs a short soak slowly).
+      const more = (leftMs: number) => performance.now() < end - leftMs || FAULT_KINDS.some((k) => faults[k] === 0);
+      while (more(2_500)) {
         await sleep(800 + rnd() * 1_200);
-        if (performance.now() > end - 2_000) break;
+        if (!more(2_000)) break;
         if (round.length === 0) round = [...FAULT_KINDS].sort(() => rnd() - 0.5);
         const kind = round.shift()!;
         const lengthMs = Math.round(300 + rnd() * 1_000);
