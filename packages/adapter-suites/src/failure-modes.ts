@@ -180,7 +180,12 @@ export function runFaultScenarios(h: AdapterHarness): void {
         expect(states[0]).toBe('open');
         expect(states[states.length - 1]).toBe('closed');
         for (let i = 1; i < states.length; i++) expect(states[i]).not.toBe(states[i - 1]);
-        expect(logged.length).toBe(events.length);
+        // One line at the outage's first failed call, naming the three routes' failModes, then one per state change.
+        const firstFailure = logged.filter((m) => m.includes('requests it cannot decide are now'));
+        expect(firstFailure).toHaveLength(1);
+        expect(logged[0]).toBe(firstFailure[0]);
+        for (const mode of ['open', 'closed', 'local']) expect(firstFailure[0]).toContain(`(failMode '${mode}')`);
+        expect(logged.length).toBe(events.length + 1);
       } finally {
         await running.stop().catch(() => undefined); // the stop() above reports a hang; here only clean up
         await app.close();

@@ -2,7 +2,7 @@
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
 import { breakerFor, type CircuitBreaker } from './failure/breaker';
-import { createFallback, reportTransitions } from './failure/policy';
+import { createFallback, reportTransitions, type FailMode } from './failure/policy';
 import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
@@ -89,7 +89,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   const { failure } = resolved;
   const shared = resolved.store;
   const breaker = breakerFor(shared, failure.breaker, clock);
-  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError);
+  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError, failure.failMode);
   const fallback = createFallback(limits, failure, breaker);
   // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
   const meter = metricsFor(resolved.meterProvider);
@@ -103,7 +103,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: { calls: number; requests: number } });
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
-  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs, monitor, meter), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs, failure.failMode, monitor, meter), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
   const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats };
@@ -222,7 +222,14 @@ const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circu
  * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
  * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
  */
-function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | undefined, monitor: StoreMonitor, meter: FloodgateMetrics): Store {
+function guarded(
+  shared: Store,
+  breaker: CircuitBreaker,
+  timeoutMs: number | undefined,
+  failMode: FailMode,
+  monitor: StoreMonitor,
+  meter: FloodgateMetrics,
+): Store {
   // Attribute objects built once per store, never per call.
   const ok: Attributes = { [ATTR.store]: shared.name };
   const failed = {} as Record<StoreErrorKind, Attributes>;
@@ -246,7 +253,7 @@ function guarded(shared: Store, breaker: CircuitBreaker, timeoutMs: number | und
         const kind = recordFailure(monitor, error);
         meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
         meter.storeErrors.add(1, failed[kind]);
-        breaker.failure(error, admission === 'probe');
+        breaker.failure(error, admission === 'probe', failMode);
         throw error;
       }
       meter.storeDuration.record((performance.now() - started) / 1000, ok);

@@ -1,11 +1,10 @@
 // Differential test: seeded random sequences (consume, peek, refund) run on MemoryStore and RedisStore side by side must decide identically, step by step.
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import { startRedis, type RedisServer, prng } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS, MemoryStore, RedisStore } from '../src';
 import { resolveLimiterOptions } from '../src/options';
 import type { LimiterOptions, StoreLimit, StoreRequest, StoreResult } from '../src';
 import { FakeClock } from './conformance/fake-clock';
-import { prng } from './support/prng';
 
 const SEED = Number(process.env.FLOODGATE_DIFF_SEED ?? 0x5eed_2024);
 const STEPS = Number(process.env.FLOODGATE_DIFF_STEPS ?? 3000);
@@ -29,6 +28,9 @@ const PROFILES: Profile[] = [
   { name: 'swl-lock', options: { algorithm: 'sliding-window-log', limit: 4, windowMs: 700, lockout: { after: 4, baseMs: 333, maxMs: 5000, forgetMs: 1000 } } },
   { name: 'gcra', options: { algorithm: 'gcra', burst: 4, refillPerSecond: 7.5 } },
   { name: 'gcra-frac', options: { algorithm: 'gcra', burst: 6, refillPerSecond: 1000 / 60 } },
+  // High rates: an emission interval of 1.2 us (50,000,000/min) and of 1 us, TATs far below a ms.
+  { name: 'gcra-50m-min', options: { algorithm: 'gcra', burst: 50, refillPerSecond: 50_000_000 / 60 } },
+  { name: 'gcra-1e6', options: { algorithm: 'gcra', burst: 5_000, refillPerSecond: 1_000_000 } },
   {
     name: 'multi-same',
     options: { limits: [{ algorithm: 'fixed-window', limit: 3, windowMs: 1000 }, { algorithm: 'fixed-window', limit: 10, windowMs: 60_000 }] },

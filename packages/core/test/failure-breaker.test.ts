@@ -328,8 +328,38 @@ describe('limiter with a failing store', () => {
       'open>half-open',
       'half-open>closed',
     ]);
-    expect(logger.lines.map((l) => l.level)).toEqual(['error', 'warn', 'error', 'warn', 'warn']);
-    expect(logger.lines[0].message).toMatch(/store "switch" failed 3 times in a row .*circuit open/);
+    // The first failed call of the outage, then each state change: one line each, never one per request.
+    expect(logger.lines.map((l) => l.level)).toEqual(['error', 'error', 'warn', 'error', 'warn', 'warn']);
+    expect(logger.lines[0].message).toBe(
+      `[floodgate] store "switch" failed (backend is down [FG_STORE_UNAVAILABLE] See node_modules/@floodgate/core/docs/errors.md#fg-store-unavailable): requests it cannot decide are now served without limiting (failMode 'open').` +
+        ` Other endpoints on this store: refused with 503 and Retry-After (failMode 'closed'). Logged once until the store answers again. The circuit opens after 3 failures in a row.`,
+    );
+    expect(logger.lines[1].message).toMatch(/store "switch" failed 3 times in a row .*circuit open/);
+  });
+
+  it('logs the first failed call of each outage once, before the breaker opens, naming its failMode', async () => {
+    const store = new SwitchStore();
+    const logger = recordingLogger();
+    const events: StoreErrorEvent[] = [];
+    const closed = createLimiter({ store, limit: 100, failMode: 'closed', breaker: { failureThreshold: 5 }, logger, onStoreError: (e) => events.push(e) });
+    const lines = () => logger.lines.map((l) => l.message);
+    expect((await closed.consume('a')).reason).toBe('allowed');
+    store.up = false;
+    expect((await closed.consume('a')).reason).toBe('fail-closed');
+    // Loud at once: the breaker has not opened (1 failure of 5), yet the line says what the route does.
+    expect(events).toEqual([]);
+    expect(lines()).toEqual([expect.stringMatching(/^\[floodgate\] store "switch" failed \(.+\): requests it cannot decide are now refused with 503 and Retry-After \(failMode 'closed'\)\. Logged once/)]);
+    for (let i = 0; i < 3; i++) await closed.consume('a');
+    expect(lines()).toHaveLength(1); // 4 failures, still once
+    store.up = true;
+    expect((await closed.consume('a')).reason).toBe('allowed'); // answered: the outage is over
+    store.up = false;
+    await closed.consume('a');
+    await closed.consume('a');
+    // A new outage, a new line; the breaker never opened (never 5 failures in a row).
+    expect(lines()).toHaveLength(2);
+    expect(lines()[1]).toBe(lines()[0]);
+    expect(events).toEqual([]);
   });
 
   it('a hook that throws is logged and never reaches the request', async () => {

@@ -186,7 +186,16 @@ it('Redis killed under steady load: open serves, closed refuses with Retry-After
     expect(states[states.length - 1]).toBe('closed');
     for (let i = 1; i < states.length; i++) expect(states[i]).not.toBe(states[i - 1]);
     expect(states.length).toBeLessThan(20);
-    expect(logger.lines.length).toBe(events.length);
+    // Loud at once: the outage's first failed call logged one line, before the breaker opened,
+    // saying what each endpoint now does; then one line per state change.
+    const first = logger.lines.filter((l) => l.includes('requests it cannot decide are now'));
+    expect(first).toHaveLength(1);
+    expect(logger.lines[0]).toBe(first[0]);
+    expect(first[0]).toMatch(
+      /^error \[floodgate\] store "redis" failed \(.+\): requests it cannot decide are now .+ \(failMode '(open|closed|local)'\)\. Other endpoints on this store: .+\. Logged once until the store answers again\. The circuit opens after 5 failures in a row\.$/,
+    );
+    for (const mode of ['open', 'closed', 'local']) expect(first[0]).toContain(`(failMode '${mode}')`);
+    expect(logger.lines.length).toBe(events.length + 1);
 
     // Resumed by itself: the store decides again, and still limits.
     const after = running.samples.filter((s) => s.firedAt > restartAt && s.decision.reason !== 'fail-open' && s.decision.reason !== 'fail-closed' && s.decision.reason !== 'fail-local');

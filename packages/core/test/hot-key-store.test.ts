@@ -1,4 +1,5 @@
 // HotKeyStore over a MemoryStore with a simulated clock: options, leasing, and the documented bounds per algorithm.
+import { prng } from '@floodgate/testing';
 import {
   createLimiter,
   FloodgateError,
@@ -35,17 +36,6 @@ class DownStore implements Store {
     throw new FloodgateError('FG_STORE_UNAVAILABLE', 'Redis connection is reconnecting.');
   }
   async reset(): Promise<void> {}
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const KEYS1 = ['t:{s}:a'];
@@ -287,7 +277,7 @@ async function simulate(o: SimOptions): Promise<SimResult> {
       hotKeys: o.hotKeys ? { instances: o.instances, threshold: 20, leaseSize: o.leaseSize, leaseMs: o.leaseMs } : undefined,
     }),
   );
-  const random = mulberry32(o.seed);
+  const random = prng(o.seed).next;
   const admitted: Admission[] = [];
   let requests = 0;
   let intensity = 0.3;

@@ -1,6 +1,6 @@
 // Hostile input: tens of thousands of random header values, IP strings and API keys through identify and a real Redis.
 import { runInThisContext } from 'node:vm';
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import { prng, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { createLimiter, type Limiter } from '../src/limiter';
 import { RedisStore } from '../src/stores/redis-store';
@@ -10,22 +10,13 @@ const SEED = Number(process.env.FG_FUZZ_SEED ?? 0x5eed);
 const IDENTIFY_RUNS = 25_000;
 const REDIS_RUNS = 15_000;
 
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed with FG_FUZZ_SEED. */
-function prng(seed: number) {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const int = (n: number) => Math.floor(next() * n);
-  const pick = <T>(list: readonly T[]): T => list[int(list.length)];
-  return { next, int, pick };
+/** The shared seeded PRNG, so a failing run can be replayed with FG_FUZZ_SEED; int(n) draws from [0, n). */
+function rngOf(seed: number) {
+  const r = prng(seed);
+  return { next: r.next, int: (n: number) => r.int(0, n - 1), pick: r.pick };
 }
 
-type Rng = ReturnType<typeof prng>;
+type Rng = ReturnType<typeof rngOf>;
 
 const NASTY = ['{', '}', ':', '{}', '}{', '::', '%', '%25', '\u0000', '\r\n', '\t', ' ', '"', "'", '\\', '/', '*', '[', ']', ',', ';', '=', 'é', '€', '😀', '\ud800', '\uffff', '\u202e'];
 
@@ -149,7 +140,7 @@ describe('identity under hostile input', () => {
 
   it.each(identifies)('identify never throws and gives bounded subjects (%s)', async (_name, make) => {
     const identify = make();
-    const rng = prng(SEED);
+    const rng = rngOf(SEED);
     const pools = makePools(rng);
     const kinds = new Map<string, number>();
     const bad: string[] = [];
@@ -178,7 +169,7 @@ describe('identity under hostile input', () => {
       return l;
     };
     const identify = createIdentify({ logger: quietLogger, resolveKey, keyCache: { max: 1_000 } });
-    const rng = prng(SEED + 1);
+    const rng = rngOf(SEED + 1);
     const pools = makePools(rng);
     let decided = 0;
     let denied = 0;

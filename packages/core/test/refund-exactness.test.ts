@@ -1,8 +1,7 @@
 // Refund exactness: N concurrent attempts, each charged before its "handler" and refunded when it succeeds, leave exactly the failures charged; every algorithm, on memory, Redis and a Redis Cluster.
-import { startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer } from '@floodgate/testing';
+import { startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer, prng } from '@floodgate/testing';
 import type { Cluster, Redis } from 'ioredis';
 import { ALGORITHMS, createLimiter, MemoryStore, RedisStore, type AlgorithmName, type Store } from '../src';
-import { prng } from './support/prng';
 
 const N = 200;
 const K = 37;

@@ -11,3 +11,4 @@ export { pollUntil, type PollOptions } from './poll';
 export * from './faults';
 export { CountingStore } from './counting-store';
 export { runCommand, isProcessAlive, freshMachineEnv, startExample, type RunningCommand, type StartedExample } from './child-process';
+export { prng, type Prng } from './prng';

@@ -39,6 +39,13 @@ export interface BreakerTransition {
   readonly retryInMs: number;
 }
 
+/** The first failed call of an outage (none since the store last answered), with the caller's context. */
+export interface FirstFailure {
+  readonly error: unknown;
+  /** What the caller passed along with the failure (the limiter's failMode). */
+  readonly context: string | undefined;
+}
+
 /** What the breaker lets one store call do. */
 export type Admission = 'call' | 'probe' | 'skip';
 
@@ -71,7 +78,10 @@ export class CircuitBreaker {
   private failures = 0;
   private waitMs: number;
   private probeAt = 0;
+  // True from the first failed call until the store answers again: one outage.
+  private failing = false;
   private readonly listeners = new Set<(t: BreakerTransition) => void>();
+  private readonly firstFailureListeners = new Set<(f: FirstFailure) => void>();
 
   constructor(
     readonly options: ResolvedBreakerOptions,
@@ -95,6 +105,12 @@ export class CircuitBreaker {
     return () => this.listeners.delete(listener);
   }
 
+  /** Called at the first failed call of each outage (reset when the store answers). Returns the unsubscribe function. */
+  onFirstFailure(listener: (f: FirstFailure) => void): () => void {
+    this.firstFailureListeners.add(listener);
+    return () => this.firstFailureListeners.delete(listener);
+  }
+
   /** Whether the next store call may go ahead; 'probe' claims the one call allowed in half-open. */
   admit(): Admission {
     if (this.current === 'closed') return 'call';
@@ -107,13 +123,21 @@ export class CircuitBreaker {
 
   success(): void {
     this.failures = 0;
+    this.failing = false;
     if (this.current !== 'closed') {
       this.waitMs = this.options.coolDownMs;
       this.move('closed', undefined, 0);
     }
   }
 
-  failure(error: unknown, probe: boolean): void {
+  /** One store call failed; `context` is passed to the first-failure listeners (the caller's failMode). */
+  failure(error: unknown, probe: boolean, context?: string): void {
+    if (!this.failing) {
+      // Told before any state change it causes, so the outage's first line comes first.
+      this.failing = true;
+      const first: FirstFailure = { error, context };
+      for (const listener of this.firstFailureListeners) listener(first);
+    }
     if (this.current === 'closed') {
       this.failures++;
       if (this.failures >= this.options.failureThreshold) this.open(error);

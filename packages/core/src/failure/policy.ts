@@ -61,7 +61,11 @@ export interface FailureOptions {
   breaker?: BreakerOptions;
   /** Called once per circuit breaker state change (open, half-open, closed), never once per request. Errors it throws are logged. */
   onStoreError?: (event: StoreErrorEvent) => void;
-  /** Receives the same state changes ('open' as error, the others as warn) and configuration warnings. Default `console`. */
+  /**
+   * Receives one error line at the first failed store call of each outage (what failed, and what
+   * this store's endpoints now do by their failMode), the same state changes as `onStoreError`
+   * ('open' as error, the others as warn), and configuration warnings. Default `console`.
+   */
   logger?: Logger;
 }
 
@@ -155,20 +159,52 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
 interface Reporter {
   logger: Logger;
   hook: ((event: StoreErrorEvent) => void) | undefined;
+  /** The failure modes of the limiters reporting here: what the endpoints on this store now do. */
+  failModes: Set<FailMode>;
 }
 
 const reporters = new WeakMap<CircuitBreaker, Reporter[]>();
 
+/** What an endpoint does while its store cannot decide, in the words of the first-failure line. */
+const FAIL_MODE_DOES: Record<FailMode, string> = {
+  open: 'served without limiting',
+  closed: 'refused with 503 and Retry-After',
+  local: "limited from this instance's memory with its share of the limit",
+};
+
 /**
- * Reports this breaker's state changes to this logger and hook. Limiters that share a store share
- * its breaker; with the same logger and hook (every route of one app) a change is reported once.
+ * Reports this breaker's state changes, and the first failed call of each outage, to this logger
+ * and hook. Limiters that share a store share its breaker; with the same logger and hook (every
+ * route of one app) a change is reported once, and the first-failure line names every failMode.
  */
-export function reportTransitions(breaker: CircuitBreaker, storeName: string, logger: Logger, hook: Reporter['hook']): void {
+export function reportTransitions(breaker: CircuitBreaker, storeName: string, logger: Logger, hook: Reporter['hook'], failMode: FailMode): void {
   let list = reporters.get(breaker);
   if (!list) reporters.set(breaker, (list = []));
-  if (list.some((r) => r.logger === logger && r.hook === hook)) return;
-  list.push({ logger, hook });
+  const known = list.find((r) => r.logger === logger && r.hook === hook);
+  if (known) {
+    known.failModes.add(failMode);
+    return;
+  }
+  const reporter: Reporter = { logger, hook, failModes: new Set([failMode]) };
+  list.push(reporter);
   breaker.subscribe((t) => report(t, storeName, logger, hook));
+  breaker.onFirstFailure((f) => reportFirstFailure(f.error, f.context as FailMode | undefined, storeName, reporter, breaker.options.failureThreshold));
+}
+
+/** One line at the first failed call of an outage: what failed and what the endpoints now do. Logger only: the hook hears state changes. */
+function reportFirstFailure(error: unknown, failMode: FailMode | undefined, store: string, reporter: Reporter, threshold: number): void {
+  const mode = failMode !== undefined && reporter.failModes.has(failMode) ? failMode : [...reporter.failModes][0];
+  const others = [...reporter.failModes].filter((m) => m !== mode);
+  const also = others.length ? ` Other endpoints on this store: ${others.map((m) => `${FAIL_MODE_DOES[m]} (failMode '${m}')`).join('; ')}.` : '';
+  const circuit = threshold > 1 ? ` The circuit opens after ${threshold} failures in a row.` : '';
+  try {
+    reporter.logger.error(
+      `[floodgate] store "${store}" failed (${describe(error)}): requests it cannot decide are now ${FAIL_MODE_DOES[mode]} (failMode '${mode}').${also} Logged once until the store answers again.${circuit}`,
+      { store, failMode: mode, failModes: [...reporter.failModes], error: describe(error) },
+    );
+  } catch {
+    // A broken logger must not break requests.
+  }
 }
 
 function report(t: BreakerTransition, store: string, logger: Logger, hook: Reporter['hook']): void {

@@ -1,7 +1,7 @@
 // The conformance table: one set of scenarios with exact expected decisions, run against any Store.
+import { prng } from '@floodgate/testing';
 import { createLimiter, subjectKey } from '../../src';
 import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, Store } from '../../src';
-import { prng } from '../support/prng';
 import { FakeClock, T0 } from './fake-clock';
 
 export interface ConformanceContext {
@@ -635,7 +635,7 @@ export const SCENARIOS: readonly Scenario[] = [
     async run(ctx) {
       const l = ctx.limiter({ algorithm: 'gcra', burst: 3, refillPerSecond: 3 });
       await expectDecision('burst', l.consume('s', { cost: 3 }), { allowed: true, remaining: 0, resetMs: 1000 });
-      // TAT = T0 + 999.999 ms: the next unit fits at T0 + 333.333 ms, i.e. after 334 whole ms.
+      // TAT = T0 + 1000 ms: the next unit fits at T0 + 333.333 ms, i.e. after 334 whole ms.
       await expectDecision('spent', l.consume('s'), { allowed: false, retryAfterMs: 334 });
       const admittedAt: number[] = [];
       for (let i = 0; i < 9; i++) {
@@ -645,6 +645,32 @@ export const SCENARIOS: readonly Scenario[] = [
       }
       // 9 units at 3/s: the k-th fits at ceil(k * 333.333) ms.
       expect(admittedAt).toEqual([334, 667, 1000, 1334, 1667, 2000, 2334, 2667, 3000]);
+    },
+  },
+  {
+    name: 'gcra at high rates (1e6/s, 50,000,000/min, 123,456.7/s): admitted within 0.1% of burst + rate x time',
+    async run(ctx) {
+      // A whole-microsecond emission interval admitted 20% too many at 50,000,000/min (1.2 us -> 1 us).
+      for (const [i, rate] of [1_000_000, 50_000_000 / 60, 123_456.7].entries()) {
+        // A burst of a second or more: the key's TTL (real time on Redis) outlives each step's real ms.
+        const burst = 1_000_000;
+        const l = ctx.limiter({ algorithm: 'gcra', burst, refillPerSecond: rate });
+        const start = ctx.clock.now();
+        let admitted = 0;
+        // Every 7 ms, take all there is: what `remaining` says must be admitted, in one draw.
+        for (let step = 0; step <= 143; step++) {
+          const { remaining } = await l.peek(`hr${i}`, { cost: 0 });
+          if (remaining !== null && remaining > 0) {
+            await expectDecision(`rate ${rate}, step ${step}`, l.consume(`hr${i}`, { cost: remaining }), { allowed: true });
+            admitted += remaining;
+          }
+          await expectDecision(`rate ${rate}, step ${step}: then nothing`, l.consume(`hr${i}`), { allowed: false });
+          if (step < 143) ctx.clock.advance(7);
+        }
+        const ideal = burst + (rate * (ctx.clock.now() - start)) / 1000;
+        expect(admitted).toBeLessThanOrEqual(ideal + 1);
+        expect(Math.abs(admitted - ideal) / ideal).toBeLessThan(0.001);
+      }
     },
   },
   ...PAIRS.map(

@@ -1,42 +1,60 @@
-// gcra in memory: the twin of gcra.lua, step for step (microsecond TAT, integer arithmetic).
-import type { Twin } from '../types';
+// gcra in memory: the twin of gcra.lua, step for step (TAT as whole ms + fraction, sums relative to now).
+import { EPSILON, type Twin } from '../types';
 import { ttl } from '../twin-math';
 
-/** The theoretical arrival time in microseconds. */
-export type GcraState = number;
+/** The theoretical arrival time: whole ms plus a fraction of a ms in [0, 1) (Lua: '<ms>:<fraction>'). */
+export interface GcraState {
+  readonly ms: number;
+  readonly fraction: number;
+}
 
-/** The emission interval in whole microseconds (Lua: interval). */
-const interval = (rate: number) => Math.max(1, Math.floor(1e6 / rate + 0.5));
+/** The TAT ahead of now in ms, 0 when absent or past (Lua: ahead). */
+function ahead(s: GcraState | undefined, now: number): number {
+  if (s === undefined) return 0;
+  return Math.max(0, s.ms - now + s.fraction);
+}
+
+/** The TAT `a` ms ahead of now, split into whole ms and fraction (Lua: save). */
+function save(now: number, a: number): { state: GcraState; ttlMs: number } {
+  const whole = Math.floor(a);
+  return { state: { ms: now + whole, fraction: a - whole }, ttlMs: ttl(a) };
+}
+
+/** Units that fit after a TAT `from` ms ahead: the largest k with from + k * T <= tau + EPSILON (Lua: room). */
+function room(from: number, tau: number, T: number): number {
+  const k = Math.max(0, Math.floor((tau - from) / T + EPSILON));
+  if (from + (k + 1) * T <= tau + EPSILON) return k + 1;
+  if (k > 0 && from + k * T > tau + EPSILON) return k - 1;
+  return k;
+}
 
 export const gcra: Twin<GcraState> = {
   check(s, now, { capacity: cap, period: rate }, cost) {
-    const T = interval(rate);
+    const T = 1000 / rate;
     const tau = cap * T;
-    const nowUs = now * 1000;
-    let tat = s ?? nowUs;
-    if (tat < nowUs) tat = nowUs;
-    const diff = tat + cost * T - nowUs;
-    if (diff <= tau) {
+    const tat = ahead(s, now);
+    const diff = tat + cost * T;
+    if (diff <= tau + EPSILON) {
       return {
         allowed: true,
-        remaining: Math.floor((tau - diff) / T),
-        resetMs: Math.ceil(diff / 1000),
+        remaining: room(diff, tau, T),
+        resetMs: Math.ceil(diff - EPSILON),
         retryAfterMs: 0,
-        next: { state: nowUs + diff, ttlMs: ttl(diff / 1000) },
+        next: save(now, diff),
       };
     }
     return {
       allowed: false,
-      remaining: Math.max(0, Math.floor((tau - (tat - nowUs)) / T)),
-      resetMs: Math.ceil((tat - nowUs) / 1000),
-      retryAfterMs: cost <= cap ? Math.max(1, Math.ceil((diff - tau) / 1000)) : -1,
+      remaining: room(tat, tau, T),
+      resetMs: Math.ceil(tat - EPSILON),
+      retryAfterMs: cost <= cap ? Math.max(1, Math.ceil(diff - tau - EPSILON)) : -1,
     };
   },
   refund(s, now, { period: rate }, cost) {
-    const nowUs = now * 1000;
-    if (cost === 0 || s === undefined || s <= nowUs) return undefined;
-    const back = s - cost * interval(rate);
-    if (back <= nowUs) return null;
-    return { state: back, ttlMs: ttl((back - nowUs) / 1000) };
+    const tat = ahead(s, now);
+    if (cost === 0 || tat <= 0) return undefined;
+    const back = tat - cost * (1000 / rate);
+    if (back <= EPSILON) return null;
+    return save(now, back);
   },
 };

@@ -1,4 +1,4 @@
-// A seeded PRNG (mulberry32) and draws from it, so random test sequences replay exactly from their seed.
+// A seeded PRNG (mulberry32) and draws from it, so random test sequences (and the soak's faults) replay exactly from their seed.
 
 export interface Prng {
   /** A float in [0, 1). */
