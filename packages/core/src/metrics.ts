@@ -62,7 +62,8 @@ export class DecisionTally {
   count(scope: string, reason: DecisionReason, policy: string | null, degraded: boolean, allowed: boolean): void {
     let reasons = this.scopes.get(scope);
     if (reasons === undefined) {
-      if (this.scopes.size >= MAX_SCOPES) return this.count(OTHER_SCOPE, reason, policy, degraded, allowed);
+      // Past MAX_SCOPES every new scope counts as OTHER_SCOPE, which itself always gets its place.
+      if (this.scopes.size >= MAX_SCOPES && scope !== OTHER_SCOPE) return this.count(OTHER_SCOPE, reason, policy, degraded, allowed);
       this.scopes.set(scope, (reasons = new Map()));
     }
     let policies = reasons.get(reason);

@@ -87,6 +87,16 @@ describe('decisions on a memory store', () => {
     ]);
     expect(http.health().decisions).toEqual({ allowed: 10_000, denied: 10_000, degraded: 0 });
   });
+
+  it('counts scopes past MAX_SCOPES (1000) as one <other> series, and never fails a decision for it', async () => {
+    const { meterProvider, points } = setup();
+    const limiter = createLimiter({ store: new MemoryStore(), limit: 5, meterProvider, logger: quiet });
+    for (let i = 0; i < 1_500; i++) expect((await limiter.consume('s', { scope: `scope-${i}` })).allowed).toBe(true);
+    const series = await points('floodgate.decisions');
+    expect(Object.keys(series)).toHaveLength(1_001);
+    const other = Object.entries(series).find(([label]) => label.includes('floodgate.scope=<other>'));
+    expect(other?.[1]).toBe(500);
+  });
 });
 
 describe('decisions on a real redis-server that is killed', () => {
