@@ -71,8 +71,10 @@ export function runFaultScenarios(h: AdapterHarness): void {
           // An override of HTTP options only: the route keeps the global limiter, so the default failMode ('open').
           { method: 'GET', path: '/catalog', options: { cost: 1 } },
           { method: 'POST', path: '/login', options: { failMode: 'closed' } },
-          // Keys verified upstream (trust): each request's fresh key is a caller of its own.
-          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, limit: 10, unverifiedKeys: 'trust' } },
+          // Keys verified upstream (trust): each request's fresh key is a caller of its own. gcra with a
+          // one-hour refill, not the 10-minute fixed window: a wall-clock window edge inside a
+          // seconds-long outage would legitimately admit a second share.
+          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, algorithm: 'gcra', burst: 10, refillPerSecond: 10 / 3_600, unverifiedKeys: 'trust' } },
         ],
       });
       // Warm up (JIT, connections, script cache) before measuring: a cold process under this load

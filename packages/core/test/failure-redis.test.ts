@@ -110,7 +110,9 @@ function threeRoutes(store: Store, events: TimedEvent[], logger: Logger) {
     prefix,
     open: createLimiter({ ...common, limit: 1_000_000, failMode: 'open' }),
     closed: createLimiter({ ...common, limit: 1_000_000, failMode: 'closed' }),
-    local: createLimiter({ ...common, limit: 10, failMode: 'local', instances: 2 }),
+    // gcra with a one-hour refill, not the 10-minute fixed window: an outage can last seconds on a
+    // loaded machine, and a wall-clock window edge inside it would legitimately admit a second share.
+    local: createLimiter({ ...common, algorithm: 'gcra', windowMs: undefined, burst: 10, refillPerSecond: 10 / 3_600, failMode: 'local', instances: 2 }),
   };
 }
 
