@@ -121,6 +121,11 @@ export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
   });
 }
 
+/** A key function's answer that names a subject: a non-empty string or a finite number (else: fall back / skip). */
+function isKeyValue(raw: unknown): raw is string | number {
+  return (typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw));
+}
+
 /** An exempt request (allow list, `skip`): served as if no limiter ran. */
 const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
@@ -189,6 +194,8 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   // A group's bucket is known now: claim it at registration. A route's scope is known at its first request.
   if (o.group !== undefined) claimBuckets(store, prefix, o.group, limits, label);
   const claimed = new Set<string>();
+  // Decided once: a request needs charges tracked only for extra keys or counting by outcome.
+  const plain = o.extraKeys.length === 0 && !o.countOnly;
   const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: join(family, limiterFrom(k.limiter)), claimed: new Set<string>() }));
 
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
@@ -205,7 +212,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) });
     if (!o.key) return builtIn();
     return Promise.resolve(o.key(request)).then((raw) =>
-      (typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw))
+      isKeyValue(raw)
         ? { subject: `custom:${raw}`, kind: 'custom' as const }
         : builtIn(),
     );
@@ -258,10 +265,12 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     }
   }
 
-  function claim(scope: string): void {
-    claimBuckets(store, prefix, scope, limits, label);
-    claimed.add(scope);
+  /** Claims a scope's buckets for these limits and remembers it, so each scope is claimed once. */
+  function claimInto(done: Set<string>, scope: string, scopeLimits: typeof limits): void {
+    claimBuckets(store, prefix, scope, scopeLimits, label);
+    done.add(scope);
   }
+  const claim = (scope: string) => claimInto(claimed, scope, limits);
 
   function withCost(facts: RequestFacts, request: Req, cost: number): HttpResult | Promise<HttpResult> {
     const scope = scopeOf(facts);
@@ -287,7 +296,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     // A caller the block cache denies is answered synchronously: the flood of 429s skips the store's promise chain.
     const blocked = chosen.blocked(identity.subject, options);
     if (blocked) return respond(blocked, request, cost, scope, identity);
-    if (o.extraKeys.length === 0 && !o.countOnly) {
+    if (plain) {
       return chosen.consume(identity.subject, options).then((decision) => respond(decision, request, cost, scope, identity));
     }
     return chosen.consume(identity.subject, options).then((decision) => {
@@ -307,13 +316,10 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     try {
       for (const extra of extras) {
         const raw = await extra.key(request);
-        if (!((typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw)))) continue;
+        if (!isKeyValue(raw)) continue;
         const subject = `${extra.name}:${raw}`;
         const extraScope = `${scope}#${extra.name}`;
-        if (!extra.claimed.has(extraScope)) {
-          claimBuckets(o.limiter.store, o.limiter.prefix, extraScope, extra.limits, label);
-          extra.claimed.add(extraScope);
-        }
+        if (!extra.claimed.has(extraScope)) claimInto(extra.claimed, extraScope, extra.limits);
         const decision = await extra.limiter.consume(subject, { cost, scope: extraScope });
         if (decision.at !== undefined) charges.push({ limiter: extra.limiter, subject, scope: extraScope, at: decision.at, name: extra.name });
         if (!decision.allowed) {
