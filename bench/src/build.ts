@@ -18,7 +18,7 @@ const FLOODGATE = ['core', 'express', 'fastify', 'koa'];
 const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 
 /** Entry points of child processes, compiled to dist/<name>.js. */
-const CHILDREN = ['server', 'core-worker', 'memory-worker'];
+const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker'];
 
 function resolvesFromBench(specifier: string): boolean {
   try {
@@ -58,15 +58,21 @@ const common = {
   tsconfig: join(BENCH_DIR, 'tsconfig.json'),
 };
 
-/** Builds dist/: one file per Floodgate package that exists, and one per child entry. */
-export async function buildChildren(): Promise<void> {
-  mkdirSync(OUT_DIR, { recursive: true });
+/**
+ * Builds dist/: one file per Floodgate package that exists, and one per child entry. `repoDir`
+ * and `outDir` build another checkout's packages (e.g. a worktree of an older commit) with this
+ * bench's children, so one run can measure both (`pnpm bench:micro --against DIR`).
+ */
+export async function buildChildren(options: { repoDir?: string; outDir?: string; children?: readonly string[] } = {}): Promise<void> {
+  const outDir = options.outDir ?? OUT_DIR;
+  const repoDir = options.repoDir ?? REPO_DIR;
+  mkdirSync(outDir, { recursive: true });
   for (const pkg of FLOODGATE) {
-    const entry = join(REPO_DIR, 'packages', pkg, 'src', 'index.ts');
+    const entry = join(repoDir, 'packages', pkg, 'src', 'index.ts');
     if (!existsSync(entry)) continue;
-    await build({ ...common, entryPoints: [entry], outfile: join(OUT_DIR, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
+    await build({ ...common, entryPoints: [entry], outfile: join(outDir, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
   }
-  for (const name of CHILDREN) {
-    await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(OUT_DIR, `${name}.js`), plugins: [externals(undefined)] });
+  for (const name of options.children ?? CHILDREN) {
+    await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(outDir, `${name}.js`), plugins: [externals(undefined)] });
   }
 }

@@ -1,0 +1,298 @@
+// Child process of `pnpm bench:micro`: µs per decision of the core on the memory store, of the HTTP
+// pipeline, and of each adapter's per-request work against stand-in request and response objects.
+// Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
+import { createHttpLimiter, createLimiter, type RequestFacts } from '@floodgate/core';
+
+export interface MicroCase {
+  name: string;
+  /** One operation; resolves (or calls back) when the decision has been applied. */
+  setup(): Promise<() => unknown>;
+}
+
+export interface MicroResult {
+  name: string;
+  /** Median over samples of µs per operation. */
+  us: number;
+  /** Smallest and largest sample, µs per operation. */
+  min: number;
+  max: number;
+  /** Operations per sample. */
+  ops: number;
+  samples: number;
+  /** What one operation answered (a check that the case measured what it names). */
+  answered: string;
+}
+
+const IP = '127.0.0.1';
+const HEADERS = {
+  host: '127.0.0.1:3000',
+  'user-agent': 'autocannon',
+  accept: '*/*',
+  connection: 'keep-alive',
+};
+/** Admit regime of `pnpm bench`: nothing is ever limited. */
+const ADMIT = { limit: 1_000_000_000, windowMs: 3_600_000 } as const;
+
+/** Awaits a value only when it is a promise: synchronous answers stay synchronous, as in the adapters. */
+function settle(value: unknown): unknown {
+  return value instanceof Promise ? value : undefined;
+}
+
+/** A callback-style operation as a promise the loop can await. */
+function viaCallback(run: (done: (error?: unknown) => void) => void): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve, reject) => {
+      run((error) => (error ? reject(error) : resolve()));
+    });
+}
+
+/** A stand-in for Node's ServerResponse where the adapters touch it. */
+function standInRes() {
+  const headers: Record<string, unknown> = {};
+  return {
+    headers,
+    statusCode: 200,
+    writableFinished: false,
+    headersSent: false,
+    setHeader(name: string, value: unknown) {
+      headers[name.toLowerCase()] = value;
+      return this;
+    },
+    getHeader: (name: string) => headers[name.toLowerCase()],
+    getHeaders: () => headers,
+    removeHeader: (name: string) => void delete headers[name.toLowerCase()],
+    once() {
+      return this;
+    },
+    on() {
+      return this;
+    },
+    writeHead() {
+      return this;
+    },
+    end() {},
+  };
+}
+
+let lastAnswer = '';
+const remember = (text: string) => {
+  lastAnswer = text;
+};
+
+export const CASES: MicroCase[] = [
+  {
+    name: 'core: limiter.consume, admitted (memory store, sliding-window-counter)',
+    async setup() {
+      const limiter = createLimiter({ ...ADMIT });
+      const options = { scope: 'GET /' };
+      return () =>
+        limiter.consume('ip:127.0.0.1', options).then((d) => {
+          if (!d.allowed) throw new Error('core admit case was limited');
+          remember(`${d.reason} remaining=${d.remaining}`);
+        });
+    },
+  },
+  {
+    name: 'core: limiter.consume, denied from the block cache',
+    async setup() {
+      const limiter = createLimiter({ limit: 1, windowMs: 3_600_000 });
+      await limiter.consume('ip:127.0.0.1');
+      return () =>
+        limiter.consume('ip:127.0.0.1').then((d) => {
+          if (d.allowed) throw new Error('core reject case was admitted');
+          remember(d.reason);
+        });
+    },
+  },
+  {
+    name: 'http: handleNow (identity, headers), admitted',
+    async setup() {
+      const http = createHttpLimiter({ ...ADMIT });
+      const facts: RequestFacts = { ip: IP, headers: HEADERS, method: 'GET', route: '/' };
+      const request = {};
+      return () => {
+        const result = http.handleNow(facts, request);
+        const check = (r: Awaited<typeof result>) => {
+          if (r.status !== 'next') throw new Error(`http admit case answered ${r.status}`);
+          remember(`${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
+        };
+        if (result instanceof Promise) return result.then(check);
+        check(result);
+        return undefined;
+      };
+    },
+  },
+  {
+    name: 'http: handleNow, denied from the block cache',
+    async setup() {
+      const http = createHttpLimiter({ limit: 1, windowMs: 3_600_000 });
+      const facts: RequestFacts = { ip: IP, headers: HEADERS, method: 'GET', route: '/' };
+      await http.handle(facts, {});
+      return () => {
+        const result = http.handleNow(facts, {});
+        const check = (r: Awaited<typeof result>) => {
+          if (r.status !== 429) throw new Error(`http reject case answered ${r.status}`);
+          remember(`${r.status}`);
+        };
+        if (result instanceof Promise) return result.then(check);
+        check(result);
+        return undefined;
+      };
+    },
+  },
+  {
+    name: 'express: app-wide middleware, admitted (stand-in req/res, one route)',
+    async setup() {
+      const express = (await import('express')).default;
+      const { rateLimit } = await import('@floodgate/express');
+      const app = express();
+      const middleware = rateLimit({ ...ADMIT });
+      app.use(middleware);
+      app.get('/', (_req, res) => void res.send('ok'));
+      return viaCallback((done) => {
+        const res = standInRes();
+        const req = { app, method: 'GET', url: '/', originalUrl: '/', headers: HEADERS, ip: IP } as never;
+        middleware(req, res as never, (error?: unknown) => {
+          if (error) return done(error);
+          if (res.headers['ratelimit-remaining'] === undefined) return done(new Error('express case sent no headers'));
+          remember(`next ratelimit-remaining=${String(res.headers['ratelimit-remaining'])}`);
+          done();
+        });
+      });
+    },
+  },
+  {
+    name: 'fastify: route onRequest hook, admitted (stand-in request/reply)',
+    async setup() {
+      const fastify = (await import('fastify')).default;
+      const { rateLimit } = await import('@floodgate/fastify');
+      const app = fastify({ logger: false });
+      await app.register(rateLimit, { ...ADMIT });
+      let hook: ((request: unknown, reply: unknown, done: (error?: Error) => void) => void) | undefined;
+      // Registered after the plugin's: sees the route with Floodgate's hook added.
+      app.addHook('onRoute', (route) => {
+        const hooks = route.onRequest as unknown;
+        const list = Array.isArray(hooks) ? hooks : hooks ? [hooks] : [];
+        hook = list.find((fn: { name?: string }) => fn.name === 'floodgate');
+      });
+      app.get('/', async () => 'ok');
+      await app.ready();
+      if (!hook) throw new Error('no Floodgate onRequest hook on the route');
+      const run = hook;
+      return viaCallback((done) => {
+        const headers: Record<string, unknown> = {};
+        const reply = {
+          raw: standInRes(),
+          header(name: string, value: unknown) {
+            headers[name.toLowerCase()] = value;
+            return reply;
+          },
+          code() {
+            return reply;
+          },
+          send() {
+            return reply;
+          },
+          type() {
+            return reply;
+          },
+        };
+        const request = { ip: IP, headers: HEADERS, method: 'GET', is404: false, rateLimit: undefined };
+        run(request, reply, (error) => {
+          if (error) return done(error);
+          if (headers['ratelimit-remaining'] === undefined) return done(new Error('fastify case sent no headers'));
+          remember(`done ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
+          done();
+        });
+      });
+    },
+  },
+  {
+    name: 'koa: app-wide middleware, admitted (stand-in ctx)',
+    async setup() {
+      const { rateLimit } = await import('@floodgate/koa');
+      const middleware = rateLimit({ ...ADMIT });
+      const app = { middleware: [middleware] };
+      const next = () => Promise.resolve();
+      return async () => {
+        const headers: Record<string, unknown> = {};
+        const ctx = {
+          app,
+          ip: IP,
+          headers: HEADERS,
+          method: 'GET',
+          path: '/',
+          host: '127.0.0.1:3000',
+          state: {} as Record<string, unknown>,
+          res: standInRes(),
+          set(name: string, value: unknown) {
+            headers[name.toLowerCase()] = value;
+          },
+        };
+        await middleware(ctx as never, next);
+        if (headers['ratelimit-remaining'] === undefined) throw new Error('koa case sent no headers');
+        remember(`next ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
+      };
+    },
+  },
+];
+
+/** Runs `ops` operations one after another (awaiting each, as one connection would). Returns µs per op. */
+async function sample(op: () => unknown, ops: number): Promise<number> {
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < ops; i++) {
+    const pending = settle(op());
+    if (pending) await pending;
+  }
+  return Number(process.hrtime.bigint() - started) / 1000 / ops;
+}
+
+export async function runCase(c: MicroCase, ops: number, samples: number): Promise<MicroResult> {
+  const op = await c.setup();
+  // Warm-up: let V8 optimise the path, as a server's first seconds do.
+  await sample(op, Math.max(1000, ops));
+  const gc = (globalThis as { gc?: () => void }).gc;
+  const us: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    gc?.();
+    us.push(await sample(op, ops));
+  }
+  const sorted = [...us].sort((a, b) => a - b);
+  return {
+    name: c.name,
+    us: sorted[Math.floor(sorted.length / 2)],
+    min: sorted[0],
+    max: sorted[sorted.length - 1],
+    ops,
+    samples,
+    answered: lastAnswer,
+  };
+}
+
+export interface MicroJob {
+  ops: number;
+  samples: number;
+  /** Substrings of case names to run; all when empty. */
+  only: string[];
+}
+
+async function main(job: MicroJob): Promise<MicroResult[]> {
+  const results: MicroResult[] = [];
+  for (const c of CASES) {
+    if (job.only.length > 0 && !job.only.some((o) => c.name.includes(o))) continue;
+    results.push(await runCase(c, job.ops, job.samples));
+  }
+  return results;
+}
+
+if (require.main === module) {
+  main(JSON.parse(process.argv[2] ?? '{}') as MicroJob).then(
+    (results) => {
+      process.stdout.write(`${JSON.stringify(results)}\n`);
+    },
+    (error: Error) => {
+      console.error(error.stack ?? error.message);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,121 @@
+// `pnpm bench:micro`: µs per decision of the core on the memory store, of the HTTP pipeline and of
+// each adapter's per-request work (stand-in request and response objects), in a tight loop.
+//
+//   pnpm bench:micro                       this checkout
+//   pnpm bench:micro --against ../old      also another checkout (e.g. a worktree of an older
+//                                          commit, after `pnpm install`), interleaved run by run
+//   pnpm bench:micro --only core,http --ops 50000 --samples 9 --rounds 3
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildChildren, OUT_DIR } from './build';
+import { BENCH_DIR, loadAverage, machine } from './env';
+import type { MicroJob, MicroResult } from './micro-worker';
+
+const HELP = `Usage: pnpm bench:micro [options]
+
+  --ops N          operations per sample (default 20000)
+  --samples N      samples per case and round; the median is reported (default 7)
+  --rounds N       runs of every case, alternating checkouts (default 3)
+  --only LIST      case names containing any of these, comma-separated (core,http,express,...)
+  --against DIR    also measure the Floodgate packages of another checkout, run by run
+  --json FILE      write the results there too
+  --help`;
+
+interface Side {
+  label: string;
+  dir: string;
+}
+
+function runWorker(dir: string, job: MicroJob): MicroResult[] {
+  const out = execFileSync(process.execPath, ['--expose-gc', join(dir, 'micro-worker.js'), JSON.stringify(job)], {
+    cwd: BENCH_DIR,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return JSON.parse(out.trim().split('\n').pop() ?? '[]') as MicroResult[];
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const fmt = (us: number) => (us < 10 ? us.toFixed(2) : us.toFixed(1));
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      ops: { type: 'string' },
+      samples: { type: 'string' },
+      rounds: { type: 'string' },
+      only: { type: 'string' },
+      against: { type: 'string' },
+      json: { type: 'string' },
+      help: { type: 'boolean' },
+    },
+  });
+  if (values.help) {
+    console.log(HELP);
+    return;
+  }
+  const job: MicroJob = {
+    ops: Number(values.ops ?? 20_000),
+    samples: Number(values.samples ?? 7),
+    only: values.only ? values.only.split(',').map((s) => s.trim()) : [],
+  };
+  const rounds = Number(values.rounds ?? 3);
+  const sides: Side[] = [{ label: 'this checkout', dir: OUT_DIR }];
+  await buildChildren({ children: ['micro-worker'] });
+  if (values.against) {
+    const repoDir = resolve(values.against);
+    if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
+    const dir = join(BENCH_DIR, 'dist-against');
+    mkdirSync(dir, { recursive: true });
+    await buildChildren({ repoDir, outDir: dir, children: ['micro-worker'] });
+    sides.unshift({ label: `against ${values.against}`, dir });
+  }
+  const m = machine();
+  console.log(`${m.cpu}, ${m.cores} cores, Node ${m.node}; load average ${loadAverage().join(' ')} at start; ${job.ops} ops x ${job.samples} samples x ${rounds} rounds`);
+  const all = new Map<string, Map<string, number[]>>(); // side -> case -> µs per round
+  const answers = new Map<string, string>();
+  for (let round = 0; round < rounds; round++) {
+    // Alternate which checkout goes first, so drift hits both alike.
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
+    for (const side of order) {
+      for (const r of runWorker(side.dir, job)) {
+        let byCase = all.get(side.label);
+        if (!byCase) all.set(side.label, (byCase = new Map()));
+        byCase.set(r.name, [...(byCase.get(r.name) ?? []), r.us]);
+        answers.set(`${side.label}\u0000${r.name}`, r.answered);
+      }
+      process.stderr.write(`round ${round + 1}/${rounds}: ${side.label} done\n`);
+    }
+  }
+  const names = [...(all.get(sides[sides.length - 1].label)?.keys() ?? [])];
+  const rows = names.map((name) => {
+    const cells = sides.map((s) => {
+      const xs = all.get(s.label)?.get(name);
+      return xs ? median(xs) : NaN;
+    });
+    return { name, cells };
+  });
+  const header = ['case', ...sides.map((s) => `µs/op, ${s.label}`), ...(sides.length === 2 ? ['after / before'] : [])];
+  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
+  for (const { name, cells } of rows) {
+    const ratio = sides.length === 2 && Number.isFinite(cells[0]) ? [(cells[1] / cells[0]).toFixed(2)] : [];
+    lines.push(`| ${name} | ${cells.map((c) => (Number.isFinite(c) ? fmt(c) : 'n/a')).join(' | ')} | ${ratio.join('')}`.replace(/ \| $/, ' |'));
+  }
+  console.log(lines.join('\n'));
+  console.log('\nWhat one operation answered (last run):');
+  for (const name of names) console.log(`  ${name}: ${answers.get(`${sides[sides.length - 1].label}\u0000${name}`)}`);
+  if (values.json) {
+    writeFileSync(values.json, JSON.stringify({ machine: machine(), loadAverage: loadAverage(), job, rounds, sides: sides.map((s) => s.label), rows }, null, 2));
+  }
+}
+
+main().catch((error: Error) => {
+  console.error(error.stack ?? error.message);
+  process.exit(1);
+});
