@@ -55,7 +55,7 @@ export interface Decision {
   readonly at?: number;
 }
 
-/** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. */
+/** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. `at`: see Decision.at. */
 export function toDecision(
   limits: readonly ResolvedLimit[],
   allowed: boolean,
@@ -63,37 +63,46 @@ export function toDecision(
   cost: number,
   reason?: DecisionReason,
   degraded = false,
+  at?: number,
 ): Decision {
-  const perLimit: LimitDecision[] = results.map((r, i) => ({
-    policy: limits[i].name,
-    allowed: r.allowed,
-    limit: limits[i].limit,
-    windowMs: limits[i].windowMs,
-    // A limit that would have admitted was not charged when another denied.
-    remaining: !allowed && r.allowed ? r.remaining + cost : r.remaining,
-    resetMs: r.resetMs,
-    retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
-  }));
-  let pick = perLimit[0];
-  for (const d of perLimit) {
-    if (allowed) {
+  const perLimit: LimitDecision[] = new Array(results.length);
+  let pick: LimitDecision | undefined;
+  for (let i = 0; i < results.length; i++) {
+    const r = results[i];
+    const l = limits[i];
+    const d: LimitDecision = {
+      policy: l.name,
+      allowed: r.allowed,
+      limit: l.limit,
+      windowMs: l.windowMs,
+      // A limit that would have admitted was not charged when another denied.
+      remaining: !allowed && r.allowed ? r.remaining + cost : r.remaining,
+      resetMs: r.resetMs,
+      retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
+    };
+    perLimit[i] = d;
+    if (pick === undefined) pick = d;
+    else if (allowed) {
       if (d.remaining < pick.remaining || (d.remaining === pick.remaining && d.resetMs > pick.resetMs)) pick = d;
     } else if (!d.allowed && (pick.allowed || rank(d.retryAfterMs) > rank(pick.retryAfterMs))) {
       pick = d;
     }
   }
-  const never = !allowed && pick.retryAfterMs < 0;
-  return {
+  const p = pick!;
+  const never = !allowed && p.retryAfterMs < 0;
+  const decision: Decision = {
     allowed,
     reason: reason ?? (allowed ? 'allowed' : never ? 'cost-exceeds-limit' : 'limited'),
     degraded,
-    limit: pick.limit,
-    remaining: pick.remaining,
-    resetMs: pick.resetMs,
-    retryAfterMs: allowed ? 0 : never ? -1 : pick.retryAfterMs,
-    policy: pick.policy,
+    limit: p.limit,
+    remaining: p.remaining,
+    resetMs: p.resetMs,
+    retryAfterMs: allowed ? 0 : never ? -1 : p.retryAfterMs,
+    policy: p.policy,
     limits: perLimit,
   };
+  if (at !== undefined) (decision as { at?: number }).at = at;
+  return decision;
 }
 
 const rank = (retry: number) => (retry < 0 ? Infinity : retry);

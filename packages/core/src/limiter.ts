@@ -7,7 +7,7 @@ import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import { FloodgateError } from './errors';
-import type { Store, StoreRequest, StoreResult } from './stores/store';
+import type { Store, StoreLockout, StoreRequest, StoreResult } from './stores/store';
 import { HotKeyStore, withHotKeys } from './hot-keys/hot-key-store';
 import { isCost, refundAt, requestCost } from './validate';
 import { healthOf, monitorFor, recordFailure, type Health, type HealthSource } from './health';
@@ -18,6 +18,8 @@ export type { CreateLimiterOptions } from './options';
 
 // One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
 const monotonic = () => performance.now();
+// Most subjects whose keys one limiter keeps built (a miss only rebuilds them).
+const KEYS_MAX = 10_000;
 // Stores whose configuration warnings were already logged.
 const warned = new WeakSet<object>();
 
@@ -68,6 +70,12 @@ export interface Limiter {
 /** What Floodgate's own layers see of a limiter: its health source, and a block-cache probe that counts no decision. */
 export interface EngineLimiter extends Limiter {
   readonly healthSource: HealthSource;
+  /**
+   * `consume`, answered synchronously when nothing had to wait (a store that decides synchronously,
+   * such as MemoryStore, or the block cache): the HTTP layer then serves the request in the same
+   * turn, without a promise. Throws (synchronously) FG_INVALID_COST for a bad cost.
+   */
+  consumeNow(subject: string, options?: ConsumeOptions): Decision | Promise<Decision>;
   /** Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead). */
   isBlocked(subject: string, options: { cost: number; scope: string }): boolean;
 }
@@ -112,23 +120,46 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
   }
 
-  async function evaluate(request: StoreRequest): Promise<Decision> {
-    let result;
-    try {
-      result = await store.evaluate(request);
-    } catch {
-      return fallback.decide(request);
-    }
-    const decision = toDecision(limits, result.allowed, result.results, request.cost);
-    if (result.lockedMs) return lockedDecision(decision, result.lockedMs);
-    return request.mode === 'consume' && result.allowed ? { ...decision, at: result.at } : decision;
+  // A store that decides synchronously (MemoryStore, no hot-key mode) is asked without a promise.
+  const syncStore = hotKeys === undefined && typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined
+    ? guardedSync(shared as Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, breaker, failure.failMode, monitor, meter)
+    : undefined;
+
+  /** The store's answer as a Decision: `at` only on a charged consume. */
+  function fromResult(request: StoreRequest, result: StoreResult): Decision {
+    const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
+    const decision = toDecision(limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined);
+    return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 
+  function evaluateNow(request: StoreRequest): Decision | Promise<Decision> {
+    if (syncStore) {
+      let result: StoreResult;
+      try {
+        result = syncStore(request);
+      } catch {
+        return fallback.decide(request);
+      }
+      return fromResult(request, result);
+    }
+    return store.evaluate(request).then(
+      (result) => fromResult(request, result),
+      () => fallback.decide(request),
+    );
+  }
+
+  // Each subject's keys, built once while it stays active (bounded: past KEYS_MAX, start over).
+  const keysMemo = new Map<string, { base: string; keys: string[]; lock: StoreLockout | undefined }>();
   function keysOf(subject: string, scope: string) {
     const base = subjectKey(prefix, scope, String(subject));
-    // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
-    const lock = lockout && { ...lockout, key: `${base}:lock` };
-    return { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock };
+    let entry = keysMemo.get(base);
+    if (entry === undefined) {
+      // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
+      entry = { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
+      if (keysMemo.size >= KEYS_MAX) keysMemo.clear();
+      keysMemo.set(base, entry);
+    }
+    return entry;
   }
 
   /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
@@ -154,7 +185,8 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     return decision;
   }
 
-  async function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
+  /** Synchronous when nothing has to wait; throws FG_INVALID_COST for a bad cost. */
+  function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Decision | Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
     const scope = opts.scope ?? '';
     const { base, keys, lock } = keysOf(subject, scope);
@@ -165,19 +197,37 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const hit = fromBlock(base, cost);
       if (hit) return counted(hit, scope);
     }
-    const decision = await evaluate(lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode });
+    const request: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
+    const pending = evaluateNow(request);
+    if (pending instanceof Promise) return pending.then((decision) => settled(decision, base, cost, scope, consume, mode === 'consume'));
+    return settled(pending, base, cost, scope, consume, mode === 'consume');
+  }
+
+  /** Counts a consume's decision and caches the shared store's denials. */
+  function settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
     if (consume) counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
-    if (blocks && mode === 'consume' && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
+    if (blocks && drew && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
       blocks.set(base, cost, decision.retryAfterMs, decision);
     }
     return decision;
   }
 
+  /** decide() as a promise: a synchronous answer resolved, a synchronous throw rejected. */
+  function promised(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
+    try {
+      const decision = decide(subject, opts, mode);
+      return decision instanceof Promise ? decision : Promise.resolve(decision);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
   return {
     options: resolved,
-    consume: (subject, opts = {}) => decide(subject, opts, 'consume'),
-    peek: (subject, opts = {}) => decide(subject, opts, 'peek'),
+    consume: (subject, opts = {}) => promised(subject, opts, 'consume'),
+    consumeNow: (subject, opts = {}) => decide(subject, opts, 'consume'),
+    peek: (subject, opts = {}) => promised(subject, opts, 'peek'),
     blocked(subject, opts = {}) {
       const cost = opts.cost ?? 1;
       // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
@@ -245,23 +295,58 @@ function guarded(
       const admission = breaker.admit();
       if (admission === 'skip') throw SKIPPED;
       monitor.calls++;
-      const started = performance.now();
+      const started = meter.timed ? performance.now() : 0;
       let result;
       try {
         result = await call(request);
       } catch (error) {
         const kind = recordFailure(monitor, error);
-        meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
+        if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
         meter.storeErrors.add(1, failed[kind]);
         breaker.failure(error, admission === 'probe', failMode);
         throw error;
       }
-      meter.storeDuration.record((performance.now() - started) / 1000, ok);
+      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
       monitor.lastSuccessAt = Date.now();
       breaker.success();
       return result;
     },
     reset: (keys) => shared.reset(keys),
+  };
+}
+
+/**
+ * A store that decides synchronously (MemoryStore) behind its breaker, counted and timed like
+ * `guarded`'s calls: a call the breaker skips throws at once; a throw is a store failure.
+ */
+function guardedSync(
+  shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> },
+  breaker: CircuitBreaker,
+  failMode: FailMode,
+  monitor: StoreMonitor,
+  meter: FloodgateMetrics,
+): (request: StoreRequest) => StoreResult {
+  const ok: Attributes = { [ATTR.store]: shared.name };
+  return (request) => {
+    const admission = breaker.admit();
+    if (admission === 'skip') throw SKIPPED;
+    monitor.calls++;
+    const started = meter.timed ? performance.now() : 0;
+    let result;
+    try {
+      result = shared.evaluateSync(request);
+    } catch (error) {
+      const kind = recordFailure(monitor, error);
+      const attributes = { [ATTR.store]: shared.name, [ATTR.errorType]: kind };
+      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, attributes);
+      meter.storeErrors.add(1, attributes);
+      breaker.failure(error, admission === 'probe', failMode);
+      throw error;
+    }
+    if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
+    monitor.lastSuccessAt = Date.now();
+    breaker.success();
+    return result;
   };
 }
 

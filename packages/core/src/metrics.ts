@@ -1,5 +1,5 @@
 // Floodgate's OpenTelemetry instruments, defined once: names, units, bounded attributes, and the live counts they read.
-import { metrics, type Attributes, type Counter, type Histogram, type MeterProvider, type ObservableResult } from '@opentelemetry/api';
+import { createNoopMeter, metrics, type Attributes, type Counter, type Histogram, type MeterProvider, type ObservableResult } from '@opentelemetry/api';
 import type { BreakerState } from './failure/breaker';
 import type { DecisionReason } from './decision';
 
@@ -155,6 +155,9 @@ const BREAKER_STATES: readonly BreakerState[] = ['closed', 'half-open', 'open'];
 /** Store call durations in seconds: a healthy Redis answers in under a millisecond, a timeout is 100 ms by default. */
 const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 
+/** The API's no-op histogram (one instance, returned by every no-op meter of this copy of the API). */
+const NOOP_HISTOGRAM = createNoopMeter().createHistogram('floodgate.noop');
+
 /** Floodgate's instruments on one meter provider, and the live counts its observable instruments read. */
 export class FloodgateMetrics {
   readonly tallies = new WeakList<DecisionTally>();
@@ -165,6 +168,8 @@ export class FloodgateMetrics {
   readonly scriptCalls = new WeakList<{ readonly name: string; readonly scriptStats: ScriptCallCounts }>();
   /** Store call durations, by store and (for failures) error.type. */
   readonly storeDuration: Histogram;
+  /** False when no SDK is registered (the API's no-op histogram): store calls are then not timed at all. */
+  readonly timed: boolean;
   /** Failed store calls, by store and error.type. */
   readonly storeErrors: Counter;
   /** Circuit breaker state changes, by store and the state entered. */
@@ -177,6 +182,7 @@ export class FloodgateMetrics {
       unit: 's',
       advice: { explicitBucketBoundaries: DURATION_BUCKETS },
     });
+    this.timed = this.storeDuration !== NOOP_HISTOGRAM;
     this.storeErrors = meter.createCounter('floodgate.store.errors', { description: 'Store calls that failed, by error.type.', unit: '{error}' });
     this.breakerTransitions = meter.createCounter('floodgate.breaker.transitions', {
       description: 'Circuit breaker state changes, by the state entered.',

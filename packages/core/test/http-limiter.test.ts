@@ -248,7 +248,10 @@ describe('createHttpLimiter', () => {
   });
 
   it('answers a blocked caller synchronously (handleNow returns no promise), and waits only when the store is asked', async () => {
-    const http = createHttpLimiter({ limit: 1, retryAfterJitterMs: 0, logger: silent });
+    // A store that answers through a promise, as RedisStore does.
+    const memory = new MemoryStore();
+    const waiting: Store = { name: 'waiting', evaluate: (request) => memory.evaluate(request), reset: (keys) => memory.reset(keys) };
+    const http = createHttpLimiter({ store: waiting, limit: 1, retryAfterJitterMs: 0, logger: silent });
     const first = http.handleNow(facts(), {});
     expect(first).toBeInstanceOf(Promise); // the store decides: a promise
     expect((await first).status).toBe('next');
@@ -258,6 +261,23 @@ describe('createHttpLimiter', () => {
     expect(third).not.toBeInstanceOf(Promise);
     expect((third as HttpResult).status).toBe(429);
     expect((third as HttpResult).decision?.reason).toBe('blocked');
+  });
+
+  it('decides synchronously on a store that never waits (MemoryStore): admitted and limited answers come without a promise', () => {
+    const http = createHttpLimiter({ limit: 2, retryAfterJitterMs: 0, logger: silent });
+    const answers = [http.handleNow(facts(), {}), http.handleNow(facts(), {}), http.handleNow(facts(), {}), http.handleNow(facts(), {})];
+    for (const answer of answers) expect(answer).not.toBeInstanceOf(Promise);
+    expect(answers.map((a) => [(a as HttpResult).status, (a as HttpResult).decision?.reason])).toEqual([
+      ['next', 'allowed'],
+      ['next', 'allowed'],
+      [429, 'limited'],
+      [429, 'blocked'],
+    ]);
+    expect((answers[1] as HttpResult).headers).toEqual([
+      ['RateLimit-Limit', '2'],
+      ['RateLimit-Remaining', '0'],
+      ['RateLimit-Reset', expect.stringMatching(/^[1-9]\d*$/)],
+    ]);
   });
 
   it('answers 503 with Retry-After and problem+json when the store fails with failMode closed', async () => {

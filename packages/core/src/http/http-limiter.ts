@@ -297,7 +297,10 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     const blocked = chosen.blocked(identity.subject, options);
     if (blocked) return respond(blocked, request, cost, scope, identity);
     if (plain) {
-      return chosen.consume(identity.subject, options).then((decision) => respond(decision, request, cost, scope, identity));
+      // Synchronous on a store that never waits (MemoryStore): served in the same turn, no promise.
+      const decision = chosen.consumeNow(identity.subject, options);
+      if (decision instanceof Promise) return decision.then((d) => respond(d, request, cost, scope, identity));
+      return respond(decision, request, cost, scope, identity);
     }
     return chosen.consume(identity.subject, options).then((decision) => {
       const charges: Charge[] = [];

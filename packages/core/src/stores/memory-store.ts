@@ -4,6 +4,7 @@ import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
 import { checkOptionNames, optionNames, refundAt } from '../validate';
 import { lockView, strike, type LockState } from '../lockout';
+import type { LimitResult } from '../algorithms/types';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
@@ -52,22 +53,24 @@ export class MemoryStore implements Store {
   evaluateSync(request: StoreRequest): StoreResult {
     const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
-    const states = request.keys.map((key) => this.read(key, now));
+    const { keys, limits, cost } = request;
+    const states: unknown[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
     if (at !== undefined) {
-      const { writes, results } = refundTwins(states, request.limits, request.cost, now, at);
+      const { writes, results } = refundTwins(states, limits, cost, now, at);
       writes.forEach((write, i) => {
-        if (write === null) this.entries.delete(request.keys[i]);
-        else if (write) this.entries.set(request.keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+        if (write === null) this.entries.delete(keys[i]);
+        else if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
       });
       return { at: now, allowed: true, results };
     }
-    const { allowed: admitted, checks } = evaluateTwins(states, request.limits, request.cost, now);
+    const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now);
     // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
     // the limits deny is a strike.
     const lock = request.lockout;
     let lockedMs = 0;
     if (lock) {
-      const view = lockView(this.read(lock.key, now) as LockState | undefined, now, lock);
+      const view = lockView(this.live(lock.key, now)?.state as LockState | undefined, now, lock);
       lockedMs = view.lockedMs;
       if (lockedMs === 0 && !admitted && request.mode === 'consume') {
         const next = strike(view.strikes, now, lock);
@@ -76,26 +79,24 @@ export class MemoryStore implements Store {
       }
     }
     const allowed = admitted && lockedMs === 0;
-    if (allowed && request.mode === 'consume') {
-      checks.forEach((check, i) => {
-        if (check.next) {
-          this.entries.set(request.keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs });
-        }
-      });
+    const results: LimitResult[] = new Array(checks.length);
+    for (let i = 0; i < checks.length; i++) {
+      const check = checks[i];
+      if (allowed && request.mode === 'consume' && check.next) this.entries.set(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs });
+      results[i] = { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
     }
-    const results = checks.map(({ allowed: a, remaining, resetMs, retryAfterMs }) => ({ allowed: a, remaining, resetMs, retryAfterMs }));
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
   }
 
-  /** A key's state, or undefined when absent or expired (then dropped). */
-  private read(key: string, now: number): unknown {
+  /** A key's entry, or undefined when absent or expired (then dropped). Reading it makes it the most recently used. */
+  private live(key: string, now: number): Entry | undefined {
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt <= now) {
       this.entries.delete(key);
       return undefined;
     }
-    return entry.state;
+    return entry;
   }
 
   async reset(keys: readonly string[]): Promise<void> {

@@ -61,6 +61,12 @@ export interface Store {
   readonly scriptStats?: { readonly calls: number; readonly requests: number };
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
+  /**
+   * The same decision, returned synchronously: for stores that never wait (MemoryStore). When a
+   * store has it (and hot-key mode is off), the limiter answers without a promise in between, so an
+   * adapter can serve the request in the same turn. Throws only when the store itself failed. Optional.
+   */
+  evaluateSync?(request: StoreRequest): StoreResult;
   /** Deletes the state under these keys. */
   reset(keys: readonly string[]): Promise<void>;
 }

@@ -17,16 +17,16 @@ function counts(s: SlidingWindowCounterState | undefined, w: number): { c: numbe
 }
 
 export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
-  check(s, now, { capacity: cap, period: win }, cost) {
-    // What this check sees at time `at`, from the stored state (also used to settle retry):
-    // the weighted estimate, the current and previous counts, the ms elapsed in the window, the window.
-    const view = (at: number) => {
-      const w = Math.floor(at / win);
-      const elapsed = at - w * win;
-      const { c, p } = counts(s, w);
-      return { est: (p * (win - elapsed)) / win + c, c, p, elapsed, w };
-    };
-    const { est, c, p, elapsed, w } = view(now);
+  check(s, now, limit, cost) {
+    const cap = limit.capacity;
+    const win = limit.period;
+    // The view at `now`, inline (the admitted path allocates nothing but its answer): the window,
+    // the ms elapsed in it, the current and previous counts, the weighted estimate.
+    const w = Math.floor(now / win);
+    const elapsed = now - w * win;
+    const c = s !== undefined && s.w === w ? s.c : 0;
+    const p = s === undefined ? 0 : s.w === w ? s.p : s.w === w - 1 ? s.c : 0;
+    const est = (p * (win - elapsed)) / win + c;
     if (est + cost <= cap + EPSILON) {
       const reset = c + cost > 0 ? win - elapsed + win : p > 0 ? win - elapsed : 0;
       return {
@@ -37,6 +37,12 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
         next: { state: { w, c: c + cost, p }, ttlMs: ttl(win - elapsed + win) },
       };
     }
+    // What this check would see at time `at`, from the stored state: used to settle retry.
+    const view = (at: number) => {
+      const wAt = Math.floor(at / win);
+      const counted = counts(s, wAt);
+      return { est: (counted.p * (win - (at - wAt * win))) / win + counted.c };
+    };
     const reset = c > 0 ? win - elapsed + win : p > 0 ? win - elapsed : 0;
     let retry = -1;
     if (cost <= cap) {
