@@ -74,9 +74,10 @@ function standInRes() {
   };
 }
 
-let lastAnswer = '';
-const remember = (text: string) => {
-  lastAnswer = text;
+// The last answer, described only when a sample ends: formatting it per operation would be measured too.
+let lastAnswer: () => string = () => '';
+const remember = (describe: () => string) => {
+  lastAnswer = describe;
 };
 
 export const CASES: MicroCase[] = [
@@ -88,7 +89,7 @@ export const CASES: MicroCase[] = [
       return () =>
         limiter.consume('ip:127.0.0.1', options).then((d) => {
           if (!d.allowed) throw new Error('core admit case was limited');
-          remember(`${d.reason} remaining=${d.remaining}`);
+          remember(() => `${d.reason} remaining=${d.remaining}`);
         });
     },
   },
@@ -100,7 +101,7 @@ export const CASES: MicroCase[] = [
       return () =>
         limiter.consume('ip:127.0.0.1').then((d) => {
           if (d.allowed) throw new Error('core reject case was admitted');
-          remember(d.reason);
+          remember(() => d.reason);
         });
     },
   },
@@ -114,7 +115,7 @@ export const CASES: MicroCase[] = [
         const result = http.handleNow(facts, request);
         const check = (r: Awaited<typeof result>) => {
           if (r.status !== 'next') throw new Error(`http admit case answered ${r.status}`);
-          remember(`${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
+          remember(() => `${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
         };
         if (result instanceof Promise) return result.then(check);
         check(result);
@@ -132,7 +133,7 @@ export const CASES: MicroCase[] = [
         const result = http.handleNow(facts, {});
         const check = (r: Awaited<typeof result>) => {
           if (r.status !== 429) throw new Error(`http reject case answered ${r.status}`);
-          remember(`${r.status}`);
+          remember(() => `${r.status}`);
         };
         if (result instanceof Promise) return result.then(check);
         check(result);
@@ -155,7 +156,7 @@ export const CASES: MicroCase[] = [
         middleware(req, res as never, (error?: unknown) => {
           if (error) return done(error);
           if (res.headers['ratelimit-remaining'] === undefined) return done(new Error('express case sent no headers'));
-          remember(`next ratelimit-remaining=${String(res.headers['ratelimit-remaining'])}`);
+          remember(() => `next ratelimit-remaining=${String(res.headers['ratelimit-remaining'])}`);
           done();
         });
       });
@@ -201,7 +202,7 @@ export const CASES: MicroCase[] = [
         run(request, reply, (error) => {
           if (error) return done(error);
           if (headers['ratelimit-remaining'] === undefined) return done(new Error('fastify case sent no headers'));
-          remember(`done ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
+          remember(() => `done ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
           done();
         });
       });
@@ -231,7 +232,7 @@ export const CASES: MicroCase[] = [
         };
         await middleware(ctx as never, next);
         if (headers['ratelimit-remaining'] === undefined) throw new Error('koa case sent no headers');
-        remember(`next ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
+        remember(() => `next ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
       };
     },
   },
@@ -265,7 +266,7 @@ export async function runCase(c: MicroCase, ops: number, samples: number): Promi
     max: sorted[sorted.length - 1],
     ops,
     samples,
-    answered: lastAnswer,
+    answered: lastAnswer(),
   };
 }
 

@@ -69,7 +69,8 @@ async function main(): Promise<void> {
   const sides: Side[] = [{ label: 'this checkout', dir: OUT_DIR }];
   await buildChildren({ children: ['micro-worker'] });
   if (values.against) {
-    const repoDir = resolve(values.against);
+    // pnpm runs this in bench/: a relative path is taken from where the command was typed.
+    const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), values.against);
     if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
     const dir = join(BENCH_DIR, 'dist-against');
     mkdirSync(dir, { recursive: true });
@@ -105,7 +106,7 @@ async function main(): Promise<void> {
   const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
   for (const { name, cells } of rows) {
     const ratio = sides.length === 2 && Number.isFinite(cells[0]) ? [(cells[1] / cells[0]).toFixed(2)] : [];
-    lines.push(`| ${name} | ${cells.map((c) => (Number.isFinite(c) ? fmt(c) : 'n/a')).join(' | ')} | ${ratio.join('')}`.replace(/ \| $/, ' |'));
+    lines.push(`| ${[name, ...cells.map((c) => (Number.isFinite(c) ? fmt(c) : 'n/a')), ...ratio].join(' | ')} |`);
   }
   console.log(lines.join('\n'));
   console.log('\nWhat one operation answered (last run):');

@@ -18,8 +18,17 @@ export type { CreateLimiterOptions } from './options';
 
 // One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
 const monotonic = () => performance.now();
-// Most subjects whose keys one limiter keeps built (a miss only rebuilds them).
+// Most subjects whose keys one limiter keeps built (a miss only rebuilds them), and the longest
+// subject plus scope remembered (longer ones are rare and would hold memory).
 const KEYS_MAX = 10_000;
+const KEYS_MAX_INPUT = 512;
+
+/** One subject's keys in one scope: the digest-named base, one key per limit, the lock-out's key. */
+interface SubjectKeys {
+  readonly base: string;
+  readonly keys: readonly string[];
+  readonly lock: StoreLockout | undefined;
+}
 // Stores whose configuration warnings were already logged.
 const warned = new WeakSet<object>();
 
@@ -148,17 +157,26 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     );
   }
 
-  // Each subject's keys, built once while it stays active (bounded: past KEYS_MAX, start over).
-  const keysMemo = new Map<string, { base: string; keys: string[]; lock: StoreLockout | undefined }>();
-  function keysOf(subject: string, scope: string) {
+  // Each subject's keys, built once while it stays active, by scope then subject: no string is
+  // built to look them up. Bounded: past KEYS_MAX subjects, start over (a miss only rebuilds them).
+  const keysMemo = new Map<string, Map<string, SubjectKeys>>();
+  let keysHeld = 0;
+  function keysOf(subject: string, scope: string): SubjectKeys {
+    let bySubject = keysMemo.get(scope);
+    const hit = bySubject?.get(subject);
+    if (hit !== undefined) return hit;
     const base = subjectKey(prefix, scope, String(subject));
-    let entry = keysMemo.get(base);
-    if (entry === undefined) {
-      // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
-      entry = { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
-      if (keysMemo.size >= KEYS_MAX) keysMemo.clear();
-      keysMemo.set(base, entry);
+    // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
+    const entry: SubjectKeys = { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
+    if (typeof subject !== 'string' || subject.length + scope.length > KEYS_MAX_INPUT) return entry;
+    if (keysHeld >= KEYS_MAX) {
+      keysMemo.clear();
+      keysHeld = 0;
+      bySubject = undefined;
     }
+    if (bySubject === undefined) keysMemo.set(scope, (bySubject = new Map()));
+    bySubject.set(subject, entry);
+    keysHeld++;
     return entry;
   }
 

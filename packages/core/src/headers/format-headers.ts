@@ -43,12 +43,28 @@ function sfString(value: string): string {
   return `"${value.replace(/[^\x20-\x7e]/g, '').replace(/["\\]/g, '\\$&')}"`;
 }
 
-function draft6(d: Decision): HeaderPair[] {
-  return [
-    ['RateLimit-Limit', count(d.limit!)],
-    ['RateLimit-Remaining', count(d.remaining!)],
-    ['RateLimit-Reset', String(seconds(untilMs(d as Quota)))],
-  ];
+/**
+ * The last Limit header pair of each name, reused while the limit stays the same (a route's limit
+ * rarely changes between responses): one string and one pair fewer per response. Pairs are never
+ * mutated by their readers (HttpResult.headers is read-only).
+ */
+class LimitPair {
+  private limit = NaN;
+  private pair: HeaderPair | undefined;
+  constructor(private readonly name: string) {}
+  of(limit: number): HeaderPair {
+    if (limit !== this.limit || this.pair === undefined) {
+      this.limit = limit;
+      this.pair = [this.name, count(limit)];
+    }
+    return this.pair;
+  }
+}
+const DRAFT6_LIMIT = new LimitPair('RateLimit-Limit');
+const LEGACY_LIMIT = new LimitPair('X-RateLimit-Limit');
+
+function draft6(d: Decision, out: HeaderPair[]): void {
+  out.push(DRAFT6_LIMIT.of(d.limit!), ['RateLimit-Remaining', count(d.remaining!)], ['RateLimit-Reset', String(seconds(untilMs(d as Quota)))]);
 }
 
 /**
@@ -69,12 +85,12 @@ function draft10(d: Decision): HeaderPair[] {
 }
 
 /** As GitHub and express-rate-limit send them: X-RateLimit-Reset is a Unix time in seconds. */
-function legacy(d: Decision, now: number): HeaderPair[] {
-  return [
-    ['X-RateLimit-Limit', count(d.limit!)],
+function legacy(d: Decision, now: number, out: HeaderPair[]): void {
+  out.push(
+    LEGACY_LIMIT.of(d.limit!),
     ['X-RateLimit-Remaining', count(d.remaining!)],
     ['X-RateLimit-Reset', String(Math.ceil((now + untilMs(d as Quota)) / 1000))],
-  ];
+  );
 }
 
 /**
@@ -98,10 +114,11 @@ export function formatHeaders(
 ): HeaderPair[] {
   const out: HeaderPair[] = [];
   if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
-    for (const dialect of dialects) {
-      if (dialect === 'draft-6') out.push(...draft6(decision));
+    for (let i = 0; i < dialects.length; i++) {
+      const dialect = dialects[i];
+      if (dialect === 'draft-6') draft6(decision, out);
       else if (dialect === 'draft-10') out.push(...draft10(decision));
-      else if (dialect === 'legacy') out.push(...legacy(decision, (options.now ?? Date.now)()));
+      else if (dialect === 'legacy') legacy(decision, (options.now ?? Date.now)(), out);
     }
   }
   if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {

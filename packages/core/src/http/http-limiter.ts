@@ -22,6 +22,8 @@ import {
 
 /** The scope of requests that matched no route: one bucket per caller, so raw URLs never mint buckets. */
 export const UNMATCHED_SCOPE = '<unmatched>';
+/** Most method and route pairs whose scope one limiter keeps built. */
+const SCOPES_MAX = 10_000;
 /** Most plan limiters (API keys whose `resolveKey` answer carries `limits`) kept per route. */
 const MAX_PLANS = 1000;
 
@@ -198,12 +200,31 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   const plain = o.extraKeys.length === 0 && !o.countOnly;
   const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: join(family, limiterFrom(k.limiter)), claimed: new Set<string>() }));
 
+  const withRetryAfter = { retryAfter: true, retryAfterJitterMs: o.retryAfterJitterMs };
+  const withoutRetryAfter = { retryAfter: false, retryAfterJitterMs: o.retryAfterJitterMs };
+  // Scopes by method and route pattern, built once each (patterns come from the app's routes, not
+  // from URLs; bounded all the same: past SCOPES_MAX, start over).
+  const scopes = new Map<string, Map<string, string>>();
+  let scopesHeld = 0;
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
     if (o.group !== undefined) return o.group;
-    if (facts.route === undefined) return UNMATCHED_SCOPE;
+    const route = facts.route;
+    if (route === undefined) return UNMATCHED_SCOPE;
+    let byRoute = scopes.get(facts.method);
+    const hit = byRoute?.get(route);
+    if (hit !== undefined) return hit;
     const method = facts.method.toUpperCase();
     // HEAD is GET without a body: one bucket, or HEAD would double a caller's GET quota.
-    return `${method === 'HEAD' ? 'GET' : method} ${facts.route}`;
+    const scope = `${method === 'HEAD' ? 'GET' : method} ${route}`;
+    if (scopesHeld >= SCOPES_MAX) {
+      scopes.clear();
+      scopesHeld = 0;
+      byRoute = undefined;
+    }
+    if (byRoute === undefined) scopes.set(facts.method, (byRoute = new Map()));
+    byRoute.set(route, scope);
+    scopesHeld++;
+    return scope;
   }
 
   /** Synchronous unless a `key` function or a `resolveKey` lookup makes it wait: no await when nothing waits. */
@@ -364,17 +385,21 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   }
 
   function respond(decision: Decision, request: Req, cost: number, scope: string, identity: Identity): HttpResult | Promise<HttpResult> {
-    const event: RateLimitEvent<Req> = { request, decision, scope, cost, identity: identity.kind, shadow: o.shadow };
-    o.onDecision?.(event);
-    if (!decision.allowed) o.onLimited?.(event);
+    // The hooks' event, built only when a hook (or the handler) will read it.
+    let event: RateLimitEvent<Req> | undefined;
+    if (o.onDecision || (!decision.allowed && (o.onLimited || o.handler))) {
+      event = { request, decision, scope, cost, identity: identity.kind, shadow: o.shadow };
+      o.onDecision?.(event);
+      if (!decision.allowed) o.onLimited?.(event);
+    }
 
     const enforce = !decision.allowed && !o.shadow;
-    const headers = formatHeaders(decision, o.dialects, { retryAfter: enforce, retryAfterJitterMs: o.retryAfterJitterMs });
+    const headers = formatHeaders(decision, o.dialects, enforce ? withRetryAfter : withoutRetryAfter);
     if (!enforce) return { decision, status: 'next', headers };
     const status = decision.reason === 'fail-closed' ? 503 : 429;
     if (status === 429 && o.handler) {
       const handler = o.handler;
-      return Promise.resolve(handler(request, event)).then((body) => ({ decision, status, headers, body }));
+      return Promise.resolve(handler(request, event!)).then((body) => ({ decision, status, headers, body }));
     }
     const retryAfter = headers.find(([name]) => name === 'Retry-After');
     const { body, length } = problemBody(decision, cost, retryAfter ? Number(retryAfter[1]) : undefined);

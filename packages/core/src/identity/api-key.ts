@@ -31,8 +31,10 @@ export function digestKey(key: string): string {
  * The first header in `names` that carries a key. For `authorization` only the Bearer scheme
  * counts (Basic and others are credentials, not API keys); other headers count when not blank.
  */
+const NOT_FOUND: ApiKeyFinding = Object.freeze({ found: false });
+
 export function findApiKey(headers: Headers | undefined, names: readonly string[], maxLength: number): ApiKeyFinding {
-  if (!headers || typeof headers !== 'object') return { found: false };
+  if (!headers || typeof headers !== 'object') return NOT_FOUND;
   for (const name of names) {
     const value = first(headers[name]);
     if (value === undefined) continue;
@@ -47,5 +49,5 @@ export function findApiKey(headers: Headers | undefined, names: readonly string[
     if (key.length > maxLength) return { found: true, tooLong: true, digest: digestKey(key) };
     return { found: true, tooLong: false, digest: digestKey(key), key };
   }
-  return { found: false };
+  return NOT_FOUND;
 }

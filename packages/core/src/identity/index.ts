@@ -147,6 +147,9 @@ export interface IdentifyHooks {
 
 export type Identify = (facts: RequestFacts, hooks?: IdentifyHooks) => Identity | Promise<Identity>;
 
+/** Most client addresses whose identity one identify function remembers. */
+const IP_MEMO_MAX = 10_000;
+
 /** The one bucket shared by every request without a usable client IP. */
 export const UNKNOWN_IP_SUBJECT = 'ip:unknown';
 
@@ -322,9 +325,21 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     : undefined;
   if (cache) onKeyCache?.(cache.stats);
 
+  // The same clients come back request after request: each address's identity is parsed once
+  // (bounded: past IP_MEMO_MAX addresses, start over; a miss only costs one parse).
+  const ipMemo = new Map<string, Identity>();
   function byIp(ip: unknown): Identity {
+    if (typeof ip === 'string') {
+      const hit = ipMemo.get(ip);
+      if (hit !== undefined) return hit;
+    }
     const found = ipSubject(ip, o.ipv6Subnet);
-    if (found.ok) return { subject: found.subject, kind: 'ip' };
+    if (found.ok) {
+      const identity: Identity = Object.freeze({ subject: found.subject, kind: 'ip' as const });
+      if (ipMemo.size >= IP_MEMO_MAX) ipMemo.clear();
+      ipMemo.set(ip as string, identity);
+      return identity;
+    }
     if (found.problem === 'missing') {
       warn('FG_IP_MISSING', `a request had no client IP; such requests share the bucket '${UNKNOWN_IP_SUBJECT}'. Check how the app is served and its trust-proxy setting.`);
     } else {
