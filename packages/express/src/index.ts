@@ -80,7 +80,8 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health): Ra
 function apply(result: HttpResult, req: Request, res: Response, next: NextFunction): void {
   req.rateLimit = result.decision;
   if (result.status === 'next') {
-    for (const [name, value] of result.headers) res.setHeader(name, value);
+    const headers = result.headers;
+    for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
     settleOnFinish(res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }

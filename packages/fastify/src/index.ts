@@ -78,7 +78,8 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   if (result.direct) return writeDirect(result, request, reply);
   try {
     request.rateLimit = result.decision;
-    for (const [name, value] of result.headers) reply.header(name, value);
+    const headers = result.headers;
+    for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1]);
   } catch (error) {
     return done(error as Error);
   }

@@ -6,6 +6,7 @@ import {
   type HttpLimiter,
   type Health,
   type HttpRateLimitOptions,
+  type HttpResult,
   type RequestFacts,
 } from '@floodgate/core';
 import type { Context, Middleware, Next } from 'koa';
@@ -80,33 +81,47 @@ function facts(ctx: Context, route: string | undefined): RequestFacts {
   return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route };
 }
 
+/** Applies one result to the response: headers, then the request goes on or is answered here. */
+function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> {
+  ctx.state.rateLimit = result.decision;
+  if (result.direct) {
+    // Floodgate's own problem+json, straight to Node: Koa's respond() is skipped (headers set
+    // earlier on ctx are merged in); ctx.status still says 429 to upstream middleware.
+    ctx.status = result.status as number;
+    ctx.respond = false;
+    ctx.res.writeHead(result.status as number, result.direct as string[]);
+    ctx.res.end(result.body as string);
+    return DONE;
+  }
+  const headers = result.headers;
+  for (let i = 0; i < headers.length; i++) ctx.set(headers[i][0], headers[i][1]);
+  if (result.status === 'next') {
+    settleOnFinish(ctx.res, result); // countOnly: the outcome decides whether the request counts
+    return next();
+  }
+  ctx.status = result.status;
+  ctx.body = result.body ?? '';
+  if (result.contentType) ctx.type = result.contentType;
+  return DONE;
+}
+
+const DONE: Promise<undefined> = Promise.resolve(undefined);
+
 function middleware(http: HttpLimiter<Context> | null, health: () => Health): RateLimitMiddleware {
-  const mw = async function floodgate(ctx: Context, next: Next): Promise<unknown> {
+  // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
+  // goes on to next() in the same turn, with no promise of its own. It always returns a promise.
+  const mw = function floodgate(ctx: Context, next: Next): Promise<unknown> {
     if (!http) return next();
-    const { layer, own } = locate(ctx, mw);
-    // A route with a Floodgate middleware of its own is decided there, once, not twice.
-    if (!own && layer && hasOwnLimiter(layer)) return next();
-    const pending = http.handleNow(facts(ctx, layer?.path), ctx);
-    const result = pending instanceof Promise ? await pending : pending;
-    ctx.state.rateLimit = result.decision;
-    if (result.direct) {
-      // Floodgate's own problem+json, straight to Node: Koa's respond() is skipped (headers set
-      // earlier on ctx are merged in); ctx.status still says 429 to upstream middleware.
-      ctx.status = result.status as number;
-      ctx.respond = false;
-      ctx.res.writeHead(result.status as number, result.direct as string[]);
-      ctx.res.end(result.body as string);
-      return undefined;
+    try {
+      const { layer, own } = locate(ctx, mw);
+      // A route with a Floodgate middleware of its own is decided there, once, not twice.
+      if (!own && layer && hasOwnLimiter(layer)) return next();
+      const pending = http.handleNow(facts(ctx, layer?.path), ctx);
+      if (pending instanceof Promise) return pending.then((result) => finish(ctx, result, next));
+      return finish(ctx, pending, next);
+    } catch (error) {
+      return Promise.reject(error);
     }
-    for (const [name, value] of result.headers) ctx.set(name, value);
-    if (result.status === 'next') {
-      settleOnFinish(ctx.res, result); // countOnly: the outcome decides whether the request counts
-      return next();
-    }
-    ctx.status = result.status;
-    ctx.body = result.body ?? '';
-    if (result.contentType) ctx.type = result.contentType;
-    return undefined;
   } as RateLimitMiddleware;
   Object.defineProperty(mw, FLOODGATE, { value: true });
   mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health);
