@@ -108,8 +108,6 @@ function check(
   return { ...partial, met, missedBy: met ? 0 : Math.abs(target - figure) };
 }
 
-const algorithmOf = (row: ThroughputRow) => /\(([a-z-]+)(?:,|\))/.exec(row.label)?.[1] ?? '?';
-
 /** Every goal for every framework in the run, in goal order then framework order. */
 export function evaluateGoals(results: BenchResults): GoalCheck[] {
   const checks: GoalCheck[] = [];
@@ -172,7 +170,7 @@ export function evaluateGoals(results: BenchResults): GoalCheck[] {
         check({
           goal: 'f',
           framework,
-          subject: `${redisAdmit.label}, admitting: redis-server CPU per request (${algorithmOf(redisAdmit)})`,
+          subject: `${redisAdmit.label}, admitting: redis-server CPU per request`,
           id: redisAdmit.id,
           regime: 'admit',
           figure: redisAdmit.redisCpuUsPerRequest ?? NaN,

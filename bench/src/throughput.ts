@@ -18,6 +18,8 @@ export interface ThroughputSettings {
   /** Floodgate-on-Redis algorithms to measure; primaryAlgorithm() of them is also used for the memory and hot-key lines. */
   algorithms: readonly AlgorithmName[];
   hotKeys: boolean;
+  /** The memory, OpenTelemetry and hot-key lines' algorithm; default primaryAlgorithm(algorithms). */
+  primary?: AlgorithmName;
 }
 
 export interface Contender {
@@ -90,7 +92,7 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
       limiter: { kind: 'none', prefix: 'none', ...regimeLimits(null) },
     },
   ];
-  const first = primaryAlgorithm(settings.algorithms);
+  const first = settings.primary ?? primaryAlgorithm(settings.algorithms);
   for (const regime of ['admit', 'reject'] as const) {
     const add = (id: string, label: string, group: Contender['group'], limiter: Omit<LimiterSpec, 'limit' | 'windowMs' | 'prefix'>) =>
       list.push({
