@@ -184,7 +184,7 @@ function plannedMs(config: Config): number {
   }
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
   if (config.sections.has('race')) ms += config.quick ? 10_000 : 45_000;
-  if (config.sections.has('memory')) ms += config.quick ? 6_000 : 25_000;
+  if (config.sections.has('memory')) ms += config.quick ? 30_000 : 120_000;
   return ms;
 }
 
@@ -281,7 +281,7 @@ async function main(): Promise<number> {
     await section('memory', async () => {
       results.redisMemory = await runRedisMemory(redis, [100, 1_000], progress);
       const store = await runMemoryStore(
-        config.quick ? { callers: 4_000, filledCallers: 500, limit: 100 } : { callers: 50_000, filledCallers: 5_000, limit: 100 },
+        config.quick ? { callers: 4_000, filledCallers: 1_000, limit: 100, samples: 3 } : { callers: 50_000, filledCallers: 10_000, limit: 100, samples: 5 },
         progress,
       );
       results.memoryStore = store.rows;

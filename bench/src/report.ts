@@ -1,6 +1,6 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
 import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
-import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type Framework, type HeadersSeen, type ThroughputRow } from './types';
+import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
 const int = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
@@ -120,6 +120,18 @@ function throughputTables(results: BenchResults, framework: Framework): { title:
     ),
   });
   return out;
+}
+
+/**
+ * A MemoryStore figure, never an impossible one: "395 ± 12", or "below measurement noise (± 40)"
+ * when the median is not above its noise bound (or is negative, as in results from before the
+ * bound was measured).
+ */
+export function memoryCell(row: MemoryStoreRow | undefined): string {
+  if (!row || !Number.isFinite(row.bytesPerCaller)) return 'n/a';
+  const noise = Math.ceil(row.noiseBytes ?? 0);
+  if (row.bytesPerCaller <= 0 || row.bytesPerCaller <= noise) return noise > 0 ? `below measurement noise (± ${int(noise)})` : 'below measurement noise';
+  return noise > 0 ? `${int(row.bytesPerCaller)} ± ${int(noise)}` : int(row.bytesPerCaller);
 }
 
 /** "0.93 / 0.99": a contender's admitting and rejecting × bare route. */
@@ -370,16 +382,18 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
       const f0 = results.memoryStore.find((r) => r.unitsPerCaller > 1);
       const o0 = results.memoryStore.find((r) => r.unitsPerCaller === 1);
       out.push(
-        `MemoryStore: V8 heap growth per caller (node --expose-gc, heap after full GCs), over ${int(o0?.callers)} callers with one request each` +
+        `MemoryStore: V8 heap per caller (node --expose-gc), over ${int(o0?.callers)} callers with one request each` +
           (f0 ? ` and ${int(f0.callers)} callers filled to ${f0.unitsPerCaller}` : '') +
-          '. Includes the key string, the LRU entry and the algorithm state.' +
+          ': the heap a filled store frees when it is dropped, less what an unused store of the same size frees, per caller (heap read after full GCs; nothing runs between the two readings). ' +
+          `Median of ${o0?.samples?.length ?? 1} sample(s) ± the noise bound (half the samples' spread plus the heap readings' own jitter); a figure not above its noise is not resolved and says so. ` +
+          "Includes the key string, the LRU entry and the algorithm state; not core's process-wide memo of recent callers' keys (at most 20,000 keys, whatever the number of callers)." +
           (results.memoryStoreEmptyBytes !== null ? ` An empty MemoryStore with default options holds ${int(results.memoryStoreEmptyBytes)} bytes.` : ''),
       );
       out.push('');
       out.push(
         table(
           ['algorithm', 'bytes per caller (1 request)', `bytes per caller (filled to ${f0?.unitsPerCaller ?? 'limit'})`],
-          algorithms.map((a) => [a, int(one(a)?.bytesPerCaller), int(filled(a)?.bytesPerCaller)]),
+          algorithms.map((a) => [a, memoryCell(one(a)), memoryCell(filled(a))]),
         ),
       );
       out.push('');

@@ -187,7 +187,15 @@ export interface MemoryStoreRow {
   unitsPerCaller: number;
   limit: number;
   callers: number;
+  /** Median over samples of the heap a filled store frees when dropped, less an unused one's, per caller (memory-worker.ts). */
   bytesPerCaller: number;
+  /** Each sample's figure (absent in older results). */
+  samples?: number[];
+  /**
+   * The noise bound, bytes per caller: half the samples' spread plus the heap readings' own jitter.
+   * A figure not above it is reported as below measurement noise (absent in older results: then 0).
+   */
+  noiseBytes?: number;
 }
 
 export interface ProfileFrame {
