@@ -24,7 +24,7 @@ type Section = (typeof SECTIONS)[number];
 
 const HELP = `Usage: pnpm bench [options]
 
-  --quick                 about a minute: one short round, the default algorithm only
+  --quick                 a few minutes: one short round, the default algorithm only
   --only LIST             sections, comma-separated: ${SECTIONS.join(',')} (default: all)
   --frameworks LIST       express,fastify,koa (default: all)
   --algorithms LIST       Floodgate algorithms on Redis for throughput and the ceiling

@@ -452,7 +452,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
   );
   out.push('');
   out.push(
-    'Run it: `pnpm bench` (full, about 20 minutes) or `pnpm bench --quick` (about a minute); `pnpm bench --help` lists the options. ' +
+    'Run it: `pnpm bench` (full, about 30 minutes) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
       'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
       'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
   );
