@@ -67,6 +67,9 @@ export function adapterExists(framework: string): boolean {
 
 /** Whether core has hot-key mode (`hotKeys` on createLimiter) yet. */
 export function coreHasHotKeys(): boolean {
-  const file = join(REPO_DIR, 'packages', 'core', 'src', 'limiter.ts');
-  return existsSync(file) && /\bhotKeys\??\s*:/.test(readFileSync(file, 'utf8'));
+  // The option is declared in options.ts (earlier, in limiter.ts): either counts.
+  return ['limiter.ts', 'options.ts'].some((name) => {
+    const file = join(REPO_DIR, 'packages', 'core', 'src', name);
+    return existsSync(file) && /\bhotKeys\??\s*:/.test(readFileSync(file, 'utf8'));
+  });
 }

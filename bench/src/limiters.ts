@@ -113,28 +113,23 @@ export function expressLimiter(spec: LimiterSpec, redis: Redis | undefined): Bui
     }
     case 'express-rate-limit': {
       const { rateLimit } = require('express-rate-limit');
-      const { RedisStore: ErlRedisStore } = require('rate-limit-redis');
-      const client = need(redis);
-      const handler = rateLimit({
-        windowMs: spec.windowMs,
-        limit: spec.limit,
-        keyGenerator: spec.keyHeader ? key : undefined,
-        store: new ErlRedisStore({
+      const options: Record<string, unknown> = { windowMs: spec.windowMs, limit: spec.limit, keyGenerator: spec.keyHeader ? key : undefined };
+      // In memory: no store option, so its default MemoryStore, as its README's first example.
+      if (spec.store !== 'memory') {
+        const { RedisStore: ErlRedisStore } = require('rate-limit-redis');
+        const client = need(redis);
+        options.store = new ErlRedisStore({
           prefix: `${spec.prefix}:`,
           sendCommand: (command: string, ...args: string[]) => client.call(command, ...args),
-        }),
-      });
-      return { handler, wiring: 'n/a' };
+        });
+      }
+      return { handler: rateLimit(options), wiring: 'n/a' };
     }
     case 'rate-limiter-flexible': {
-      // The Express middleware from rate-limiter-flexible's own wiki.
-      const { RateLimiterRedis } = require('rate-limiter-flexible');
-      const limiter = new RateLimiterRedis({
-        storeClient: need(redis),
-        keyPrefix: spec.prefix,
-        points: spec.limit,
-        duration: Math.ceil(spec.windowMs / 1000),
-      });
+      // The Express middleware from rate-limiter-flexible's own wiki, on RateLimiterMemory or RateLimiterRedis.
+      const { RateLimiterMemory, RateLimiterRedis } = require('rate-limiter-flexible');
+      const common = { keyPrefix: spec.prefix, points: spec.limit, duration: Math.ceil(spec.windowMs / 1000) };
+      const limiter = spec.store === 'memory' ? new RateLimiterMemory(common) : new RateLimiterRedis({ storeClient: need(redis), ...common });
       const handler: RequestHandler = (req: Request, res: Response, next: NextFunction) => {
         limiter.consume(key(req)).then(
           () => next(),
@@ -207,11 +202,12 @@ export async function fastifyLimiter(app: FastifyInstance, spec: LimiterSpec, re
     }
     case 'fastify-rate-limit': {
       const mod = require('@fastify/rate-limit');
+      // In memory: no redis option, so its default in-process store (an LRU of 5,000 keys).
+      const store = spec.store === 'memory' ? {} : { redis: need(redis), nameSpace: `${spec.prefix}-` };
       await app.register(mod.default ?? mod, {
         max: spec.limit,
         timeWindow: spec.windowMs,
-        redis: need(redis),
-        nameSpace: `${spec.prefix}-`,
+        ...store,
         keyGenerator: spec.keyHeader ? key : undefined,
       });
       return 'n/a';
@@ -252,9 +248,10 @@ export function koaLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<M
     }
     case 'koa-ratelimit': {
       const ratelimit = require('koa-ratelimit');
+      // The memory driver as its README shows it: `db: new Map()` made once. Without a db it builds
+      // a new Map for every request (limiter/memory.js) and never limits anything.
       const handler = ratelimit({
-        driver: 'redis',
-        db: need(redis),
+        ...(spec.store === 'memory' ? { driver: 'memory', db: new Map() } : { driver: 'redis', db: need(redis) }),
         duration: spec.windowMs,
         max: spec.limit,
         namespace: spec.prefix,

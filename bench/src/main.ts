@@ -14,8 +14,9 @@ import { Progress } from './progress';
 import { runRace } from './race';
 import { runRedisCeiling } from './redis-ceiling';
 import { renderMarkdown, warnings } from './report';
-import { GOALS, renderSvg } from './svg';
-import { contendersFor, runThroughput, type ThroughputSettings } from './throughput';
+import { evaluateGoals } from './goals';
+import { renderSvg } from './svg';
+import { contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
 import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
 
 const SECTIONS = ['accuracy', 'ceiling', 'memory', 'race', 'throughput'] as const;
@@ -23,7 +24,7 @@ type Section = (typeof SECTIONS)[number];
 
 const HELP = `Usage: pnpm bench [options]
 
-  --quick                 about a minute: one short round, the default algorithm only
+  --quick                 a few minutes: one short round, the default algorithm only
   --only LIST             sections, comma-separated: ${SECTIONS.join(',')} (default: all)
   --frameworks LIST       express,fastify,koa (default: all)
   --algorithms LIST       Floodgate algorithms on Redis for throughput and the ceiling
@@ -130,7 +131,9 @@ function writeDocs(results: BenchResults): string[] {
 async function profileOne(id: string, label: string, config: Config, redis: RedisServer, progress: Progress): Promise<ProfileRow> {
   const framework = id.split('/')[0] as Framework;
   if (!FRAMEWORKS.includes(framework)) throw new Error(`--profile-ids: "${id}" does not start with a framework`);
-  const contender = contendersFor(framework, { ...throughputSettings(config), algorithms: ALGORITHMS }).find((c) => c.id === id);
+  // Every algorithm, so any id can be profiled; the memory and hot-key lines on the run's own algorithm.
+  const settings = { ...throughputSettings(config), algorithms: ALGORITHMS, primary: primaryAlgorithm(config.algorithms) };
+  const contender = contendersFor(framework, settings).find((c) => c.id === id);
   if (!contender) throw new Error(`--profile-ids: no contender "${id}"`);
   progress.step(`profile: ${contender.id} (--cpu-prof)`, (config.warmup + config.seconds * 2) * 1000);
   return profileServer(
@@ -142,23 +145,17 @@ async function profileOne(id: string, label: string, config: Config, redis: Redi
 }
 
 async function profileShortfalls(results: BenchResults, config: Config, redis: RedisServer, progress: Progress): Promise<void> {
-  const settings: ThroughputSettings = { ...throughputSettings(config), hotKeys: false };
-  for (const framework of config.frameworks) {
-    for (const regime of ['admit', 'reject'] as const) {
-      const below = results.throughput.filter(
-        (r) => r.framework === framework && r.regime === regime && r.group === 'floodgate' && r.id.includes('floodgate-redis') && r.ratio < GOALS[regime],
-      );
-      if (below.length === 0) continue;
-      // The default algorithm if it fell short, else the worst.
-      const target = below.find((r) => r.id.includes('sliding-window-counter')) ?? below.reduce((a, b) => (b.ratio < a.ratio ? b : a));
-      const contender = contendersFor(framework, settings).find((c) => c.id === target.id);
-      if (!contender) continue;
-      const label = `${framework}: ${contender.label}, ${regime === 'admit' ? 'admitting' : 'rejecting'}`;
-      results.profiles.push(await profileOne(contender.id, label, config, redis, progress));
-      // The ceiling beside it: what the framework alone costs per request on this machine.
-      if (!results.profiles.some((p) => p.id === `${framework}/none`)) {
-        results.profiles.push(await profileOne(`${framework}/none`, `${framework}: no limiter (ceiling)`, config, redis, progress));
-      }
+  // Each Floodgate contender behind a missed goal once (goal (b)'s and (e)'s memory rows, (c), (d), (f)'s Redis row, ...).
+  const missed = evaluateGoals(results).filter((c) => c.met === false && config.frameworks.includes(c.framework));
+  for (const id of [...new Set(missed.map((c) => c.id))]) {
+    const framework = id.split('/')[0] as Framework;
+    const row = results.throughput.find((r) => r.id === id);
+    if (!row) continue;
+    const label = `${framework}: ${row.label}, ${row.regime === 'admit' ? 'admitting' : 'rejecting'}`;
+    results.profiles.push(await profileOne(id, label, config, redis, progress));
+    // The bare route beside it: what the framework alone costs per request on this machine.
+    if (!results.profiles.some((p) => p.id === `${framework}/none`)) {
+      results.profiles.push(await profileOne(`${framework}/none`, `${framework}: no limiter (bare route)`, config, redis, progress));
     }
   }
 }
@@ -181,13 +178,13 @@ function plannedMs(config: Config): number {
   const t = throughputSettings(config);
   if (config.sections.has('throughput')) {
     for (const fw of config.frameworks) {
-      const n = contendersFor(fw, t).length + 1; // the ceiling runs twice a round
+      const n = contendersFor(fw, t).length + 2; // the bare route and the per-turn floor run twice a round
       ms += n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
     }
   }
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
   if (config.sections.has('race')) ms += config.quick ? 10_000 : 45_000;
-  if (config.sections.has('memory')) ms += config.quick ? 6_000 : 25_000;
+  if (config.sections.has('memory')) ms += config.quick ? 30_000 : 120_000;
   return ms;
 }
 
@@ -284,7 +281,7 @@ async function main(): Promise<number> {
     await section('memory', async () => {
       results.redisMemory = await runRedisMemory(redis, [100, 1_000], progress);
       const store = await runMemoryStore(
-        config.quick ? { callers: 4_000, filledCallers: 500, limit: 100 } : { callers: 50_000, filledCallers: 5_000, limit: 100 },
+        config.quick ? { callers: 4_000, filledCallers: 1_000, limit: 100, samples: 3 } : { callers: 50_000, filledCallers: 10_000, limit: 100, samples: 5 },
         progress,
       );
       results.memoryStore = store.rows;

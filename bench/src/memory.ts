@@ -81,13 +81,21 @@ export async function runMemoryStore(job: MemoryWorkerJob, progress: Progress): 
   type Reply = { type: 'done'; rows: MemoryWorkerRow[]; emptyStoreBytes: number } | { type: 'error'; message: string };
   const child = await spawnChild<Reply>('memory-worker', [JSON.stringify(job)], {
     name: 'memory-worker',
-    nodeArgs: ['--expose-gc'],
+    // One GC thread (no sweeping left to run after gc() returns) and no bytecode flushing (V8 drops
+    // the bytecode of functions idle for a few GCs, which would show as heap freed between readings).
+    nodeArgs: ['--expose-gc', '--single-threaded-gc', '--no-flush-bytecode'],
     timeoutMs: 300_000,
   });
   await child.stop();
   if (child.first.type !== 'done') throw new Error(child.first.message);
   return {
-    rows: child.first.rows.map((r) => ({ ...r, limit: job.limit, bytesPerCaller: Math.round(r.bytesPerCaller) })),
+    rows: child.first.rows.map((r) => ({
+      ...r,
+      limit: job.limit,
+      bytesPerCaller: Math.round(r.bytesPerCaller),
+      samples: r.samples.map(Math.round),
+      noiseBytes: Math.ceil(r.noiseBytes),
+    })),
     emptyStoreBytes: child.first.emptyStoreBytes,
   };
 }

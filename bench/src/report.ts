@@ -1,6 +1,6 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
-import { GOALS } from './svg';
-import { FRAMEWORKS, type BenchResults, type Framework, type ThroughputRow } from './types';
+import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
+import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
 const int = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
@@ -11,33 +11,89 @@ function table(head: string[], rows: string[][]): string {
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-/** The contenders of one framework as rows, both regimes side by side: throughput, then cost per request. */
-function throughputTables(results: BenchResults, framework: Framework): string[] | undefined {
-  const rows = results.throughput.filter((r) => r.framework === framework);
-  if (rows.length === 0) return undefined;
-  const ceiling = rows.find((r) => r.group === 'ceiling');
-  const labels = [...new Set(rows.filter((r) => r.group !== 'ceiling').map((r) => r.label))];
-  const pick = (label: string, regime: 'admit' | 'reject') => rows.find((r) => r.label === label && r.regime === regime);
-  const mark = (r: ThroughputRow | undefined, regime: 'admit' | 'reject') => {
-    if (!r) return 'n/a';
-    const goal = r.group === 'floodgate' && r.id.includes('floodgate-redis') ? (r.ratio >= GOALS[regime] ? ' ✓' : ' ✗') : '';
-    return `**${fix(r.ratio)}**${goal}`;
-  };
+const KNOWN_TRIPLES = [
+  ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
+  ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
+];
+
+/** A header list, short: a full Limit/Remaining/Reset set as "RateLimit-Limit/-Remaining/-Reset"; "none" for an empty one. */
+export function formatHeaderList(headers: readonly string[]): string {
+  if (headers.length === 0) return 'none';
+  const parts: string[] = [];
+  const left = [...headers];
+  for (const triple of KNOWN_TRIPLES) {
+    if (triple.every((h) => left.includes(h))) {
+      const at = left.indexOf(triple[0]);
+      left.splice(at, 1, `${triple[0]}/-Remaining/-Reset`);
+      for (const h of triple.slice(1)) left.splice(left.indexOf(h), 1);
+    }
+  }
+  parts.push(...left);
+  return parts.join(', ');
+}
+
+/** "admitted headers; 429: + what the 429 adds" (or its own list when it drops some), from real responses. */
+export function formatHeadersSeen(seen: HeadersSeen | undefined): string {
+  if (!seen) return 'n/a';
+  const admitted = seen.admitted === null ? 'n/a' : formatHeaderList(seen.admitted);
+  if (seen.limited === null) return admitted;
+  if (seen.admitted !== null && seen.admitted.length === 0 && seen.limited.length === 0) return 'none';
+  const adds = seen.admitted !== null && seen.admitted.every((h) => seen.limited!.includes(h));
+  const extra = seen.limited.filter((h) => !(seen.admitted ?? []).includes(h));
+  const limited = adds ? (extra.length ? `+ ${formatHeaderList(extra)}` : 'the same') : formatHeaderList(seen.limited);
+  return `${admitted}; 429: ${limited}`;
+}
+
+const labelsOf = (rows: readonly ThroughputRow[]) => [...new Set(rows.map((r) => r.label))];
+const name = (rows: readonly ThroughputRow[], label: string) =>
+  `${label}${rows.find((r) => r.label === label)?.wiring === 'inline-core' ? ' (core inline: adapter not built)' : ''}`;
+
+/** The contenders of one framework: the memory group, the Redis group, bare route and floors, then cost per request. */
+function throughputTables(results: BenchResults, framework: Framework): { title: string; table: string }[] | undefined {
+  const g = groupsOf(results, framework);
+  if (g.rows.length === 0) return undefined;
+  const pick = (label: string, regime: 'admit' | 'reject') => g.rows.find((r) => r.label === label && r.regime === regime);
+  const speed = (r: ThroughputRow | undefined) => (r ? [int(r.medianRps), `**${fix(r.ratio)}**`, fix(r.cpuRatio)] : ['n/a', 'n/a', 'n/a']);
+  const out: { title: string; table: string }[] = [];
+  if (g.memory.length) {
+    out.push({
+      title: 'in memory',
+      table: table(
+        ['contender', 'headers sent', 'admitting req/s', '× bare route', 'by CPU', 'rejecting req/s', '× bare route', 'by CPU'],
+        labelsOf(g.memory).map((label) => [name(g.rows, label), formatHeadersSeen(headersOf(g.rows, label)), ...speed(pick(label, 'admit')), ...speed(pick(label, 'reject'))]),
+      ),
+    });
+  }
+  if (g.redis.length) {
+    out.push({
+      title: 'on Redis',
+      table: table(
+        ['contender', 'headers sent', 'admitting req/s', '× bare route', '× floor (PING per turn)', 'by CPU', 'rejecting req/s', '× bare route', 'by CPU'],
+        labelsOf(g.redis).map((label) => {
+          const a = pick(label, 'admit');
+          const [rps, bare, cpu] = speed(a);
+          return [name(g.rows, label), formatHeadersSeen(headersOf(g.rows, label)), rps, bare, fix(a?.floorRatio ?? NaN), cpu, ...speed(pick(label, 'reject'))];
+        }),
+      ),
+    });
+  }
+  const base = [...(g.ceiling ? [g.ceiling] : []), ...g.floors];
+  if (base.length) {
+    out.push({
+      title: 'bare route and floors',
+      table: table(
+        ['route', 'req/s', '× bare route', 'by CPU', 'runs'],
+        base.map((r) => [r.label, int(r.medianRps), r.group === 'ceiling' ? '1.00' : `**${fix(r.ratio)}**`, fix(r.cpuRatio), String(r.samples.length)]),
+      ),
+    });
+  }
   const pair = (a: ThroughputRow | undefined, b: ThroughputRow | undefined, get: (r: ThroughputRow) => number | null, digits: number) =>
     `${a ? fix(get(a), digits) : 'n/a'} / ${b ? fix(get(b), digits) : 'n/a'}`;
-  const name = (a: ThroughputRow | undefined, b: ThroughputRow | undefined, label: string) =>
-    `${label}${(a ?? b)?.wiring === 'inline-core' ? ' (core inline: adapter not built)' : ''}`;
-
-  const speed = labels.map((label) => {
-    const a = pick(label, 'admit');
-    const b = pick(label, 'reject');
-    return [name(a, b, label), int(a?.medianRps), mark(a, 'admit'), fix(a?.cpuRatio), int(b?.medianRps), mark(b, 'reject'), fix(b?.cpuRatio)];
-  });
-  const cost = labels.map((label) => {
+  const cost = labelsOf([...g.memory, ...g.redis, ...g.floors]).map((label) => {
     const a = pick(label, 'admit');
     const b = pick(label, 'reject');
     return [
-      name(a, b, label),
+      name(g.rows, label),
       pair(a, b, (r) => r.serverCpuUsPerRequest, 0),
       pair(a, b, (r) => r.redisCallsPerRequest, 1),
       pair(a, b, (r) => r.redisCpuUsPerRequest, 1),
@@ -45,13 +101,13 @@ function throughputTables(results: BenchResults, framework: Framework): string[]
       `${a ? pct(a.okShare) : 'n/a'} / ${b ? pct(b.limitedShare) : 'n/a'}`,
     ];
   });
-  if (ceiling) {
-    speed.unshift(['no limiter (ceiling)', int(ceiling.medianRps), '1.00', '1.00', int(ceiling.medianRps), '1.00', '1.00']);
-    cost.unshift(['no limiter (ceiling)', fix(ceiling.serverCpuUsPerRequest, 0), '0', '0', fix(ceiling.latencyP99Ms, 1), `${pct(ceiling.okShare)} 2xx`]);
+  if (g.ceiling) {
+    const c = g.ceiling;
+    cost.unshift([c.label, fix(c.serverCpuUsPerRequest, 0), '0', '0', fix(c.latencyP99Ms, 1), `${pct(c.okShare)} 2xx`]);
   }
-  return [
-    table(['contender', 'admitting req/s', '× ceiling', 'by CPU', 'rejecting req/s', '× ceiling', 'by CPU'], speed),
-    table(
+  out.push({
+    title: 'cost per request',
+    table: table(
       [
         'contender',
         'server CPU µs per request (admit / reject)',
@@ -62,41 +118,92 @@ function throughputTables(results: BenchResults, framework: Framework): string[]
       ],
       cost,
     ),
-  ];
+  });
+  return out;
 }
 
-function goalSummary(results: BenchResults): string[] {
-  const lines: string[] = [];
+/**
+ * A MemoryStore figure, never an impossible one: "395 ± 12", or "below measurement noise (± 40)"
+ * when the median is not above its noise bound (or is negative, as in results from before the
+ * bound was measured).
+ */
+export function memoryCell(row: MemoryStoreRow | undefined): string {
+  if (!row || !Number.isFinite(row.bytesPerCaller)) return 'n/a';
+  const noise = Math.ceil(row.noiseBytes ?? 0);
+  if (row.bytesPerCaller <= 0 || row.bytesPerCaller <= noise) return noise > 0 ? `below measurement noise (± ${int(noise)})` : 'below measurement noise';
+  return noise > 0 ? `${int(row.bytesPerCaller)} ± ${int(noise)}` : int(row.bytesPerCaller);
+}
+
+/** "0.93 / 0.99": a contender's admitting and rejecting × bare route. */
+function bothRatios(rows: readonly ThroughputRow[], label: string | undefined): string {
+  if (!label) return 'n/a';
+  const a = rows.find((r) => r.label === label && r.regime === 'admit');
+  const b = rows.find((r) => r.label === label && r.regime === 'reject');
+  return `${a ? fix(a.ratio) : 'n/a'} / ${b ? fix(b.ratio) : 'n/a'}`;
+}
+
+/** The summary at the top: one row per framework, from the run. */
+export function summaryTable(results: BenchResults): string | undefined {
+  const rows: string[][] = [];
   for (const framework of FRAMEWORKS) {
-    for (const regime of ['admit', 'reject'] as const) {
-      const fg = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'floodgate' && r.id.includes('floodgate-redis'));
-      if (fg.length === 0) continue;
-      const peers = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'peer');
-      const best = fg.reduce((a, b) => (b.ratio > a.ratio ? b : a));
-      const worst = fg.reduce((a, b) => (b.ratio < a.ratio ? b : a));
-      const verdict = worst.ratio >= GOALS[regime] ? 'meets' : best.ratio >= GOALS[regime] ? 'partly meets' : 'misses';
-      const range = fg.length > 1 ? `${fix(worst.ratio)} to ${fix(best.ratio)}` : fix(best.ratio);
-      const cpuValues = fg.map((r) => r.cpuRatio).filter(Number.isFinite);
-      const cpu = cpuValues.length
-        ? ` (${cpuValues.length > 1 ? `${fix(Math.min(...cpuValues))} to ${fix(Math.max(...cpuValues))}` : fix(cpuValues[0])} by server CPU per request)`
-        : '';
-      const peerText = peers.map((p) => `${p.label} ${fix(p.ratio)}`).join(', ');
-      const floors = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group === 'floor');
-      const floorText = floors.length
-        ? ` Floors, no limiting at all: ${floors.map((f) => `${f.label.replace(/^floor: /, '').replace(/, no limiting$/, '')} ${fix(f.ratio)}`).join(', ')}.`
-        : '';
-      lines.push(
-        `- **${framework}, ${regime === 'admit' ? 'admitting' : 'rejecting'}**: Floodgate on Redis keeps ${range} of the ceiling${cpu}: ${verdict} the goal of ${GOALS[regime]}` +
-          (peerText ? ` (peers: ${peerText}).` : '.') +
-          floorText,
-      );
-    }
-    const hot = results.throughput.filter((r) => r.framework === framework && r.group === 'floodgate-hot');
-    for (const h of hot) {
-      lines.push(`- ${framework}, hot-key mode, ${h.regime === 'admit' ? 'admitting' : 'rejecting'}: ${fix(h.ratio)} (${fix(h.cpuRatio)} by server CPU).`);
-    }
+    const g = groupsOf(results, framework);
+    if (g.rows.length === 0) continue;
+    const fgMem = g.floodgateMemory('admit') ?? g.floodgateMemory('reject');
+    const peers = g.memoryPeers('admit');
+    const withHeaders = best(peers.filter((p) => quotaHeaders(headersOf(g.rows, p.label)).length > 0));
+    const overall = best(peers);
+    const memPeer = peers.length
+      ? [
+          withHeaders ? `${withHeaders.label} ${bothRatios(g.rows, withHeaders.label)}` : 'none sends rate-limit headers',
+          overall && overall !== withHeaders ? `best overall: ${overall.label} ${bothRatios(g.rows, overall.label)} (no rate-limit headers)` : withHeaders ? 'also best overall' : '',
+        ]
+          .filter(Boolean)
+          .join('; ')
+      : 'n/a';
+    const fgRedis = g.floodgateRedis('admit') ?? g.floodgateRedis('reject');
+    const redisCell = fgRedis
+      ? `${bothRatios(g.rows, fgRedis.label)} (${/\(([^)]+)\)/.exec(fgRedis.label)?.[1] ?? ''}; ${fix(g.floodgateRedis('admit')?.floorRatio ?? NaN)} of the floor)`
+      : 'n/a';
+    const redisPeer = best(g.redisPeers('admit'));
+    rows.push([
+      framework,
+      fgMem ? `${bothRatios(g.rows, fgMem.label)}` : 'n/a',
+      memPeer,
+      redisCell,
+      redisPeer ? `${redisPeer.label} ${bothRatios(g.rows, redisPeer.label)}` : 'n/a',
+      g.floorTurn ? fix(g.floorTurn.ratio) : 'n/a',
+    ]);
   }
-  return lines;
+  if (rows.length === 0) return undefined;
+  return table(
+    [
+      'framework',
+      'Floodgate in memory',
+      'best in-memory peer (that sends rate-limit headers, and best overall)',
+      'Floodgate on Redis',
+      'best Redis peer',
+      'floor: one PING per turn',
+    ],
+    rows,
+  );
+}
+
+/** The goals as a table: one line per goal and regime, one column per framework measured. */
+export function goalsTable(results: BenchResults): string | undefined {
+  const checks = evaluateGoals(results);
+  if (checks.length === 0) return undefined;
+  const frameworks = FRAMEWORKS.filter((f) => checks.some((c) => c.framework === f));
+  const keys = [...new Set(checks.map((c) => `${c.goal}\u0000${c.regime}\u0000${c.goal === 'e' ? (c.id.includes('-memory') ? 'memory' : 'Redis') : ''}`))];
+  const rows = keys.map((key) => {
+    const [goal, regime, where] = key.split('\u0000');
+    const of = checks.filter((c) => `${c.goal}\u0000${c.regime}\u0000${c.goal === 'e' ? (c.id.includes('-memory') ? 'memory' : 'Redis') : ''}` === key);
+    const label = goal === 'b' ? `${GOAL_TEXT.b} (${regime === 'admit' ? 'admitting' : 'rejecting'})` : goal === 'e' ? `${GOAL_TEXT.e}: ${where}` : GOAL_TEXT[goal as GoalId];
+    return [`(${goal}) ${label}`, ...frameworks.map((f) => {
+      const c = of.find((x) => x.framework === f);
+      return c ? `${verdict(c)}: ${c.subject}` : 'n/a';
+    })];
+  });
+  return table(['goal', ...frameworks], rows);
 }
 
 export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'): string {
@@ -114,28 +221,49 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     for (const note of meta.notes) out.push(`> ${note}`);
   }
   out.push('');
+  const summary = summaryTable(results);
+  if (summary) {
+    out.push('## Summary');
+    out.push('');
+    out.push(
+      'Throughput kept, as a share of the same framework\'s bare route (no limiter), **admitting / rejecting**: medians over rounds of ratios paired by round. ' +
+        `"Floodgate on Redis" is ${DEFAULT_ALGORITHM} (the default algorithm) when the run measured it, with its admitting share of the floor of one Redis PING per event-loop turn; ` +
+        'peers are ranked by their admitting share. "Rate-limit headers": RateLimit-* or X-RateLimit-* on an admitted response, as each server sent them in this run ' +
+        '(see the "headers sent" columns below). Details, and the same for every algorithm and contender, under [Throughput](#throughput).',
+    );
+    out.push('');
+    out.push(summary);
+    out.push('');
+  }
+  const goals = goalsTable(results);
+  if (goals) {
+    out.push('## Goals');
+    out.push('');
+    out.push(
+      "Issue #15's goals, each checked against this run: the figure, ✓ met or ✗ missed and by how much (in the goal's unit, and as a share of the target). " +
+        `Ratios are medians over rounds of ratios paired by round. "Floodgate in memory" is the memory store without an OpenTelemetry SDK; "Floodgate on Redis" is ${DEFAULT_ALGORITHM} when measured. ` +
+        'Goal (d) divides Floodgate\'s share of the bare route by the best Redis peer\'s; goal (f) is redis-server\'s own CPU time (INFO cpu) per admitted response.',
+    );
+    out.push('');
+    out.push(goals);
+    out.push('');
+  }
   out.push(`![Throughput kept by each limiter, race and accuracy results](${svgFile})`);
   out.push('');
 
   if (results.throughput.length) {
-    out.push('## Goals');
-    out.push('');
-    out.push(
-      `Floodgate on Redis (hot-key mode off) should keep at least ${GOALS.admit} of its framework's no-limiter throughput when admitting and at least ${GOALS.reject} when rejecting.`,
-    );
-    out.push('');
-    out.push(...goalSummary(results));
-    out.push('');
     out.push('## Throughput');
     out.push('');
     out.push(
       `${meta.settings.connections} connections on one subject (all requests come from 127.0.0.1), every limiter on the same Redis; ` +
-        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender (the ceiling twice per round) after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
-        'medians over rounds; "× ceiling" is paired by round: the median over rounds of the contender\'s req/s divided by the ceiling\'s in the same round, so slow drift in the machine\'s load cancels. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
-        'Each server is its own Node process; autocannon runs in the bench process. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
+        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender (the bare route and the per-turn floor twice per round) after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
+        'medians over rounds; "× bare route" is paired by round: the median over rounds of the contender\'s req/s divided by the bare route\'s in the same round, so slow drift in the machine\'s load cancels. ' +
+        '"× floor (PING per turn)" is the same against the floor of one Redis PING per event-loop turn, for admitting contenders on Redis. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
+        'Each server is its own Node process; autocannon runs in the bench process. "headers sent" is read from each server\'s own responses right after it started (its first admitted response and, with limit 1, its first 429), not from documentation; ' +
+        '"none" means no rate-limit header at all. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
         "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response. " +
-        "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). ✓/✗: Floodgate on Redis against the goal. " +
-        '"by CPU" is the ceiling\'s server CPU time per request divided by the contender\'s (each server\'s own user + system time over the measured runs): ' +
+        "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). " +
+        '"by CPU" is the bare route\'s server CPU time per request divided by the contender\'s (each server\'s own user + system time over the measured runs): ' +
         'the ratio a CPU-bound server shows, and steadier than req/s when other processes share the machine. ' +
         'The two "floor" rows limit nothing: one sends a Redis PING per request, the other one PING per event-loop turn for all of that turn\'s requests (how Floodgate batches its script calls). ' +
         'They are the most any limiter that asks Redis, or one that batches as Floodgate does, can keep on this machine: the round trip alone costs that much.',
@@ -147,7 +275,9 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
       out.push(`### ${framework}`);
       for (const t of tables) {
         out.push('');
-        out.push(t);
+        out.push(`#### ${framework}, ${t.title}`);
+        out.push('');
+        out.push(t.table);
       }
     }
     out.push('');
@@ -252,16 +382,18 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
       const f0 = results.memoryStore.find((r) => r.unitsPerCaller > 1);
       const o0 = results.memoryStore.find((r) => r.unitsPerCaller === 1);
       out.push(
-        `MemoryStore: V8 heap growth per caller (node --expose-gc, heap after full GCs), over ${int(o0?.callers)} callers with one request each` +
+        `MemoryStore: V8 heap per caller (node --expose-gc), over ${int(o0?.callers)} callers with one request each` +
           (f0 ? ` and ${int(f0.callers)} callers filled to ${f0.unitsPerCaller}` : '') +
-          '. Includes the key string, the LRU entry and the algorithm state.' +
+          ': the heap a filled store frees when it is dropped, less what an unused store of the same size frees, per caller (heap read after full GCs; nothing runs between the two readings). ' +
+          `Median of ${o0?.samples?.length ?? 1} sample(s) ± the noise bound (half the samples' spread plus the heap readings' own jitter); a figure not above its noise is not resolved and says so. ` +
+          "Includes the key string, the LRU entry and the algorithm state; not core's process-wide memo of recent callers' keys (at most 20,000 keys, whatever the number of callers)." +
           (results.memoryStoreEmptyBytes !== null ? ` An empty MemoryStore with default options holds ${int(results.memoryStoreEmptyBytes)} bytes.` : ''),
       );
       out.push('');
       out.push(
         table(
           ['algorithm', 'bytes per caller (1 request)', `bytes per caller (filled to ${f0?.unitsPerCaller ?? 'limit'})`],
-          algorithms.map((a) => [a, int(one(a)?.bytesPerCaller), int(filled(a)?.bytesPerCaller)]),
+          algorithms.map((a) => [a, memoryCell(one(a)), memoryCell(filled(a))]),
         ),
       );
       out.push('');
@@ -314,12 +446,13 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
       'Every Redis client is ioredis with `maxRetriesPerRequest: 1` and `autoResendUnfulfilledCommands: false` (as Floodgate\'s docs ask; it changes nothing for the peers); ' +
       "Floodgate's RedisStore gets a 1 s `timeoutMs` so that a slow moment on a busy machine does not turn into failure-mode decisions, and a run in which Floodgate still logs a store failure says so above. " +
       "Everything else in Floodgate is at its defaults: `coalesce: 'turn'` (one script call per subject per event-loop turn, each request still decided exactly and on its own; the Redis commands column shows the calls it saved) and `respondDirectly: true` (its own 429 written straight to Node). " +
-      'Peers use their documented Redis setup and default options (headers included); rate-limiter-flexible runs in the Express middleware from its wiki. ' +
+      'Peers use their documented setup and default options (headers included): in memory their default store (express-rate-limit\'s MemoryStore, rate-limiter-flexible\'s RateLimiterMemory, @fastify/rate-limit\'s in-process LRU, koa-ratelimit\'s memory driver with one `new Map()` as its README shows), on Redis their Redis store; rate-limiter-flexible runs in the Express middleware from its wiki. ' +
+      `Floodgate's memory, OpenTelemetry and hot-key lines use ${DEFAULT_ALGORITHM}, the default algorithm, unless the run measured other algorithms only (then the first of those). ` +
       'Hot-key mode is configured with `{ instances: 4 }` for throughput and with the number of processes for races.',
   );
   out.push('');
   out.push(
-    'Run it: `pnpm bench` (full, about 20 minutes) or `pnpm bench --quick` (about a minute); `pnpm bench --help` lists the options. ' +
+    'Run it: `pnpm bench` (full, about 30 minutes) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
       'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
       'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
   );
@@ -355,11 +488,13 @@ export function warnings(results: BenchResults): string[] {
   }
   for (const r of results.throughput) {
     if (r.errors > 0) notes.push(`${r.id}: ${r.errors} connection errors or timeouts.`);
+    if (r.headers && r.headers.admitted === null) notes.push(`${r.id}: no admitted response when its headers were read, so its "headers sent" is incomplete.`);
+    if (r.headers && r.regime === 'reject' && r.headers.limited === null) notes.push(`${r.id}: no 429 when its headers were read, so its "headers sent" has no 429 part.`);
     if (r.storeTrouble) notes.push(`${r.id}: Floodgate reported store trouble during the run, so some decisions were the failure mode's: ${r.storeTrouble}`);
     if (r.regime === 'admit' && r.okShare < 0.99) notes.push(`${r.id}: only ${(r.okShare * 100).toFixed(1)}% 2xx while it should admit everything.`);
     if (r.regime === 'reject' && r.limitedShare < 0.9) notes.push(`${r.id}: only ${(r.limitedShare * 100).toFixed(1)}% 429 while it should reject nearly everything.`);
     // Hot-key mode answers most requests from a lease, so few Redis calls is its point: not checked.
-    const onRedis = r.group === 'peer' || (r.group === 'floodgate' && r.id.includes('floodgate-redis'));
+    const onRedis = (r.group === 'peer' || r.group === 'floodgate') && storeOf(r) === 'redis';
     if (onRedis && r.regime === 'admit' && (r.redisCallsPerRequest ?? 0) < 0.5) {
       notes.push(`${r.id}: ${r.redisCallsPerRequest?.toFixed(2)} Redis commands per admitted request; it may not be using Redis.`);
     }

@@ -1,7 +1,6 @@
 // The chart: bars drawn from the results (ratios to the ceiling, race and accuracy multiples), as one SVG.
+import { GOALS, storeOf } from './goals';
 import { FRAMEWORKS, type BenchResults, type Regime, type ThroughputRow } from './types';
-
-export const GOALS: Record<Regime, number> = { admit: 0.75, reject: 0.95 };
 
 interface Bar {
   label: string;
@@ -9,7 +8,7 @@ interface Bar {
   /** A second reading drawn as a tick on the bar (throughput: the ratio by server CPU per request). */
   alt?: number;
   /** Fill colour key. */
-  kind: 'floodgate' | 'floodgate-memory' | 'floodgate-hot' | 'peer' | 'naive';
+  kind: 'floodgate' | 'floodgate-memory' | 'floodgate-hot' | 'peer' | 'peer-memory' | 'floor' | 'naive';
 }
 
 interface Group {
@@ -30,6 +29,8 @@ const COLORS: Record<Bar['kind'], string> = {
   'floodgate-memory': '#5eead4',
   'floodgate-hot': '#7c3aed',
   peer: '#9ca3af',
+  'peer-memory': '#d1d5db',
+  floor: '#fbbf24',
   naive: '#dc2626',
 };
 
@@ -37,7 +38,9 @@ const LEGEND: { kind: Bar['kind']; text: string }[] = [
   { kind: 'floodgate', text: 'Floodgate on Redis' },
   { kind: 'floodgate-memory', text: 'Floodgate, memory store' },
   { kind: 'floodgate-hot', text: 'Floodgate, hot-key mode' },
+  { kind: 'peer-memory', text: 'peer library in memory' },
   { kind: 'peer', text: 'peer library on Redis' },
+  { kind: 'floor', text: 'floor: Redis PINGs, no limiting' },
   { kind: 'naive', text: 'naive GET then INCR' },
 ];
 
@@ -49,14 +52,16 @@ const fmt = (x: number) => (Number.isFinite(x) ? x.toFixed(2) : 'n/a');
 
 function barKind(row: ThroughputRow): Bar['kind'] {
   if (row.group === 'floodgate-hot') return 'floodgate-hot';
-  if (row.group === 'peer') return 'peer';
-  return row.id.includes('floodgate-memory') ? 'floodgate-memory' : 'floodgate';
+  if (row.group === 'floor') return 'floor';
+  const memory = storeOf(row) === 'memory';
+  if (row.group === 'peer') return memory ? 'peer-memory' : 'peer';
+  return memory ? 'floodgate-memory' : 'floodgate';
 }
 
 function throughputPanel(results: BenchResults, regime: Regime): Panel {
   const groups: Group[] = [];
   for (const framework of FRAMEWORKS) {
-    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime && r.group !== 'floor');
+    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime);
     if (rows.length === 0) continue;
     const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling');
     groups.push({
@@ -66,11 +71,13 @@ function throughputPanel(results: BenchResults, regime: Regime): Panel {
   }
   return {
     title: regime === 'admit' ? 'Every request admitted: throughput kept' : 'Nearly every request rejected (429): throughput kept',
-    subtitle: 'bar: median req/s as a share of the same framework with no limiter (1.0); tick: the same by server CPU per request; longer is better',
+    subtitle: 'bar: req/s as a share of the same framework with no limiter (1.0), paired by round; tick: the same by server CPU per request; longer is better',
     groups,
     marks: [
       { at: 1, label: 'no limiter', dashed: false, color: '#111827' },
-      { at: GOALS[regime], label: `goal ${GOALS[regime]}`, dashed: true, color: '#b91c1c' },
+      regime === 'admit'
+        ? { at: GOALS.memoryAdmit.express, label: `memory goal ${GOALS.memoryAdmit.express.toFixed(2)} (Fastify ${GOALS.memoryAdmit.fastify.toFixed(2)})`, dashed: true, color: '#b91c1c' }
+        : { at: GOALS.reject, label: `goal ${GOALS.reject.toFixed(2)}`, dashed: true, color: '#b91c1c' },
     ],
   };
 }

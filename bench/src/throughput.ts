@@ -1,12 +1,13 @@
 // Throughput: every contender under autocannon, rounds alternating between contenders, ratios to the ceiling.
 import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import type { AlgorithmName } from '@floodgate/core';
 import type { RedisServer } from '@floodgate/testing';
 import { startServer, type RunningServer } from './children';
 import { runLoad, type LoadResult } from './load';
 import type { Progress } from './progress';
 import { median, pairedRatio, ratio, sum } from './stats';
-import type { Framework, LimiterSpec, Regime, ThroughputRow } from './types';
+import { DEFAULT_ALGORITHM, RATE_LIMIT_HEADERS, type Framework, type HeadersSeen, type LimiterSpec, type Regime, type StoreKind, type ThroughputRow } from './types';
 
 export interface ThroughputSettings {
   frameworks: readonly Framework[];
@@ -14,15 +15,18 @@ export interface ThroughputSettings {
   secondsPerRun: number;
   warmupSeconds: number;
   connections: number;
-  /** Floodgate-on-Redis algorithms to measure (the first is also used for memory and hot-key lines). */
+  /** Floodgate-on-Redis algorithms to measure; primaryAlgorithm() of them is also used for the memory and hot-key lines. */
   algorithms: readonly AlgorithmName[];
   hotKeys: boolean;
+  /** The memory, OpenTelemetry and hot-key lines' algorithm; default primaryAlgorithm(algorithms). */
+  primary?: AlgorithmName;
 }
 
 export interface Contender {
   id: string;
   label: string;
   group: ThroughputRow['group'];
+  store: StoreKind | null;
   framework: Framework;
   regime: Regime | null;
   limiter: LimiterSpec;
@@ -34,46 +38,77 @@ export function regimeLimits(regime: Regime | null): Pick<LimiterSpec, 'limit' |
   return regime === 'reject' ? { limit: 1, windowMs: 60_000 } : { limit: 1_000_000_000, windowMs: 3_600_000 };
 }
 
-const PEERS: Record<Framework, { kind: LimiterSpec['kind']; label: string }[]> = {
+/** Peers as each library's docs set them up: in memory (its default store) and on Redis. */
+export const PEERS: Record<Framework, { kind: LimiterSpec['kind']; store: StoreKind; label: string }[]> = {
   express: [
-    { kind: 'express-rate-limit', label: 'express-rate-limit + rate-limit-redis' },
-    { kind: 'rate-limiter-flexible', label: 'rate-limiter-flexible (RateLimiterRedis)' },
+    { kind: 'express-rate-limit', store: 'memory', label: 'express-rate-limit (MemoryStore)' },
+    { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)' },
+    { kind: 'express-rate-limit', store: 'redis', label: 'express-rate-limit + rate-limit-redis' },
+    { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)' },
   ],
-  fastify: [{ kind: 'fastify-rate-limit', label: '@fastify/rate-limit (Redis)' }],
-  koa: [{ kind: 'koa-ratelimit', label: 'koa-ratelimit (Redis)' }],
+  fastify: [
+    { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
+    { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
+  ],
+  koa: [
+    { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
+    { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
+  ],
 };
+
+/**
+ * The algorithm of the memory, OpenTelemetry and hot-key lines, and "Floodgate on Redis" in the
+ * summary: the default if the run measures it, else the first one asked for.
+ */
+export function primaryAlgorithm(algorithms: readonly AlgorithmName[]): AlgorithmName {
+  return algorithms.includes(DEFAULT_ALGORITHM) ? DEFAULT_ALGORITHM : (algorithms[0] ?? DEFAULT_ALGORITHM);
+}
 
 /** Hot-key mode needs the number of instances sharing a limit: a small deployment's. */
 export const HOT_KEY_INSTANCES = 4;
 
+/** The per-turn floor's id in a framework: the reference of the Redis group's floor ratio. */
+export const floorTurnId = (framework: Framework) => `${framework}/redis-floor-turn/admit`;
+
+const nullIfNaN = (x: number) => (Number.isFinite(x) ? x : null);
+
 let unique = 0;
 const prefixFor = (id: string) => `fgb${(unique++).toString(36)}-${id.replace(/[^A-Za-z0-9]+/g, '').slice(0, 12)}`;
 
+/**
+ * Every contender of a framework, in the order the report lists them: the bare route; per regime
+ * the memory group (Floodgate, Floodgate with the OpenTelemetry SDK, memory peers) and the Redis
+ * group (Floodgate per algorithm, hot-key mode, Redis peers); then the floors (admitting only).
+ */
 export function contendersFor(framework: Framework, settings: ThroughputSettings): Contender[] {
   const list: Contender[] = [
     {
       id: `${framework}/none`,
-      label: 'no limiter (ceiling)',
+      label: 'no limiter (bare route)',
       group: 'ceiling',
+      store: null,
       framework,
       regime: null,
       limiter: { kind: 'none', prefix: 'none', ...regimeLimits(null) },
     },
   ];
+  const first = settings.primary ?? primaryAlgorithm(settings.algorithms);
   for (const regime of ['admit', 'reject'] as const) {
     const add = (id: string, label: string, group: Contender['group'], limiter: Omit<LimiterSpec, 'limit' | 'windowMs' | 'prefix'>) =>
       list.push({
         id: `${framework}/${id}/${regime}`,
         label,
         group,
+        store: limiter.store ?? 'redis',
         framework,
         regime,
         limiter: { ...limiter, ...regimeLimits(regime), prefix: prefixFor(`${framework}${id}${regime}`) },
       });
-    const first = settings.algorithms[0];
     add('floodgate-memory', `Floodgate, memory (${first})`, 'floodgate', { kind: 'floodgate', store: 'memory', algorithm: first });
     // The same with an OpenTelemetry SDK registered: what exporting the metrics costs per request.
     add('floodgate-memory-otel', `Floodgate, memory (${first}), OpenTelemetry SDK`, 'floodgate', { kind: 'floodgate', store: 'memory', algorithm: first, otel: true });
+    // Peer ids: the kind on Redis (as in earlier results), the kind + '-memory' in memory.
+    for (const peer of PEERS[framework].filter((p) => p.store === 'memory')) add(`${peer.kind}-memory`, peer.label, 'peer', { kind: peer.kind, store: 'memory' });
     for (const algorithm of settings.algorithms) {
       add(`floodgate-redis-${algorithm}`, `Floodgate, Redis (${algorithm})`, 'floodgate', {
         kind: 'floodgate',
@@ -89,13 +124,21 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
         hotKeyInstances: HOT_KEY_INSTANCES,
       });
     }
-    for (const peer of PEERS[framework]) add(peer.kind, peer.label, 'peer', { kind: peer.kind });
-    if (regime === 'admit') {
-      // Floors: Redis round trips and nothing else. No limiter that asks Redis can keep more.
-      add('redis-floor', 'floor: one Redis PING per request, no limiting', 'floor', { kind: 'redis-floor' });
-      add('redis-floor-turn', 'floor: one Redis PING per event-loop turn, no limiting', 'floor', { kind: 'redis-floor-turn' });
-    }
+    for (const peer of PEERS[framework].filter((p) => p.store === 'redis')) add(peer.kind, peer.label, 'peer', { kind: peer.kind, store: 'redis' });
   }
+  // Floors: Redis round trips and nothing else. No limiter that asks Redis can keep more.
+  const floor = (id: string, label: string, kind: LimiterSpec['kind']) =>
+    list.push({
+      id: `${framework}/${id}/admit`,
+      label,
+      group: 'floor',
+      store: 'redis',
+      framework,
+      regime: 'admit',
+      limiter: { kind, ...regimeLimits('admit'), prefix: prefixFor(`${framework}${id}`) },
+    });
+  floor('redis-floor', 'floor: one Redis PING per request, no limiting', 'redis-floor');
+  floor('redis-floor-turn', 'floor: one Redis PING per event-loop turn, no limiting', 'redis-floor-turn');
   return list;
 }
 
@@ -134,6 +177,54 @@ export function commandsBetween(before: Record<string, number>, after: Record<st
   return total;
 }
 
+/**
+ * The rate-limit headers among a response's header names (any case, e.g. Node's rawHeaders):
+ * the known ones in RATE_LIMIT_HEADERS order and spelling, then any other whose name mentions a
+ * rate limit or a retry, as the server spelled it (sorted, each once).
+ */
+export function rateLimitHeaders(names: Iterable<string>): string[] {
+  const present = new Map<string, string>();
+  for (const name of names) if (!present.has(name.toLowerCase())) present.set(name.toLowerCase(), name);
+  const known = RATE_LIMIT_HEADERS.filter((h) => present.has(h.toLowerCase()));
+  const knownLower = new Set<string>(RATE_LIMIT_HEADERS.map((h) => h.toLowerCase()));
+  const others = [...present.entries()]
+    .filter(([lower]) => !knownLower.has(lower) && /rate-?limit|retry/.test(lower))
+    .map(([, spelled]) => spelled)
+    .sort();
+  return [...known, ...others];
+}
+
+/** One GET on a fresh connection: the status and the header names as sent (rawHeaders keeps their case). */
+function probeOnce(url: string): Promise<{ status: number; names: string[] }> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { agent: false, timeout: 10_000 }, (res) => {
+      const names = res.rawHeaders.filter((_, i) => i % 2 === 0);
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, names }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${url}: no answer within 10 s`)));
+    req.on('error', reject);
+  });
+}
+
+/**
+ * Which rate-limit headers a server sends, from real responses: its first admitted response and,
+ * in the rejecting regime (limit 1), its first 429, which comes on the second request. Run right
+ * after the servers start, before the warm-up: the rejecting servers are past their one request
+ * for the window after it anyway.
+ */
+export async function probeHeaders(url: string, regime: Regime | null): Promise<HeadersSeen> {
+  const seen: HeadersSeen = { admitted: null, limited: null };
+  const attempts = regime === 'reject' ? 3 : 1;
+  for (let i = 0; i < attempts && (seen.admitted === null || (regime === 'reject' && seen.limited === null)); i++) {
+    const { status, names } = await probeOnce(url);
+    if (status >= 200 && status < 300) seen.admitted ??= rateLimitHeaders(names);
+    else if (status === 429) seen.limited ??= rateLimitHeaders(names);
+  }
+  return seen;
+}
+
 async function startAll(contenders: Contender[], redisPort: number, progress: Progress): Promise<Map<string, RunningServer>> {
   const servers = new Map<string, RunningServer>();
   // Two at a time: the machine has two cores and startup is CPU-bound.
@@ -168,20 +259,36 @@ export async function runThroughput(
   for (const framework of settings.frameworks) {
     const contenders = contendersFor(framework, settings);
     const servers = await startAll(contenders, redis.port, progress);
+    const headers = new Map<string, HeadersSeen>();
     try {
+      // Which headers each one sends, from its own responses, before anything else reaches it.
+      for (const c of contenders) {
+        progress.step(`throughput: headers of ${c.id}`);
+        headers.set(c.id, await probeHeaders(servers.get(c.id)!.url, c.regime));
+      }
       for (const c of contenders) {
         progress.step(`throughput: warming ${c.id}`, settings.warmupSeconds * 1000);
         await runLoad({ url: servers.get(c.id)!.url, connections: settings.connections, durationS: settings.warmupSeconds });
       }
       const measured = new Map<string, Measured>(contenders.map((c) => [c.id, { loads: [], redisCalls: 0, redisCpuS: 0, serverCpuUs: 0 }]));
-      const [ceilingContender, ...others] = contenders;
+      const [ceilingContender] = contenders;
+      const floorContender = contenders.find((c) => c.id === floorTurnId(framework));
+      const others = contenders.slice(1).filter((c) => c !== floorContender);
       for (let round = 0; round < settings.rounds; round++) {
         const shift = (round * 3) % others.length;
         const rotated = [...others.slice(shift), ...others.slice(0, shift)];
         if (round % 2 === 1) rotated.reverse();
         // Every ratio divides by the ceiling: measure it twice a round (first, and halfway through).
+        // The Redis group's floor ratio divides by the per-turn floor: it too runs twice a round,
+        // a quarter and three quarters of the way through.
         const half = Math.ceil(rotated.length / 2);
-        const order = [ceilingContender, ...rotated.slice(0, half), ceilingContender, ...rotated.slice(half)];
+        const [a, b] = [rotated.slice(0, half), rotated.slice(half)];
+        const withFloor = (part: Contender[]) => {
+          if (!floorContender) return part;
+          const q = Math.ceil(part.length / 2);
+          return [...part.slice(0, q), floorContender, ...part.slice(q)];
+        };
+        const order = [ceilingContender, ...withFloor(a), ceilingContender, ...withFloor(b)];
         for (const c of order) {
           progress.step(`throughput: round ${round + 1}/${settings.rounds} ${c.id}`, settings.secondsPerRun * 1000);
           const server = servers.get(c.id)!;
@@ -202,21 +309,29 @@ export async function runThroughput(
       const ceilingRun = measured.get(`${framework}/none`)!;
       const ceilingSamples = ceilingRun.loads.map((l) => l.rps);
       const ceilingCpu = ceilingRun.serverCpuUs / sum(ceilingRun.loads.map((l) => l.total));
+      const floorSamples = floorContender ? measured.get(floorContender.id)!.loads.map((l) => l.rps) : [];
       for (const c of contenders) {
         const { loads, redisCalls, redisCpuS, serverCpuUs } = measured.get(c.id)!;
         const responses = sum(loads.map((l) => l.total));
         const rps = median(loads.map((l) => l.rps));
+        const samples = loads.map((l) => l.rps);
+        // Runs per round: two for the ceiling and the per-turn floor, one for every other contender.
+        const perRound = c === floorContender ? 2 : 1;
+        const inRedisGroup = c.store === 'redis' && c.group !== 'floor' && c.regime === 'admit';
         rows.push({
           framework,
           regime: c.regime,
           id: c.id,
           label: c.label,
           group: c.group,
+          store: c.store,
           wiring: servers.get(c.id)!.wiring,
-          samples: loads.map((l) => Math.round(l.rps)),
+          samples: samples.map(Math.round),
           medianRps: Math.round(rps),
           // Paired by round (the ceiling runs twice a round), so drift in the machine's load cancels.
-          ratio: c.group === 'ceiling' ? 1 : pairedRatio(loads.map((l) => l.rps), ceilingSamples, 2),
+          ratio: c.group === 'ceiling' ? 1 : pairedRatio(samples, ceilingSamples, 2, perRound),
+          floorRatio: inRedisGroup && floorSamples.length ? nullIfNaN(pairedRatio(samples, floorSamples, 2)) : null,
+          headers: headers.get(c.id),
           latencyP50Ms: median(loads.map((l) => l.latencyP50Ms)),
           latencyP99Ms: median(loads.map((l) => l.latencyP99Ms)),
           okShare: responses ? sum(loads.map((l) => l.ok)) / responses : 0,

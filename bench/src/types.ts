@@ -1,6 +1,9 @@
 // Shared shapes: what a server under test runs, and the results file the report is rendered from.
 import type { AlgorithmName } from '@floodgate/core';
 
+/** Floodgate's default algorithm (packages/core/src/options.ts): what an app that names none runs. */
+export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
+
 export type Framework = 'express' | 'fastify' | 'koa';
 export const FRAMEWORKS: readonly Framework[] = ['express', 'fastify', 'koa'];
 
@@ -21,10 +24,39 @@ export type LimiterKind =
   /** No limiting: one Redis round trip (PING) per event-loop turn, shared by that turn's requests: Floodgate's design at no cost. */
   | 'redis-floor-turn';
 
+/** Where a contender keeps its counts: in the server process, or in Redis (the floors only talk to Redis). */
+export type StoreKind = 'memory' | 'redis';
+
+/**
+ * The rate-limit headers the report looks for, in the order it prints them (HTTP header names are
+ * case-insensitive: these are the canonical spellings).
+ */
+export const RATE_LIMIT_HEADERS = [
+  'RateLimit-Limit',
+  'RateLimit-Remaining',
+  'RateLimit-Reset',
+  'RateLimit-Policy',
+  'RateLimit',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Retry-After',
+] as const;
+
+/**
+ * Headers a contender's server was seen to send, read from real responses (one admitted, one 429)
+ * right after it started: known names from RATE_LIMIT_HEADERS, then any other header whose name
+ * mentions a rate limit, as the server spelled it. null: no such response was seen.
+ */
+export interface HeadersSeen {
+  admitted: string[] | null;
+  limited: string[] | null;
+}
+
 /** One limiter as a server mounts it. */
 export interface LimiterSpec {
   kind: LimiterKind;
-  store?: 'memory' | 'redis';
+  store?: StoreKind;
   algorithm?: AlgorithmName;
   /** Floodgate hot-key mode with this many instances sharing the limit (only when core has it). */
   hotKeyInstances?: number;
@@ -59,12 +91,22 @@ export interface ThroughputRow {
   label: string;
   /** 'floor': no limiting at all, only Redis round trips: the most a Redis-backed limiter can keep. */
   group: 'ceiling' | 'floodgate' | 'floodgate-hot' | 'peer' | 'floor';
+  /** Where the limiter keeps its counts (null for the bare route). Absent in results from before it was recorded: see storeOf(). */
+  store?: StoreKind | null;
   wiring: Wiring;
   /** Requests per second, one sample per round. */
   samples: number[];
   medianRps: number;
-  /** medianRps / the framework's ceiling medianRps; 1 for the ceiling itself. */
+  /** Share of the bare route (the framework's ceiling), paired by round: median over rounds of this req/s / the ceiling's that round; 1 for the ceiling itself. */
   ratio: number;
+  /**
+   * Admitting Redis contenders: the same, paired by round, against the per-turn PING floor
+   * ('redis-floor-turn', measured twice a round like the ceiling). null elsewhere, or when the
+   * floor was not measured.
+   */
+  floorRatio?: number | null;
+  /** Rate-limit headers seen on this server's responses (absent in older results). */
+  headers?: HeadersSeen;
   latencyP50Ms: number;
   latencyP99Ms: number;
   /** Shares of all responses over every round. */
@@ -145,7 +187,15 @@ export interface MemoryStoreRow {
   unitsPerCaller: number;
   limit: number;
   callers: number;
+  /** Median over samples of the heap a filled store frees when dropped, less an unused one's, per caller (memory-worker.ts). */
   bytesPerCaller: number;
+  /** Each sample's figure (absent in older results). */
+  samples?: number[];
+  /**
+   * The noise bound, bytes per caller: half the samples' spread plus the heap readings' own jitter.
+   * A figure not above it is reported as below measurement noise (absent in older results: then 0).
+   */
+  noiseBytes?: number;
 }
 
 export interface ProfileFrame {

@@ -3,7 +3,9 @@ import { parseRedisBenchmarkCsv } from '../src/redis-ceiling';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { commandsBetween, parseRedisCpu, storeTrouble } from '../src/throughput';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PEERS, commandsBetween, contendersFor, parseRedisCpu, primaryAlgorithm, probeHeaders, rateLimitHeaders, storeTrouble, type ThroughputSettings } from '../src/throughput';
 import { areaOf, summarize } from '../src/profile';
 import { median, pairedRatio, ratio } from '../src/stats';
 
@@ -78,4 +80,107 @@ describe('bench parsers', () => {
     expect(pairedRatio([], ceiling, 2)).toBeNaN();
     expect(pairedRatio([1_000], [], 2)).toBeNaN();
   });
+
+  it('pairs a reference measured twice a round with a contender measured twice a round (the per-turn floor)', () => {
+    // The floor runs twice a round like the ceiling: its figure for a round is the mean of its two runs.
+    expect(pairedRatio([9_000, 7_000, 4_000, 6_000], [10_000, 10_000, 5_000, 5_000], 2, 2)).toBeCloseTo(0.9);
+    // A contender against the floor: 8,000 / mean(9,000, 7,000) = 1.0, then 4,000 / 5,000 = 0.8; median 0.9.
+    expect(pairedRatio([8_000, 4_000], [9_000, 7_000, 4_000, 6_000], 2)).toBeCloseTo(0.9);
+  });
+
+  it('picks the rate-limit headers out of a response, in one order, whatever their case', () => {
+    expect(rateLimitHeaders(['Content-Type', 'x-ratelimit-reset', 'X-RateLimit-Limit', 'x-ratelimit-remaining', 'Retry-After', 'Date'])).toEqual([
+      'X-RateLimit-Limit',
+      'X-RateLimit-Remaining',
+      'X-RateLimit-Reset',
+      'Retry-After',
+    ]);
+    expect(rateLimitHeaders(['ratelimit-policy', 'RateLimit', 'ratelimit-limit'])).toEqual(['RateLimit-Limit', 'RateLimit-Policy', 'RateLimit']);
+    // Names it does not know but that mention a rate limit are kept as the server spelled them.
+    expect(rateLimitHeaders(['Rate-Limit-Total', 'X-Powered-By', 'Rate-Limit-Remaining', 'rate-limit-total'])).toEqual(['Rate-Limit-Remaining', 'Rate-Limit-Total']);
+    expect(rateLimitHeaders(['Content-Length', 'Connection'])).toEqual([]);
+  });
+
+  describe('probeHeaders, against a server on 127.0.0.1', () => {
+    let server: Server;
+    let url: string;
+    let served = 0;
+    beforeAll(async () => {
+      // Limit 1: the first request is admitted with X-RateLimit-*, later ones get a 429 with Retry-After too.
+      server = createServer((_req, res) => {
+        served++;
+        res.setHeader('X-RateLimit-Limit', '1');
+        res.setHeader('X-RateLimit-Remaining', '0');
+        if (served > 1) {
+          res.setHeader('Retry-After', '60');
+          res.statusCode = 429;
+        }
+        res.end('ok');
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    it('reads one admitted response and, when rejecting, one 429', async () => {
+      served = 0;
+      expect(await probeHeaders(url, 'reject')).toEqual({
+        admitted: ['X-RateLimit-Limit', 'X-RateLimit-Remaining'],
+        limited: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'Retry-After'],
+      });
+      expect(served).toBe(2);
+      served = 0;
+      expect(await probeHeaders(url, 'admit')).toEqual({ admitted: ['X-RateLimit-Limit', 'X-RateLimit-Remaining'], limited: null });
+      expect(served).toBe(1);
+      // A server already past its limit: no admitted response to read.
+      expect(await probeHeaders(url, 'reject')).toEqual({ admitted: null, limited: ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'Retry-After'] });
+    });
+  });
 });
+
+describe('throughput contenders', () => {
+  const settings = (algorithms: ThroughputSettings['algorithms'], hotKeys = true): ThroughputSettings => ({
+    frameworks: ['express', 'fastify', 'koa'],
+    rounds: 1,
+    secondsPerRun: 1,
+    warmupSeconds: 1,
+    connections: 10,
+    algorithms,
+    hotKeys,
+  });
+  const all = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'] as const;
+
+  it('has the memory group, the Redis group and both floors in every framework, memory peers as their docs build them', () => {
+    for (const framework of ['express', 'fastify', 'koa'] as const) {
+      const list = contendersFor(framework, settings(all));
+      const ids = list.map((c) => c.id);
+      expect(ids[0]).toBe(`${framework}/none`);
+      expect(ids).toEqual(expect.arrayContaining([`${framework}/redis-floor/admit`, `${framework}/redis-floor-turn/admit`]));
+      const memoryPeers = list.filter((c) => c.group === 'peer' && c.store === 'memory' && c.regime === 'admit');
+      expect(memoryPeers.map((c) => c.limiter.kind)).toEqual(PEERS[framework].filter((p) => p.store === 'memory').map((p) => p.kind));
+      for (const c of memoryPeers) expect(c.limiter.store).toBe('memory');
+      for (const c of list.filter((x) => x.group === 'peer' && x.store === 'redis')) expect(c.limiter.store).toBe('redis');
+      // Every limiting contender in both regimes; floors admitting only.
+      expect(list.filter((c) => c.group === 'floor').map((c) => c.regime)).toEqual(['admit', 'admit']);
+      expect(list.filter((c) => c.regime === 'admit' && c.group !== 'floor').length).toBe(list.filter((c) => c.regime === 'reject').length);
+    }
+    expect(contendersFor('express', settings(all)).filter((c) => c.store === 'memory' && c.group === 'peer' && c.regime === 'admit').map((c) => c.label)).toEqual([
+      'express-rate-limit (MemoryStore)',
+      'rate-limiter-flexible (RateLimiterMemory)',
+    ]);
+    expect(contendersFor('koa', settings(all)).find((c) => c.id === 'koa/koa-ratelimit-memory/reject')?.limiter).toMatchObject({ kind: 'koa-ratelimit', store: 'memory', limit: 1 });
+  });
+
+  it("runs the memory, OpenTelemetry and hot-key lines on the default algorithm, whatever the run's order", () => {
+    expect(primaryAlgorithm(all)).toBe('sliding-window-counter');
+    expect(primaryAlgorithm(['gcra', 'token-bucket'])).toBe('gcra');
+    const list = contendersFor('fastify', settings(all));
+    for (const id of ['fastify/floodgate-memory/admit', 'fastify/floodgate-memory-otel/reject']) {
+      expect(list.find((c) => c.id === id)?.limiter.algorithm).toBe('sliding-window-counter');
+    }
+    expect(list.find((c) => c.group === 'floodgate-hot')?.id).toBe('fastify/floodgate-redis-hot-sliding-window-counter/admit');
+    expect(contendersFor('fastify', { ...settings(all), primary: 'gcra' }).find((c) => c.id === 'fastify/floodgate-memory/admit')?.limiter.algorithm).toBe('gcra');
+    expect(contendersFor('fastify', settings(['token-bucket'], false)).find((c) => c.id === 'fastify/floodgate-memory/admit')?.label).toBe('Floodgate, memory (token-bucket)');
+  });
+});
+

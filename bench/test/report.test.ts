@@ -1,7 +1,8 @@
 // The report and chart are pure functions of a results set: check them on a fixed one.
-import { renderMarkdown, warnings } from '../src/report';
+import { evaluateGoals, headersOf, quotaHeaders, storeOf, verdict } from '../src/goals';
+import { formatHeaderList, formatHeadersSeen, memoryCell, renderMarkdown, warnings } from '../src/report';
 import { escapeXml, renderSvg } from '../src/svg';
-import { fixture } from './fixture';
+import { LEGACY, fixture } from './fixture';
 
 /** Tags open and close in order (a small well-formedness check; no XML parser in the bench's dependencies). */
 function balanced(svg: string): boolean {
@@ -18,10 +19,13 @@ function balanced(svg: string): boolean {
 
 describe('renderMarkdown', () => {
   const md = renderMarkdown(fixture(), 'benchmarks.svg');
+  const lineOf = (start: string) => md.split('\n').find((l) => l.startsWith(start));
 
-  it('shows the chart before any table', () => {
+  it('opens with the summary and the goals, then the chart, then the tables', () => {
     expect(md.startsWith('# Benchmarks')).toBe(true);
-    expect(md.indexOf('![')).toBeGreaterThan(0);
+    expect(md.indexOf('## Summary')).toBeGreaterThan(0);
+    expect(md.indexOf('## Summary')).toBeLessThan(md.indexOf('## Goals'));
+    expect(md.indexOf('## Goals')).toBeLessThan(md.indexOf('](benchmarks.svg)'));
     expect(md.indexOf('](benchmarks.svg)')).toBeLessThan(md.indexOf('| contender'));
   });
 
@@ -34,22 +38,62 @@ describe('renderMarkdown', () => {
     expect(md).toContain('3.5, 2, 1 / 0.2, 1, 1');
   });
 
-  it('puts each contender in one row with both regimes and marks Floodgate against the goals', () => {
-    const line = md.split('\n').find((l) => l.startsWith('| Floodgate, Redis (sliding-window-counter)'));
-    expect(line).toBeDefined();
-    expect(line).toContain('| 8,000 | **0.80** ✓ | 0.80 | 9,000 | **0.90** ✗ | 0.90 |');
-    expect(md).toMatch(/\| no limiter \(ceiling\) \| 10,000 \| 1\.00 \|/);
-    // The CPU-based ratio is its own column: 0.625 rounds to 0.63 (toFixed) or 0.62, never 0.40.
-    expect(md).toMatch(/\| peer <one> & two \| 4,000 \| \*\*0\.40\*\* \| 0\.6[23] \| 5,000 \| \*\*0\.50\*\* \| 0\.50 \|/);
-    // Cost per request: server CPU (50 µs / ratio), Redis commands, Redis CPU, p99, shares.
-    expect(md).toContain('| Floodgate, Redis (sliding-window-counter) | 63 / 56 | 5.0 / 0.0 | 20.0 / 20.0 | 4.0 / 4.0 | 100% / 100% |');
+  it('summarises each framework in one row: memory, best memory peers with and without headers, Redis on the default algorithm, best Redis peer, floor', () => {
+    expect(md).toContain(
+      '| framework | Floodgate in memory | best in-memory peer (that sends rate-limit headers, and best overall) | Floodgate on Redis | best Redis peer | floor: one PING per turn |',
+    );
+    // Floodgate on Redis is sliding-window-counter (the default) although fixed-window did better;
+    // rate-limiter-flexible is faster in memory but sends no header, so it is only "best overall".
+    expect(lineOf('| express |')).toBe(
+      '| express | 0.93 / 0.91 | express-rate-limit (MemoryStore) 0.90 / 0.94; best overall: rate-limiter-flexible (RateLimiterMemory) 0.96 / 0.97 (no rate-limit headers) | ' +
+        '0.80 / 0.90 (sliding-window-counter; 0.88 of the floor) | rate-limiter-flexible (RateLimiterRedis) 0.64 / 0.66 | 0.91 |',
+    );
   });
 
-  it('summarises the goals per framework and regime', () => {
-    expect(md).toContain(
-      '**express, admitting**: Floodgate on Redis keeps 0.80 of the ceiling (0.80 by server CPU per request): meets the goal of 0.75 (peers: peer <one> & two 0.40).',
+  it("checks issue #15's goals, each met or missed by how much, and drops the old 0.75 goal", () => {
+    expect(md).not.toMatch(/0\.75/);
+    expect(lineOf('| (a) in memory, admitting')).toContain('| **0.93** ✓ met: Floodgate, memory (sliding-window-counter), admitting, × bare route |');
+    expect(lineOf('| (b) in memory: ahead of every in-memory peer that sends rate-limit headers (admitting)')).toContain(
+      '**0.93** ✓ met: Floodgate, memory (sliding-window-counter), admitting, × bare route, against express-rate-limit (MemoryStore) (0.90)',
     );
-    expect(md).toContain('**express, rejecting**: Floodgate on Redis keeps 0.90 of the ceiling (0.90 by server CPU per request): misses the goal of 0.95');
+    expect(lineOf('| (b) in memory: ahead of every in-memory peer that sends rate-limit headers (rejecting)')).toContain('**0.91** ✗ missed by 0.03 (3%)');
+    expect(lineOf('| (c) on Redis')).toContain('**0.88** ✗ missed by 0.02 (2%): Floodgate, Redis (sliding-window-counter), admitting, × the per-turn floor');
+    expect(lineOf('| (d) on Redis')).toContain('**1.25×** ✓ met: Floodgate, Redis (sliding-window-counter) (0.80 × bare route) over rate-limiter-flexible (RateLimiterRedis) (0.64)');
+    expect(lineOf('| (e) rejecting: at least 0.95 of the bare route everywhere (memory and Redis): memory')).toContain('**0.91** ✗ missed by 0.04 (4%)');
+    expect(lineOf('| (e) rejecting: at least 0.95 of the bare route everywhere (memory and Redis): Redis')).toContain('**0.90** ✗ missed by 0.05 (5%)');
+    expect(lineOf('| (f) Redis CPU per admitted decision at most 15 µs')).toContain('**20.0 µs** ✗ missed by 5.0 µs (33%): Floodgate, Redis (sliding-window-counter), admitting');
+  });
+
+  it('lists the memory group with the headers each contender sent', () => {
+    expect(md).toContain('#### express, in memory');
+    expect(md).toContain(
+      '| Floodgate, memory (sliding-window-counter) | RateLimit-Limit/-Remaining/-Reset, RateLimit-Policy; 429: + Retry-After | 9,300 | **0.93** | 0.93 | 9,100 | **0.91** | 0.91 |',
+    );
+    expect(md).toContain('| express-rate-limit (MemoryStore) | X-RateLimit-Limit/-Remaining/-Reset; 429: + Retry-After | 9,000 | **0.90** |');
+    expect(md).toContain('| rate-limiter-flexible (RateLimiterMemory) | none | 9,600 | **0.96** |');
+    expect(md).toContain('| Floodgate, memory (sliding-window-counter), OpenTelemetry SDK |');
+  });
+
+  it('lists the Redis group with its share of the per-turn floor, and the floors on their own', () => {
+    expect(md).toContain('#### express, on Redis');
+    expect(md).toContain(
+      '| Floodgate, Redis (sliding-window-counter) | RateLimit-Limit/-Remaining/-Reset, RateLimit-Policy; 429: + Retry-After | 8,000 | **0.80** | 0.88 | 0.80 | 9,000 | **0.90** | 0.90 |',
+    );
+    // The CPU-based ratio is its own column: 0.625 rounds to 0.63 (toFixed) or 0.62, never 0.40.
+    expect(md).toMatch(/\| peer <one> & two \| X-RateLimit-Limit\/-Remaining\/-Reset; 429: \+ Retry-After \| 4,000 \| \*\*0\.40\*\* \| 0\.44 \| 0\.6[23] \| 5,000 \| \*\*0\.50\*\* \| 0\.50 \|/);
+    expect(md).toContain('#### express, bare route and floors');
+    expect(md).toContain('| no limiter (bare route) | 10,000 | 1.00 | 1.00 | 2 |');
+    expect(md).toContain('| floor: one Redis PING per event-loop turn, no limiting | 9,050 | **0.91** | 0.91 | 2 |');
+    // Memory rows are not in the Redis table, floors are in neither group's.
+    const redisTable = md.slice(md.indexOf('#### express, on Redis'), md.indexOf('#### express, bare route'));
+    expect(redisTable).not.toContain('MemoryStore');
+    expect(redisTable).not.toContain('floor:');
+  });
+
+  it('keeps the cost per request of every contender', () => {
+    // Cost per request: server CPU (50 µs / ratio), Redis commands, Redis CPU, p99, shares.
+    expect(md).toContain('| Floodgate, Redis (sliding-window-counter) | 63 / 56 | 5.0 / 0.0 | 20.0 / 20.0 | 4.0 / 4.0 | 100% / 100% |');
+    expect(md).toContain('| Floodgate, memory (sliding-window-counter) | 54 / 55 | 0.0 / 0.0 | 0.0 / 0.0 | 4.0 / 4.0 | 100% / 100% |');
   });
 
   it('has the ceiling, race, accuracy and memory tables', () => {
@@ -57,8 +101,18 @@ describe('renderMarkdown', () => {
     expect(md).toContain('| naive GET, then INCR | 61 | **1.22** | 1.22 |');
     expect(md).toContain('| fixed-window | 2.00 | 1.00 | **2.00** |');
     expect(md).toContain('| Floodgate | sliding-window-log | 3,176 | 118,496 | 1 |');
-    expect(md).toContain('| gcra | 269 | 219 |');
+    expect(md).toContain('| gcra | 269 ± 12 | below measurement noise (± 60) |');
     expect(md).toContain('holds 1,607,680 bytes');
+  });
+
+  it('never prints a negative memory figure, even from results written before the noise bound', () => {
+    expect(memoryCell({ algorithm: 'gcra', unitsPerCaller: 100, limit: 100, callers: 5000, bytesPerCaller: -540 })).toBe('below measurement noise');
+    expect(memoryCell({ algorithm: 'gcra', unitsPerCaller: 100, limit: 100, callers: 5000, bytesPerCaller: -5, noiseBytes: 30 })).toBe('below measurement noise (± 30)');
+    expect(memoryCell({ algorithm: 'gcra', unitsPerCaller: 1, limit: 100, callers: 5000, bytesPerCaller: 395 })).toBe('395');
+    expect(memoryCell(undefined)).toBe('n/a');
+    const old = fixture();
+    old.memoryStore = [{ algorithm: 'gcra', unitsPerCaller: 100, limit: 100, callers: 5000, bytesPerCaller: -540 }];
+    expect(renderMarkdown(old)).not.toMatch(/\|\s*-\d/);
   });
 
   it('leaves out sections with no results', () => {
@@ -67,6 +121,93 @@ describe('renderMarkdown', () => {
     expect(text).not.toContain('## Races');
     expect(text).not.toContain('## Accuracy');
     expect(text).toContain('## Throughput');
+    const none = renderMarkdown({ ...fixture(), throughput: [] });
+    expect(none).not.toContain('## Summary');
+    expect(none).not.toContain('## Goals');
+  });
+});
+
+describe('evaluateGoals', () => {
+  const checks = evaluateGoals(fixture());
+  const of = (goal: string, regime = 'admit') => checks.filter((c) => c.goal === goal && c.regime === regime);
+
+  it('checks every goal on the default algorithm and the memory store without OpenTelemetry', () => {
+    expect(checks.map((c) => `${c.goal}/${c.regime}`)).toEqual(['a/admit', 'b/admit', 'b/reject', 'c/admit', 'd/admit', 'e/reject', 'e/reject', 'f/admit']);
+    expect(new Set(checks.map((c) => c.id))).toEqual(
+      new Set([
+        'express/floodgate-memory/admit',
+        'express/floodgate-memory/reject',
+        'express/floodgate-redis-sliding-window-counter/admit',
+        'express/floodgate-redis-sliding-window-counter/reject',
+      ]),
+    );
+  });
+
+  it('says by how much each missed goal is missed', () => {
+    expect(of('a')[0]).toMatchObject({ met: true, missedBy: 0, figure: 0.93, target: 0.9 });
+    expect(of('c')[0].met).toBe(false);
+    expect(of('c')[0].missedBy).toBeCloseTo(0.016);
+    expect(of('d')[0].figure).toBeCloseTo(0.8 / 0.64);
+    expect(of('d')[0].met).toBe(true);
+    expect(of('f')[0]).toMatchObject({ met: false, missedBy: 5, unit: 'µs', compare: '<=' });
+    expect(verdict(of('f')[0])).toBe('**20.0 µs** ✗ missed by 5.0 µs (33%)');
+  });
+
+  it('compares Floodgate in memory only with peers that sent rate-limit headers', () => {
+    // rate-limiter-flexible (0.96, no headers) is faster, but express-rate-limit (0.90, X-RateLimit-*) is the one to beat.
+    expect(of('b')[0]).toMatchObject({ met: true, target: 0.9 });
+    expect(of('b', 'reject')[0].target).toBe(0.94);
+    expect(of('b', 'reject')[0].missedBy).toBeCloseTo(0.03);
+    // Without any header-sending peer there is nothing to be ahead of: not measured, neither met nor missed.
+    const results = fixture();
+    results.throughput = results.throughput.filter((r) => !r.id.includes('express-rate-limit-memory'));
+    const b = evaluateGoals(results).find((c) => c.goal === 'b')!;
+    expect(b.met).toBeNull();
+    expect(verdict(b)).toBe('0.93: nothing to compare with');
+  });
+
+  it('holds Fastify to 0.85 and Express and Koa to 0.90 in memory', () => {
+    const results = fixture();
+    const memory = results.throughput.filter((r) => r.id === 'express/floodgate-memory/admit')[0];
+    memory.ratio = 0.87;
+    results.throughput.push({ ...memory, framework: 'fastify', id: 'fastify/floodgate-memory/admit' });
+    const a = evaluateGoals(results).filter((c) => c.goal === 'a');
+    expect(a.map((c) => [c.framework, c.met, Number(c.missedBy.toFixed(2))])).toEqual([
+      ['express', false, 0.03],
+      ['fastify', true, 0],
+    ]);
+  });
+
+  it('reads results written before rows recorded their store', () => {
+    const results = fixture();
+    for (const r of results.throughput) delete r.store;
+    expect(storeOf(results.throughput.find((r) => r.id === 'express/floodgate-memory-otel/admit')!)).toBe('memory');
+    expect(storeOf(results.throughput.find((r) => r.id === 'express/express-rate-limit/admit')!)).toBe('redis');
+    expect(storeOf(results.throughput.find((r) => r.id === 'express/none')!)).toBeNull();
+    expect(evaluateGoals(results).map((c) => c.goal)).toEqual(checks.map((c) => c.goal));
+  });
+});
+
+describe('headers sent', () => {
+  it('shortens full Limit/Remaining/Reset sets and says what a 429 adds', () => {
+    expect(formatHeaderList(['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'])).toBe('RateLimit-Limit/-Remaining/-Reset, RateLimit-Policy');
+    expect(formatHeaderList(['X-RateLimit-Limit', 'X-RateLimit-Reset'])).toBe('X-RateLimit-Limit, X-RateLimit-Reset');
+    expect(formatHeaderList([])).toBe('none');
+    expect(formatHeadersSeen({ admitted: ['RateLimit', 'RateLimit-Policy'], limited: ['RateLimit', 'RateLimit-Policy', 'Retry-After'] })).toBe(
+      'RateLimit, RateLimit-Policy; 429: + Retry-After',
+    );
+    expect(formatHeadersSeen({ admitted: [], limited: ['Retry-After'] })).toBe('none; 429: + Retry-After');
+    expect(formatHeadersSeen({ admitted: ['X-RateLimit-Limit'], limited: ['Retry-After'] })).toBe('X-RateLimit-Limit; 429: Retry-After');
+    expect(formatHeadersSeen({ admitted: ['Retry-After'], limited: null })).toBe('Retry-After');
+    expect(formatHeadersSeen(undefined)).toBe('n/a');
+  });
+
+  it('counts only quota headers as rate-limit headers, and merges both regimes of a contender', () => {
+    expect(quotaHeaders({ admitted: ['Retry-After'], limited: ['Retry-After'] })).toEqual([]);
+    expect(quotaHeaders({ admitted: ['X-RateLimit-Limit', 'Retry-After'], limited: null })).toEqual(['X-RateLimit-Limit']);
+    const rows = fixture().throughput;
+    expect(headersOf(rows, 'express-rate-limit (MemoryStore)')).toEqual({ admitted: LEGACY.admitted, limited: LEGACY.limited });
+    expect(headersOf(rows, 'nobody')).toBeUndefined();
   });
 });
 
@@ -111,15 +252,25 @@ describe('renderSvg', () => {
   });
 
   it('draws the goal lines of both regimes', () => {
-    expect(svg).toContain('>goal 0.75<');
+    expect(svg).toContain('>memory goal 0.90 (Fastify 0.85)<');
     expect(svg).toContain('>goal 0.95<');
+    expect(svg).not.toContain('0.75');
+  });
+
+  it('colours memory peers and floors apart from the Redis peers', () => {
+    const fill = (value: string) => [...svg.matchAll(/<rect [^>]*fill="(#[0-9a-f]+)" data-value="([\d.]+)"/g)].filter((m) => m[2] === value).map((m) => m[1]);
+    expect(fill('0.97')).toEqual(['#d1d5db']); // rate-limiter-flexible in memory, rejecting
+    expect(fill('0.64')).toEqual(['#9ca3af']); // rate-limiter-flexible on Redis
+    expect(fill('0.82')).toEqual(['#fbbf24']); // the per-request floor
+    expect(svg).toContain('>peer library in memory<');
   });
 });
 
 describe('warnings', () => {
   it('flags a quick run, a busy machine, core-inline wiring and contenders that did not behave', () => {
     const results = fixture();
-    results.throughput[1] = { ...results.throughput[1], wiring: 'inline-core', okShare: 0.5, errors: 3 };
+    const i = results.throughput.findIndex((r) => r.id === 'express/floodgate-redis-sliding-window-counter/admit');
+    results.throughput[i] = { ...results.throughput[i], wiring: 'inline-core', okShare: 0.5, errors: 3 };
     const notes = warnings(results);
     expect(notes.some((n) => n.startsWith('Quick run'))).toBe(true);
     expect(notes.some((n) => n.includes('load average 3.5'))).toBe(true);
@@ -130,8 +281,25 @@ describe('warnings', () => {
 
   it('calls out a limiter that beat its ceiling as noise', () => {
     const results = fixture();
-    results.throughput[2] = { ...results.throughput[2], ratio: 1.3 };
+    const i = results.throughput.findIndex((r) => r.id === 'express/floodgate-redis-sliding-window-counter/reject');
+    results.throughput[i] = { ...results.throughput[i], ratio: 1.3 };
     expect(warnings(results).some((n) => n.startsWith('express/floodgate-redis-sliding-window-counter/reject beat their no-limiter ceiling'))).toBe(true);
+  });
+
+  it('says when a server gave no admitted response or no 429 to read its headers from', () => {
+    const results = fixture();
+    const i = results.throughput.findIndex((r) => r.id === 'express/express-rate-limit-memory/reject');
+    results.throughput[i] = { ...results.throughput[i], headers: { admitted: ['X-RateLimit-Limit'], limited: null } };
+    expect(warnings(results)).toContain('express/express-rate-limit-memory/reject: no 429 when its headers were read, so its "headers sent" has no 429 part.');
+  });
+
+  it('does not take a memory peer with no Redis commands for a broken Redis contender', () => {
+    const results = fixture();
+    const i = results.throughput.findIndex((r) => r.id === 'express/express-rate-limit/admit');
+    results.throughput[i] = { ...results.throughput[i], redisCallsPerRequest: 0 };
+    expect(warnings(results).filter((n) => n.includes('may not be using Redis'))).toEqual([
+      'express/express-rate-limit/admit: 0.00 Redis commands per admitted request; it may not be using Redis.',
+    ]);
   });
 
   it('says nothing for a clean full run on an idle machine', () => {
