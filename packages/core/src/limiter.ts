@@ -309,25 +309,33 @@ function guarded(
   return {
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
-    async evaluate(request: StoreRequest): Promise<StoreResult> {
+    // Not an async function: one promise (the store's) and its then, no more.
+    evaluate(request: StoreRequest): Promise<StoreResult> {
       const admission = breaker.admit();
-      if (admission === 'skip') throw SKIPPED;
+      if (admission === 'skip') return Promise.reject(SKIPPED);
       monitor.calls++;
       const started = meter.timed ? performance.now() : 0;
-      let result;
+      let pending: Promise<StoreResult>;
       try {
-        result = await call(request);
+        pending = call(request);
       } catch (error) {
-        const kind = recordFailure(monitor, error);
-        if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
-        meter.storeErrors.add(1, failed[kind]);
-        breaker.failure(error, admission === 'probe', failMode);
-        throw error;
+        pending = Promise.reject(error);
       }
-      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
-      monitor.lastSuccessAt = Date.now();
-      breaker.success();
-      return result;
+      return pending.then(
+        (result) => {
+          if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
+          monitor.lastSuccessAt = Date.now();
+          breaker.success();
+          return result;
+        },
+        (error: unknown) => {
+          const kind = recordFailure(monitor, error);
+          if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
+          meter.storeErrors.add(1, failed[kind]);
+          breaker.failure(error, admission === 'probe', failMode);
+          throw error;
+        },
+      );
     },
     reset: (keys) => shared.reset(keys),
   };
