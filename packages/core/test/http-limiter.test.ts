@@ -263,6 +263,20 @@ describe('createHttpLimiter', () => {
     expect((third as HttpResult).decision?.reason).toBe('blocked');
   });
 
+  it('stays synchronous with key and cost functions that answer at once, and waits for ones that return a promise', async () => {
+    const sync = createHttpLimiter<{ user: string }>({ limit: 5, key: (r) => r.user, cost: () => 2, logger: silent });
+    const now = sync.handleNow(facts(), { user: 'ann' });
+    expect(now).not.toBeInstanceOf(Promise);
+    expect([(now as HttpResult).status, (now as HttpResult).decision?.remaining]).toEqual(['next', 3]);
+    const later = createHttpLimiter<{ user: string }>({ limit: 5, key: async (r) => r.user, cost: async () => 2, logger: silent });
+    const pending = later.handleNow(facts(), { user: 'ann' });
+    expect(pending).toBeInstanceOf(Promise);
+    expect((await pending).decision?.remaining).toBe(3);
+    // A throwing key function still rejects (never throws at the adapter).
+    const throwing = createHttpLimiter({ key: () => { throw new Error('boom'); }, logger: silent });
+    await expect(throwing.handleNow(facts(), {})).rejects.toThrow('boom');
+  });
+
   it('decides synchronously on a store that never waits (MemoryStore): admitted and limited answers come without a promise', () => {
     const http = createHttpLimiter({ limit: 2, retryAfterJitterMs: 0, logger: silent });
     const answers = [http.handleNow(facts(), {}), http.handleNow(facts(), {}), http.handleNow(facts(), {}), http.handleNow(facts(), {})];

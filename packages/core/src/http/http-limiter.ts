@@ -123,6 +123,11 @@ export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
   });
 }
 
+/** A promise, or anything awaiting would treat as one. */
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return value instanceof Promise || (value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function');
+}
+
 /** A key function's answer that names a subject: a non-empty string or a finite number (else: fall back / skip). */
 function isKeyValue(raw: unknown): raw is string | number {
   return (typeof raw === 'string' && raw !== '') || (typeof raw === 'number' && Number.isFinite(raw));
@@ -232,11 +237,10 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup.
     const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) });
     if (!o.key) return builtIn();
-    return Promise.resolve(o.key(request)).then((raw) =>
-      isKeyValue(raw)
-        ? { subject: `custom:${raw}`, kind: 'custom' as const }
-        : builtIn(),
-    );
+    const fromKey = (raw: unknown): Identity | Promise<Identity> => (isKeyValue(raw) ? { subject: `custom:${raw}`, kind: 'custom' as const } : builtIn());
+    const raw = o.key(request);
+    // A key function that answers at once is used at once; only a promise (or thenable) is waited for.
+    return isThenable(raw) ? Promise.resolve(raw).then(fromKey) : fromKey(raw);
   }
 
   /** The key's own plan (from resolveKey) replaces the route's limits; one limiter per plan, on the same store. */
@@ -280,7 +284,9 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   function counted(facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
     try {
       if (typeof o.cost !== 'function') return withCost(facts, request, o.cost);
-      return Promise.resolve(o.cost(request)).then((cost) => withCost(facts, request, requestCost(cost, 'the cost function returned')));
+      const cost = o.cost(request);
+      if (isThenable(cost)) return Promise.resolve(cost).then((c) => withCost(facts, request, requestCost(c, 'the cost function returned')));
+      return withCost(facts, request, requestCost(cost, 'the cost function returned'));
     } catch (error) {
       return Promise.reject(error);
     }
