@@ -26,8 +26,8 @@ local function check(key, now, cap, win, cost)
       -- One ZADD per 1000 units: cost is at most the limit, itself capped.
       local args = {}
       for i = 1, cost do
-        args[#args + 1] = fmt(now)
-        args[#args + 1] = fmt(seq + i)
+        args[#args + 1] = now
+        args[#args + 1] = seq + i
         if #args == 2000 or i == cost then
           redis.call('ZADD', key, unpack(args))
           args = {}
