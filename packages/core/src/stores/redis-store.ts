@@ -166,15 +166,21 @@ export class RedisStore implements Store {
     return new Promise((resolve, reject) => this.dispatch(key, [{ request, now, resolve, reject }]));
   }
 
-  /** 'turn': the event loop's turn is over; each subject's requests of it go in one call (at most MAX_BATCH). */
+  /**
+   * 'turn': the event loop's turn is over; each subject's requests of it go in one call (at most
+   * MAX_BATCH), and the calls of every subject in one socket write (per connection: see
+   * ClientBinding.batch). Each call keeps its own deadline, NOSCRIPT retry and result.
+   */
   private readonly endTurn = (): void => {
     this.turnScheduled = false;
     const groups = this.turn;
     this.turn = new Map();
-    for (const group of groups.values()) {
-      // Each waiter already got the failure; nothing else waits on the call.
-      for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
-    }
+    this.client.batch(() => {
+      for (const group of groups.values()) {
+        // Each waiter already got the failure; nothing else waits on the call.
+        for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
+      }
+    });
   };
 
   /** One call for a batch; each waiter gets its own result, or the call's error. Rejects when the call failed. */
