@@ -252,7 +252,7 @@ async function main(): Promise<void> {
   const client = redis.client({ autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
   const admin = redis.client();
   try {
-    const version = field((await admin.info('server')) as string, 'redis_version');
+    const version = /^redis_version:(\S+)/m.exec((await admin.info('server')) as string)?.[1] ?? 'unknown';
     if (!args.json) process.stderr.write(`redis-server ${version} on port ${redis.port}: ${DECISIONS} decisions x ${REPS} reps (+1 warm-up)\n`);
     const rows = [...(await referenceRows(client, admin)), ...(await storeRows(client, admin))];
     if (args.json) console.log(JSON.stringify({ redisVersion: version, decisions: DECISIONS, reps: REPS, width: WIDTH, batch: BATCH, rows }, null, 2));

@@ -1,6 +1,6 @@
 -- Floodgate prelude: helpers shared by every algorithm chunk. Concatenated before the chunks.
 -- The whole script body runs on every call (Redis keeps no Lua state between calls), so the prelude
--- does as little as it can: a few closures and two tables, no work per key until a key is used.
+-- does as little as it can: the helpers below, five small tables, no work per key until a key is used.
 local EPSILON = 1e-9
 local CHECK, REFUND = {}, {}
 local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
@@ -21,11 +21,6 @@ local function ttl(ms) return max(1, ceil(ms)) end
 -- or { value, ttl } when written. DIRTY[key]: 'h', 's' or 'd' (DEL) once written; ORDER: the keys
 -- written, in the order they were first written (flush).
 local CACHE, DIRTY, ORDER = {}, {}, {}
-local GONE = {}
-local function mark(key, kind)
-  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
-  DIRTY[key] = kind
-end
 -- HMGET through the cache (2 or 3 fields): a false entry is a missing field, as HMGET returns it.
 local function hmget(key, a, b, c)
   local s = CACHE[key]
@@ -38,7 +33,8 @@ end
 -- Replaces a hash's state (2 or 3 field, value pairs; values as numbers) and its TTL in ms: HSET + PEXPIRE at the end.
 local function hsave(key, ttlMs, a, va, b, vb, c, vc)
   CACHE[key] = { va, vb, vc or false, a, b, c or false, ttlMs }
-  mark(key, 'h')
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 'h'
 end
 -- GET through the cache (false when absent, as GET returns it).
 local function sget(key)
@@ -52,12 +48,14 @@ end
 -- Replaces a string's value and its TTL in ms: SET PX at the end.
 local function ssave(key, value, ttlMs)
   CACHE[key] = { value, ttlMs }
-  mark(key, 's')
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 's'
 end
 -- Drops a hash or string state (DEL at the end): reads through the cache then find it absent.
 local function forget(key)
-  CACHE[key] = GONE
-  mark(key, 'd')
+  CACHE[key] = {}
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 'd'
 end
 local function flush()
   for i = 1, #ORDER do
