@@ -27,7 +27,8 @@ if ARGV[4] ~= '' then
   lock = { key = KEYS[limits], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
   limits = limits - 1
 end
-local out = { now }
+-- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
+local out = { now, 0, 0, 0, 0, 0, 0 }
 local n = 1
 -- Each limit's commit (admitted checks only); a table only with several limits.
 local commit1, commits = nil, nil

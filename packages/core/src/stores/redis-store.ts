@@ -39,7 +39,9 @@ export interface RedisStoreOptions {
    * - 'turn' (default): requests made in the same turn of the event loop go together in one call,
    *   sent at the end of that turn (`setImmediate`), so no request waits for another's round trip.
    *   Under concurrent load a hot subject costs Redis and the application one script call per turn
-   *   instead of one per request; an idle server sends each request alone, as before.
+   *   instead of one per request; an idle server sends each request alone, as before. The turn's
+   *   calls for different subjects leave in one socket write (per Cluster node), which Redis reads
+   *   and parses in one go.
    * - 'in-flight': also holds a subject's requests while its previous call is in flight and sends
    *   them together when it returns: fewest calls (200 concurrent requests: under 20), but a
    *   request may wait for the round trip ahead of it. For when Redis CPU is what a hot subject exhausts.
