@@ -4,10 +4,15 @@
 local EPSILON = 1e-9
 local CHECK, REFUND = {}, {}
 local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
+-- A helper after an `-- optional: <name>` line is left out of a script none of whose chunks calls it
+-- (stores/redis-protocol.ts, compose): each closure defined here costs every call of the script.
+-- optional: fmt
 -- Doubles survive a round trip through a Redis string only with 17 significant digits. A number
 -- passed to redis.call as a number is written by Redis itself with '%.17g' (the same bytes, without
 -- a string.format call in Lua): fmt is for numbers concatenated into a string.
-local function fmt(x) return format('%.17g', x) end
+local function fmt(x)
+  return format('%.17g', x)
+end
 -- A TTL is always a positive whole number of ms: no key is ever written without an expiry.
 local function ttl(ms) return max(1, ceil(ms)) end
 -- State cache for one script call. When one call decides several requests of a subject (coalesced),
@@ -36,6 +41,7 @@ local function hsave(key, ttlMs, a, va, b, vb, c, vc)
   if not DIRTY[key] then ORDER[#ORDER + 1] = key end
   DIRTY[key] = 'h'
 end
+-- optional: sget
 -- GET through the cache (false when absent, as GET returns it).
 local function sget(key)
   local s = CACHE[key]
@@ -45,12 +51,14 @@ local function sget(key)
   end
   return s[1]
 end
+-- optional: ssave
 -- Replaces a string's value and its TTL in ms: SET PX at the end.
 local function ssave(key, value, ttlMs)
   CACHE[key] = { value, ttlMs }
   if not DIRTY[key] then ORDER[#ORDER + 1] = key end
   DIRTY[key] = 's'
 end
+-- optional: forget
 -- Drops a hash or string state (DEL at the end): reads through the cache then find it absent.
 local function forget(key)
   CACHE[key] = {}

@@ -36,10 +36,21 @@ export interface Script {
   readonly sha: string;
 }
 
+/**
+ * The prelude without its optional helpers (each after an `-- optional: <name>` line, up to its
+ * closing `end`) that no chunk of the script calls: Redis runs the whole script body on every call,
+ * and every closure it defines is made again each time.
+ */
+function preludeFor(chunks: string): string {
+  return LUA_PRELUDE.replace(/^-- optional: (\w+)\n[\s\S]*?^end\n/gm, (block: string, helper: string) =>
+    new RegExp(`\\b${helper}\\(`).test(chunks) ? block : '',
+  );
+}
+
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
   const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\nend\n`);
-  const source = [LUA_PRELUDE, ...chunks, LUA_MAIN].join('\n');
+  const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
