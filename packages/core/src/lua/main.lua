@@ -2,30 +2,35 @@
 -- arrival order, each all-or-nothing and each seeing the writes of the ones before it.
 -- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
 -- (encodeCall writes them, parseReply reads the reply); change them there and here together.
--- Clock     redis.call('TIME'), unless ARGV[3] carries the UNSAFE test clock (tests only). The reply
+-- Clock     redis.call('TIME'), unless ARGV[1] has the flag 'T' and the last ARGV carries the UNSAFE
+--           test clock (tests only). The reply
 --           starts with it, so a caller can later refund a consume at the ms it was decided.
 -- Writes    for a request every limit admits, in mode 'c'; for every refund, in mode 'r', where it
 --           changes a state; the lock key for a strike (a consume the limits deny, lock-out on);
 --           every write sets its expiry here (hash and string state is written once per key, at
 --           the end: see the prelude's cache).
--- Lock-out  ARGV[4] 'after,baseMs,maxMs,forgetMs' (or '' for none), the lock key last in KEYS:
+-- Lock-out  with the flag 'L' in ARGV[1]: 'after,baseMs,maxMs,forgetMs' in the ARGV after the
+--           limits, the lock key last in KEYS:
 --           HASH { s = strikes, u = locked until (ms, 0: not locked), l = last strike (ms) }; its
 --           TTL: until the lock ends or forgetMs after the last strike, whichever is later.
 --           lockout.ts is its twin.
 local mode = ARGV[1]
-local now
-if ARGV[3] ~= '' then
-  now = tonumber(ARGV[3])
-else
+local limits = #KEYS
+local lock, now = nil, nil
+-- Production calls carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
+if #mode > 1 then
+  local hasLock, hasClock = string.find(mode, 'L', 2, true), string.find(mode, 'T', 2, true)
+  mode = string.sub(mode, 1, 1)
+  if hasClock then now = tonumber(ARGV[#ARGV]) end
+  if hasLock then
+    limits = limits - 1
+    local a, b, m, f = string.match(ARGV[3 + 3 * limits], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
+    lock = { key = KEYS[limits + 1], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
+  end
+end
+if not now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
-end
-local limits = #KEYS
-local lock = nil
-if ARGV[4] ~= '' then
-  local a, b, m, f = string.match(ARGV[4], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
-  lock = { key = KEYS[limits], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
-  limits = limits - 1
 end
 -- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
 local out = { now, 0, 0, 0, 0, 0, 0 }
@@ -59,7 +64,7 @@ while pos do
     end
   end
   for i = 1, limits do
-    local base = 2 + i * 3
+    local base = i * 3
     local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
     if at then
       -- A refund is always applied; its figures are those of the state it leaves (a cost-0 check).
