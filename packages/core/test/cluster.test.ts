@@ -1,9 +1,10 @@
 // The shared conformance table against RedisStore on a real 3-master Redis Cluster through each cluster client (ioredis 5 and 6, node-redis), its subjects spread over every master.
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
-import type { Redis } from 'ioredis';
-import { RedisStore, type Store, type StoreRequest, type StoreResult } from '../src';
+import type { Cluster, Redis } from 'ioredis';
+import { createLimiter, RedisStore, type Store, type StoreRequest, type StoreResult } from '../src';
 import { describeConformance } from './conformance/scenarios';
 import { CLUSTER_KINDS, connectCluster, type ConnectedClient, kindTag } from './support/redis-clients';
+import { countWrites } from './support/socket-writes';
 
 let cluster: RedisClusterHandle;
 const clients = new Map<string, ConnectedClient>();
@@ -80,6 +81,35 @@ describe('after the conformance suite on the cluster', () => {
     // Every key lives on the master that owns its slot (no stray copies left by redirections).
     for (const [index, keys] of perNode.entries()) {
       for (const key of keys) expect({ key, owner: await cluster.ownerOf(keySlot(key)) }).toEqual({ key, owner: index });
+    }
+  });
+});
+
+describe.each(CLUSTER_KINDS)('one turn of many subjects on %s', (kind) => {
+  it('sends each call to the master that owns its slot, in one write per master (ioredis; node-redis writes per tick itself)', async () => {
+    const client = clients.get(kind)!.client;
+    const limiter = createLimiter({
+      store: new RedisStore({ client, timeoutMs: 5_000 }),
+      prefix: `${prefix}-t${kindTag(kind)}`,
+      algorithm: 'fixed-window',
+      limit: 5,
+      windowMs: '1h',
+      blockCacheSize: 0,
+    });
+    // A subject's slot depends only on its digest: these 24 land on every master.
+    const subjects = Array.from({ length: 24 }, (_, i) => `turn-${i}`);
+    // The first turn loads the script on every master (NOSCRIPT, then EVAL): not counted.
+    expect((await Promise.all(subjects.map((s) => limiter.consume(s)))).every((d) => d.allowed && d.remaining === 4)).toBe(true);
+    const counters = kind.startsWith('ioredis') ? (client as unknown as Cluster).nodes('master').map((node) => countWrites(node)) : [];
+    try {
+      const decisions = await Promise.all(subjects.map((s) => limiter.consume(s)));
+      expect(decisions.every((d) => d.allowed && d.remaining === 3)).toBe(true);
+    } finally {
+      for (const counter of counters) counter.restore();
+    }
+    if (counters.length > 0) {
+      expect(counters.map((c) => c.count <= 1)).toEqual(counters.map(() => true));
+      expect(counters.filter((c) => c.count === 1).length).toBeGreaterThanOrEqual(2);
     }
   });
 });

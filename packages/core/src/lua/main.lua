@@ -2,72 +2,82 @@
 -- arrival order, each all-or-nothing and each seeing the writes of the ones before it.
 -- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
 -- (encodeCall writes them, parseReply reads the reply); change them there and here together.
--- Clock     redis.call('TIME'), unless ARGV[3] carries the UNSAFE test clock (tests only). The reply
+-- Clock     redis.call('TIME'), unless ARGV[1] has the flag 'T' and the last ARGV carries the UNSAFE
+--           test clock (tests only). The reply
 --           starts with it, so a caller can later refund a consume at the ms it was decided.
 -- Writes    for a request every limit admits, in mode 'c'; for every refund, in mode 'r', where it
 --           changes a state; the lock key for a strike (a consume the limits deny, lock-out on);
 --           every write sets its expiry here (hash and string state is written once per key, at
 --           the end: see the prelude's cache).
--- Lock-out  ARGV[4] 'after,baseMs,maxMs,forgetMs' (or '' for none), the lock key last in KEYS:
+-- Lock-out  with the flag 'L' in ARGV[1]: 'after,baseMs,maxMs,forgetMs' in the ARGV after the
+--           limits, the lock key last in KEYS:
 --           HASH { s = strikes, u = locked until (ms, 0: not locked), l = last strike (ms) }; its
 --           TTL: until the lock ends or forgetMs after the last strike, whichever is later.
 --           lockout.ts is its twin.
 local mode = ARGV[1]
-local now
-if ARGV[3] ~= '' then
-  now = tonumber(ARGV[3])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local lock = nil
-if ARGV[4] ~= '' then
-  local a, b, m, f = string.match(ARGV[4], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
-  lock = { key = KEYS[#KEYS], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
-end
 local limits = #KEYS
-if lock then limits = limits - 1 end
--- Strikes still remembered, and ms left locked (0: not locked).
-local function lockView()
-  local s = hmget(lock.key, 's', 'u', 'l')
-  if not s[1] then return 0, 0 end
-  local strikes = 0
-  if now - tonumber(s[3]) < lock.forget then strikes = tonumber(s[1]) end
-  return strikes, math.max(0, tonumber(s[2]) - now)
+local lock, now = nil, nil
+-- Production calls carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
+if #mode > 1 then
+  local hasLock, hasClock = string.find(mode, 'L', 2, true), string.find(mode, 'T', 2, true)
+  mode = string.sub(mode, 1, 1)
+  if hasClock then now = tonumber(ARGV[#ARGV]) end
+  if hasLock then
+    limits = limits - 1
+    local a, b, m, f = string.match(ARGV[3 + 3 * limits], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
+    lock = { key = KEYS[limits + 1], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
+  end
 end
-local out = { now }
-for c in string.gmatch(ARGV[2], '[^,]+') do
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+end
+-- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
+local out = { now, 0, 0, 0, 0, 0, 0 }
+local n = 1
+-- Each limit's commit (admitted checks only); a table only with several limits.
+local commit1, commits = nil, nil
+if limits > 1 then commits = {} end
+-- The requests' entries in ARGV[2], split on ',' without an iterator (a single entry is the string itself).
+local costs = ARGV[2]
+local pos = 1
+while pos do
+  local sep = string.find(costs, ',', pos, true)
+  local c = string.sub(costs, pos, (sep or 0) - 1)
+  pos = sep and sep + 1
   local cost, at = tonumber(c), nil
   if mode == 'r' then
-    local sep = string.find(c, ':', 1, true)
-    cost, at = tonumber(string.sub(c, 1, sep - 1)), tonumber(string.sub(c, sep + 1))
+    local colon = string.find(c, ':', 1, true)
+    cost, at = tonumber(string.sub(c, 1, colon - 1)), tonumber(string.sub(c, colon + 1))
   end
-  local head = #out + 1
+  local head = n + 1
   out[head] = 1
   out[head + 1] = 0
+  n = head + 1
   local strikes, lockedMs = 0, 0
-  if lock and not at then strikes, lockedMs = lockView() end
-  local commits = {}
+  if lock and not at then
+    -- Strikes still remembered, and ms left locked (0: not locked).
+    local s = hmget(lock.key, 's', 'u', 'l')
+    if s[1] then
+      if now - tonumber(s[3]) < lock.forget then strikes = tonumber(s[1]) end
+      lockedMs = max(0, tonumber(s[2]) - now)
+    end
+  end
   for i = 1, limits do
-    local base = 4 + (i - 1) * 3
-    local id, cap, period = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+    local base = i * 3
+    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
     if at then
       -- A refund is always applied; its figures are those of the state it leaves (a cost-0 check).
       REFUND[id](KEYS[i], now, cap, period, cost, at)
       local _, remaining, reset = CHECK[id](KEYS[i], now, cap, period, 0)
-      out[#out + 1] = 1
-      out[#out + 1] = remaining
-      out[#out + 1] = reset
-      out[#out + 1] = 0
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
     else
       local allowed, remaining, reset, retry, commit = CHECK[id](KEYS[i], now, cap, period, cost)
       if allowed == 0 then out[head] = 0 end
-      commits[i] = commit
-      out[#out + 1] = allowed
-      out[#out + 1] = remaining
-      out[#out + 1] = reset
-      out[#out + 1] = retry
+      if commits then commits[i] = commit else commit1 = commit end
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
     end
+    n = n + 4
   end
   if lockedMs > 0 then
     -- Locked out: denied whatever the limits say, nothing charged, no new strike.
@@ -79,11 +89,15 @@ for c in string.gmatch(ARGV[2], '[^,]+') do
       lockedMs = math.min(lock.max, lock.base * 2 ^ (strikes - lock.after))
       untilMs = now + lockedMs
     end
-    hsave(lock.key, ttl(math.max(lockedMs, lock.forget)), 's', fmt(strikes), 'u', fmt(untilMs), 'l', fmt(now))
+    hsave(lock.key, ttl(max(lockedMs, lock.forget)), 's', strikes, 'u', untilMs, 'l', now)
   end
   out[head + 1] = lockedMs
   if out[head] == 1 and mode == 'c' then
-    for i = 1, limits do commits[i]() end
+    if commits then
+      for i = 1, limits do commits[i]() end
+    else
+      commit1()
+    end
   end
 end
 flush()

@@ -1,71 +1,85 @@
 -- Floodgate prelude: helpers shared by every algorithm chunk. Concatenated before the chunks.
+-- The whole script body runs on every call (Redis keeps no Lua state between calls), so the prelude
+-- does as little as it can: the helpers below, five small tables, no work per key until a key is used.
 local EPSILON = 1e-9
 local CHECK, REFUND = {}, {}
--- Doubles survive a round trip through a Redis string only with 17 significant digits.
-local function fmt(x) return string.format('%.17g', x) end
+local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
+-- A helper after an `-- optional: <name>` line is left out of a script none of whose chunks calls it
+-- (stores/redis-protocol.ts, compose): each closure defined here costs every call of the script.
+-- optional: fmt
+-- Doubles survive a round trip through a Redis string only with 17 significant digits. A number
+-- passed to redis.call as a number is written by Redis itself with '%.17g' (the same bytes, without
+-- a string.format call in Lua): fmt is for numbers concatenated into a string.
+local function fmt(x)
+  return format('%.17g', x)
+end
 -- A TTL is always a positive whole number of ms: no key is ever written without an expiry.
-local function ttl(ms) return math.max(1, math.ceil(ms)) end
+local function ttl(ms) return max(1, ceil(ms)) end
 -- State cache for one script call. When one call decides several requests of a subject (coalesced),
 -- each key is read once and written once, when the script ends, with the TTL of its last write;
 -- every request still sees exactly what a read after the previous request's write would return.
--- Keys written are flushed in the order they were first written (flush, in main).
+-- Every table and closure made here is made again on every call: the cache makes one table per key
+-- read (Redis's reply itself) and one per key written, nothing per field.
+-- CACHE[key]: a hash's values in the order its chunk names the fields (each key belongs to one chunk,
+-- or to the lock-out, which always reads and writes its fields in that order); when written, the
+-- same table also holds the field names at [4..6] and the TTL at [7]. A string's cache is { value }
+-- or { value, ttl } when written. DIRTY[key]: 'h', 's' or 'd' (DEL) once written; ORDER: the keys
+-- written, in the order they were first written (flush).
 local CACHE, DIRTY, ORDER = {}, {}, {}
-local function mark(key, write)
-  if DIRTY[key] == nil then ORDER[#ORDER + 1] = key end
-  DIRTY[key] = write
-end
--- HMGET through the cache: a false entry is a missing field, as HMGET returns it.
-local function hmget(key, ...)
-  local fields = { ... }
-  local c = CACHE[key]
-  if c == nil then
-    local v = redis.call('HMGET', key, unpack(fields))
-    c = {}
-    for i = 1, #fields do c[fields[i]] = v[i] end
-    CACHE[key] = c
+-- HMGET through the cache (2 or 3 fields): a false entry is a missing field, as HMGET returns it.
+local function hmget(key, a, b, c)
+  local s = CACHE[key]
+  if s == nil then
+    if c then s = redis.call('HMGET', key, a, b, c) else s = redis.call('HMGET', key, a, b) end
+    CACHE[key] = s
   end
-  local out = {}
-  for i = 1, #fields do out[i] = c[fields[i]] end
-  return out
+  return s
 end
--- Replaces a hash's state (field, value pairs of strings) and its TTL in ms: HSET + PEXPIRE at the end.
-local function hsave(key, ttlMs, ...)
-  local args = { ... }
-  local c = {}
-  for i = 1, #args, 2 do c[args[i]] = args[i + 1] end
-  CACHE[key] = c
-  mark(key, { args = args, ttl = ttlMs })
+-- Replaces a hash's state (2 or 3 field, value pairs; values as numbers) and its TTL in ms: HSET + PEXPIRE at the end.
+local function hsave(key, ttlMs, a, va, b, vb, c, vc)
+  CACHE[key] = { va, vb, vc or false, a, b, c or false, ttlMs }
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 'h'
 end
+-- optional: sget
 -- GET through the cache (false when absent, as GET returns it).
 local function sget(key)
-  local c = CACHE[key]
-  if c == nil then
-    c = { v = redis.call('GET', key) }
-    CACHE[key] = c
+  local s = CACHE[key]
+  if s == nil then
+    s = { redis.call('GET', key) }
+    CACHE[key] = s
   end
-  return c.v
+  return s[1]
 end
+-- optional: ssave
 -- Replaces a string's value and its TTL in ms: SET PX at the end.
 local function ssave(key, value, ttlMs)
-  CACHE[key] = { v = value }
-  mark(key, { value = value, ttl = ttlMs })
+  CACHE[key] = { value, ttlMs }
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 's'
 end
+-- optional: forget
 -- Drops a hash or string state (DEL at the end): reads through the cache then find it absent.
 local function forget(key)
   CACHE[key] = {}
-  mark(key, { del = true })
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 'd'
 end
 local function flush()
   for i = 1, #ORDER do
     local key = ORDER[i]
-    local w = DIRTY[key]
-    if w.del then
+    local kind, w = DIRTY[key], CACHE[key]
+    if kind == 'd' then
       redis.call('DEL', key)
-    elseif w.args then
-      redis.call('HSET', key, unpack(w.args))
-      redis.call('PEXPIRE', key, w.ttl)
+    elseif kind == 's' then
+      redis.call('SET', key, w[1], 'PX', w[2])
     else
-      redis.call('SET', key, w.value, 'PX', w.ttl)
+      if w[6] then
+        redis.call('HSET', key, w[4], w[1], w[5], w[2], w[6], w[3])
+      else
+        redis.call('HSET', key, w[4], w[1], w[5], w[2])
+      end
+      redis.call('PEXPIRE', key, w[7])
     end
   end
 end

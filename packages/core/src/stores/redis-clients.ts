@@ -12,6 +12,10 @@ export interface IoredisClient {
   /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
   readonly status?: string;
   once?(event: 'ready', listener: () => void): unknown;
+  /** `Redis`: its socket (ioredis writes a command to it synchronously when connected). */
+  readonly stream?: unknown;
+  /** `Cluster`: its node clients, each with its own `stream`. */
+  nodes?(): readonly { readonly stream?: unknown }[];
 }
 
 /** What RedisStore uses of a node-redis (`redis` v5 and v6) `createClient()`, written out likewise. */
@@ -43,6 +47,11 @@ export interface ClientBinding {
   /** Undefined when a command can go now (or waits only for the client's first connection), else why it cannot. */
   unavailable(): string | undefined;
   readonly warnings: readonly string[];
+  /**
+   * Runs `sendAll`, which sends several commands synchronously, so that they leave in one socket
+   * write per connection rather than one each: Redis then reads and parses them in one go.
+   */
+  batch(sendAll: () => void): void;
 }
 
 type Shape = Record<string, unknown>;
@@ -77,6 +86,39 @@ function readiness(initiallyReady: boolean, client: { once?(event: 'ready', list
 // offline queue for it (bounded by timeoutMs). After the first 'ready', only 'ready' is sent.
 const FIRST_CONNECT = new Set(['wait', 'connecting', 'connect']);
 
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+const isCorkable = (stream: unknown): stream is Corkable =>
+  typeof stream === 'object' && stream !== null && isFunction((stream as Shape).cork) && isFunction((stream as Shape).uncork);
+
+/**
+ * ioredis writes each command to its socket at once, one write (and one Redis read) per command.
+ * Corked, a socket keeps what is written until uncork() and hands it to the kernel in one writev:
+ * the commands of `sendAll` go in one write per connection (a Cluster's per node: each call still
+ * goes to the node that holds its slot). Nothing waits: uncork() runs before `batch` returns.
+ */
+function ioredisBatch(client: IoredisClient): ClientBinding['batch'] {
+  return (sendAll) => {
+    const streams: Corkable[] = [];
+    if (isFunction(client.nodes)) {
+      for (const node of client.nodes!()) if (isCorkable(node.stream)) streams.push(node.stream);
+    } else if (isCorkable(client.stream)) {
+      streams.push(client.stream);
+    }
+    for (const stream of streams) stream.cork();
+    try {
+      sendAll();
+    } finally {
+      for (const stream of streams) stream.uncork();
+    }
+  };
+}
+
+/** node-redis queues commands and writes one turn's queue in one go (corked) itself. */
+const sendNow: ClientBinding['batch'] = (sendAll) => sendAll();
+
 /** ioredis: its own evalsha and eval, which a Cluster routes by the key. */
 function ioredisBinding(client: IoredisClient): ClientBinding {
   const everReady = readiness(client.status === undefined || client.status === 'ready' || !isFunction(client.once), client);
@@ -89,6 +131,7 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
       return `Redis connection is ${status}.`;
     },
     warnings: ioredisWarnings(client),
+    batch: ioredisBatch(client),
   };
 }
 
@@ -108,6 +151,7 @@ function nodeRedisBinding(client: NodeRedisClient): ClientBinding {
     del: (key) => client.sendCommand(['DEL', key]),
     unavailable: () => nodeRedisUnavailable(client, everReady()),
     warnings: nodeRedisWarnings(client, 'client', (client as { options?: NodeRedisOptions }).options),
+    batch: sendNow,
   };
 }
 
@@ -119,6 +163,7 @@ function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
     del: (key) => cluster.sendCommand(key, false, ['DEL', key]),
     unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
     warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
+    batch: sendNow,
   };
 }
 

@@ -13,17 +13,19 @@ import type { StoreRequest, StoreResult } from './store';
  *
  *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}; with lock-out,
  *             the lock key last
- *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund
+ *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund; then flags for
+ *             what follows the limits: 'L' a lock-out spec, 'T' the UNSAFE test clock ('c', 'cL',
+ *             'pT', 'rLT'). Production calls without lock-out carry none: no empty ARGV to pass.
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000')
- *   ARGV[3]   UNSAFE test clock in ms, or '' (production): then the script reads redis.call('TIME')
- *   ARGV[4]   lock-out: 'after,baseMs,maxMs,forgetMs', or '' (none)
- *   ARGV[5+3(i-1)..7+3(i-1)]  limit i: algorithm id (from the registry), capacity, period
+ *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period
+ *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'T': the test clock in ms (last). Without
+ *             'T' the script reads redis.call('TIME').
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
  *             locked out, 0 when not), then per limit: allowed, remaining, resetMs, retryAfterMs (a
  *             refund: 1, what is left, its reset, 0)
  *
- * encodeCall writes the first four, parseReply reads the last; runScript sends them.
+ * encodeCall writes KEYS and ARGV, parseReply reads the reply; runScript sends them.
  */
 
 /** One script per algorithm, run when every limit of a call uses it, and `all` for mixed limits. */
@@ -36,10 +38,21 @@ export interface Script {
   readonly sha: string;
 }
 
+/**
+ * The prelude without its optional helpers (each after an `-- optional: <name>` line, up to its
+ * closing `end`) that no chunk of the script calls: Redis runs the whole script body on every call,
+ * and every closure it defines is made again each time.
+ */
+function preludeFor(chunks: string): string {
+  return LUA_PRELUDE.replace(/^-- optional: (\w+)\n[\s\S]*?^end\n/gm, (block: string, helper: string) =>
+    new RegExp(`\\b${helper}\\(`).test(chunks) ? block : '',
+  );
+}
+
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
   const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\nend\n`);
-  const source = [LUA_PRELUDE, ...chunks, LUA_MAIN].join('\n');
+  const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
@@ -77,13 +90,14 @@ function costArg(request: StoreRequest): string | number {
 export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
   const request = requests[0];
   const lock = request.lockout;
+  // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
   const argv: (string | number)[] = [
-    MODE[request.mode],
+    MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
     requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
-    testNow ?? '',
-    lock ? `${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}` : '',
   ];
   for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
+  if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+  if (testNow !== undefined) argv.push(testNow);
   const keys = lock ? [...request.keys, lock.key] : request.keys;
   return { script: scriptFor(request.limits), keys, argv, limitCount: request.limits.length, requestCount: requests.length };
 }

@@ -39,7 +39,9 @@ export interface RedisStoreOptions {
    * - 'turn' (default): requests made in the same turn of the event loop go together in one call,
    *   sent at the end of that turn (`setImmediate`), so no request waits for another's round trip.
    *   Under concurrent load a hot subject costs Redis and the application one script call per turn
-   *   instead of one per request; an idle server sends each request alone, as before.
+   *   instead of one per request; an idle server sends each request alone, as before. The turn's
+   *   calls for different subjects leave in one socket write (per Cluster node), which Redis reads
+   *   and parses in one go.
    * - 'in-flight': also holds a subject's requests while its previous call is in flight and sends
    *   them together when it returns: fewest calls (200 concurrent requests: under 20), but a
    *   request may wait for the round trip ahead of it. For when Redis CPU is what a hot subject exhausts.
@@ -166,15 +168,21 @@ export class RedisStore implements Store {
     return new Promise((resolve, reject) => this.dispatch(key, [{ request, now, resolve, reject }]));
   }
 
-  /** 'turn': the event loop's turn is over; each subject's requests of it go in one call (at most MAX_BATCH). */
+  /**
+   * 'turn': the event loop's turn is over; each subject's requests of it go in one call (at most
+   * MAX_BATCH), and the calls of every subject in one socket write (per connection: see
+   * ClientBinding.batch). Each call keeps its own deadline, NOSCRIPT retry and result.
+   */
   private readonly endTurn = (): void => {
     this.turnScheduled = false;
     const groups = this.turn;
     this.turn = new Map();
-    for (const group of groups.values()) {
-      // Each waiter already got the failure; nothing else waits on the call.
-      for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
-    }
+    this.client.batch(() => {
+      for (const group of groups.values()) {
+        // Each waiter already got the failure; nothing else waits on the call.
+        for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
+      }
+    });
   };
 
   /** One call for a batch; each waiter gets its own result, or the call's error. Rejects when the call failed. */

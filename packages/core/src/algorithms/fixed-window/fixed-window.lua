@@ -9,7 +9,7 @@ local function check(key, now, cap, win, cost)
   local reset = (w + 1) * win - now
   if c + cost <= cap then
     return 1, cap - c - cost, reset, 0, function()
-      hsave(key, ttl(reset), 'w', fmt(w), 'c', fmt(c + cost))
+      hsave(key, ttl(reset), 'w', w, 'c', c + cost)
     end
   end
   local retry = reset
@@ -23,5 +23,5 @@ local function refund(key, now, cap, win, cost, at)
   if cost == 0 or math.floor(at / win) ~= w then return end
   local s = hmget(key, 'w', 'c')
   if not s[1] or tonumber(s[1]) ~= w or tonumber(s[2]) == 0 then return end
-  hsave(key, ttl((w + 1) * win - now), 'w', fmt(w), 'c', fmt(math.max(0, tonumber(s[2]) - cost)))
+  hsave(key, ttl((w + 1) * win - now), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
 end

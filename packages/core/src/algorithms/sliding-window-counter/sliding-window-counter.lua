@@ -26,7 +26,7 @@ local function check(key, now, cap, win, cost)
     local reset = 0
     if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
     return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, function()
-      hsave(key, ttl(win - elapsed + win), 'w', fmt(w), 'c', fmt(c + cost), 'p', fmt(p))
+      hsave(key, ttl(win - elapsed + win), 'w', w, 'c', c + cost, 'p', p)
     end
   end
   local reset = 0
@@ -69,5 +69,5 @@ local function refund(key, now, cap, win, cost, at)
   else
     return
   end
-  hsave(key, ttl(win - (now - w * win) + win), 'w', fmt(w), 'c', fmt(c), 'p', fmt(p))
+  hsave(key, ttl(win - (now - w * win) + win), 'w', w, 'c', c, 'p', p)
 end

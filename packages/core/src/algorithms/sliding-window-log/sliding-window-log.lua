@@ -6,14 +6,23 @@
 -- next value lives in the member '#<seq>', scored -inf: outside every window, never pruned.
 -- An entry with score <= now - windowMs has left the window. TTL: windowMs after the newest entry.
 -- A request of cost 0 writes nothing (it neither prunes nor touches the TTL).
+-- The newest entry's score when the window holds `n` entries (nil when none), for a reset. Read only
+-- when needed (a cost-0 request, or a denial): an admitted unit is itself the newest (reset: the window).
+local function newest(key, n)
+  if n == 0 then return nil end
+  return tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
+end
 local function check(key, now, cap, win, cost)
   local floor = now - win
   local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
-  local newest = nil
-  if n > 0 then newest = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
   if n + cost <= cap then
     local reset = 0
-    if cost > 0 then reset = win elseif newest then reset = newest + win - now end
+    if cost > 0 then
+      reset = win
+    else
+      local t = newest(key, n)
+      if t then reset = t + win - now end
+    end
     return 1, cap - n - cost, reset, 0, function()
       if cost == 0 then return end
       redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(floor))
@@ -23,17 +32,21 @@ local function check(key, now, cap, win, cost)
         seq = tonumber(string.sub(head, 2))
         redis.call('ZREM', key, head)
       end
-      -- One ZADD per 1000 units: cost is at most the limit, itself capped.
+      -- One ZADD per 1000 units (cost is at most the limit, itself capped); the last one also
+      -- writes the sequence's next value.
       local args = {}
       for i = 1, cost do
-        args[#args + 1] = fmt(now)
-        args[#args + 1] = fmt(seq + i)
-        if #args == 2000 or i == cost then
+        args[#args + 1] = now
+        args[#args + 1] = seq + i
+        if i == cost then
+          args[#args + 1] = '-inf'
+          args[#args + 1] = '#' .. fmt(seq + cost)
+        end
+        if #args >= 2000 or i == cost then
           redis.call('ZADD', key, unpack(args))
           args = {}
         end
       end
-      redis.call('ZADD', key, '-inf', '#' .. fmt(seq + cost))
       redis.call('PEXPIRE', key, ttl(win))
     end
   end
@@ -44,7 +57,8 @@ local function check(key, now, cap, win, cost)
     retry = math.max(1, tonumber(e[2]) + win - now)
   end
   local reset = 0
-  if newest then reset = newest + win - now end
+  local t = newest(key, n)
+  if t then reset = t + win - now end
   return 0, math.max(0, cap - n), reset, retry, nil
 end
 -- Refund: removes `cost` entries scored `at` (whichever members they are; fewer if fewer are there),

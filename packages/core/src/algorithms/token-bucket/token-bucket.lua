@@ -17,7 +17,7 @@ local function check(key, now, cap, rate, cost)
     local left = math.max(0, tokens - cost)
     local full = (cap - left) * 1000 / rate
     return 1, math.floor(left + EPSILON), math.ceil(full), 0, function()
-      hsave(key, ttl(full), 't', fmt(left), 'ts', fmt(now))
+      hsave(key, ttl(full), 't', left, 'ts', now)
     end
   end
   local retry = -1
@@ -41,5 +41,5 @@ local function refund(key, now, cap, rate, cost, at)
   if cost == 0 or tokens >= cap then return end
   local t = tokens + cost
   if t >= cap then return forget(key) end
-  hsave(key, ttl((cap - t) * 1000 / rate), 't', fmt(t), 'ts', fmt(now))
+  hsave(key, ttl((cap - t) * 1000 / rate), 't', t, 'ts', now)
 end

@@ -1,0 +1,81 @@
+// One turn's script calls for different subjects leave in ONE socket write, and Redis reads them in one go:
+// counted on the client (ioredis: the socket's writes) and on a real redis-server (INFO stats total_reads_processed).
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import { createLimiter, RedisStore, type CoalesceMode } from '../src';
+import { CLIENT_KINDS, connectClient, kindTag, type ClientKind, type ConnectedClient } from './support/redis-clients';
+import { countWrites } from './support/socket-writes';
+
+const SUBJECTS = 20;
+let server: RedisServer;
+let admin: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  admin = server.client();
+});
+afterAll(async () => {
+  admin?.disconnect();
+  await server?.stop();
+});
+
+/** Read events the server has processed so far (every connection; this INFO's own read included). */
+async function readsProcessed(): Promise<number> {
+  const info = await admin.info('stats');
+  return Number(/^total_reads_processed:(\d+)/m.exec(info)![1]);
+}
+
+async function turnOfSubjects(connected: ConnectedClient, kind: ClientKind, coalesce: CoalesceMode) {
+  const prefix = `tw${kindTag(kind)}${coalesce === false ? 'f' : 't'}${Math.random().toString(36).slice(2, 8)}`;
+  const limiter = createLimiter({
+    store: new RedisStore({ client: connected.client, coalesce, timeoutMs: 5_000 }),
+    prefix,
+    algorithm: 'sliding-window-counter',
+    limit: 10,
+    windowMs: '1m',
+    blockCacheSize: 0,
+  });
+  // The script is loaded (a first EVALSHA meets NOSCRIPT and EVAL follows) before anything is counted.
+  await limiter.consume('warm-up');
+  const writes = kind === 'node-redis' ? undefined : countWrites(connected.client);
+  try {
+    await server.resetStats();
+    const before = await readsProcessed();
+    const decisions = await Promise.all(Array.from({ length: SUBJECTS }, (_, i) => limiter.consume(`subject-${i}`)));
+    // Less this INFO's own read.
+    const reads = (await readsProcessed()) - before - 1;
+    const calls = (await server.commandStats()).evalsha;
+    return { decisions, reads, calls, writes: writes?.count };
+  } finally {
+    writes?.restore();
+  }
+}
+
+describe.each(CLIENT_KINDS)('%s', (kind) => {
+  let connected: ConnectedClient;
+  beforeAll(async () => {
+    connected = await connectClient(kind, server);
+  });
+  afterAll(async () => {
+    await connected?.close();
+  });
+
+  it(`sends one turn's calls for ${SUBJECTS} subjects in one write, which Redis reads at once`, async () => {
+    const { decisions, reads, calls, writes } = await turnOfSubjects(connected, kind, 'turn');
+    expect(decisions.every((d) => d.allowed && d.remaining === 9)).toBe(true);
+    // One script call per subject: nothing is merged across subjects, only the write.
+    expect(calls).toBe(SUBJECTS);
+    if (writes !== undefined) expect(writes).toBe(1);
+    // One write arrives whole on loopback (about 3 KB); 2 leaves room for the kernel splitting it.
+    expect(reads).toBeLessThanOrEqual(2);
+  });
+
+  if (kind !== 'node-redis') {
+    it('the count tells: without coalescing, each call is its own write', async () => {
+      const { decisions, calls, writes } = await turnOfSubjects(connected, kind, false);
+      expect(decisions.every((d) => d.allowed)).toBe(true);
+      expect(calls).toBe(SUBJECTS);
+      expect(writes).toBe(SUBJECTS);
+    });
+  }
+});
