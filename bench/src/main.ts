@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { runAccuracy } from './accuracy';
-import { buildChildren } from './build';
+import { buildChildren, OUT_DIR } from './build';
+import { againstSide, runMicro, type MicroSide } from './micro';
 import { childLogDir, killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, adapterExists, coreHasHotKeys, loadAverage, machine, redisVersion, versions } from './env';
 import { runMemoryStore, runRedisMemory } from './memory';
@@ -19,7 +20,7 @@ import { renderSvg } from './svg';
 import { contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
 import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
 
-const SECTIONS = ['accuracy', 'ceiling', 'memory', 'race', 'throughput'] as const;
+const SECTIONS = ['accuracy', 'ceiling', 'memory', 'micro', 'race', 'throughput'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const HELP = `Usage: pnpm bench [options]
@@ -39,6 +40,8 @@ const HELP = `Usage: pnpm bench [options]
                           e.g. koa/none,koa/floodgate-redis-sliding-window-counter/admit)
                           and report them, whether or not they miss a goal
   --max-minutes M         hard time budget; the run is stopped past it (default 40; --quick 4)
+  --against DIR           the micro section also measures another checkout's Floodgate
+                          (e.g. a worktree of an older commit): before / after columns
   --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
   --no-docs               write only bench/results/<date>.json
   --report FILE           only re-render docs/benchmarks.md and .svg from a results JSON
@@ -59,6 +62,7 @@ interface Config {
   notes: string[];
   docs: boolean;
   report?: string;
+  against?: string;
 }
 
 function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -96,6 +100,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
       note: { type: 'string', multiple: true },
       'no-docs': { type: 'boolean', default: false },
       report: { type: 'string' },
+      against: { type: 'string' },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -117,6 +122,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
     notes: values.note ?? [],
     docs: !values['no-docs'],
     report: values.report,
+    against: values.against,
   };
 }
 
@@ -185,6 +191,7 @@ function plannedMs(config: Config): number {
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
   if (config.sections.has('race')) ms += config.quick ? 10_000 : 45_000;
   if (config.sections.has('memory')) ms += config.quick ? 30_000 : 120_000;
+  if (config.sections.has('micro')) ms += (config.quick ? 15_000 : 60_000) * (config.against ? 2 : 1);
   return ms;
 }
 
@@ -249,6 +256,7 @@ async function main(): Promise<number> {
     memoryStore: [],
     memoryStoreEmptyBytes: null,
     profiles: [],
+    micro: null,
   };
   progress.note(
     `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; adapters: ${FRAMEWORKS.map((f) => `${f} ${adapterExists(f) ? 'yes' : 'no'}`).join(', ')}; hot-key mode: ${hotKeys ? 'yes' : 'no'}; child logs in ${childLogDir()}`,
@@ -286,6 +294,12 @@ async function main(): Promise<number> {
       );
       results.memoryStore = store.rows;
       results.memoryStoreEmptyBytes = Math.round(store.emptyStoreBytes);
+    });
+    await section('micro', async () => {
+      progress.step('micro: µs per decision of the core, the HTTP pipeline and each adapter (bench:micro)', config.quick ? 15_000 : 60_000);
+      const sides: MicroSide[] = [{ label: 'this checkout', dir: OUT_DIR }];
+      if (config.against) sides.unshift(await againstSide(config.against));
+      results.micro = runMicro(sides, config.quick ? { ops: 5_000, samples: 3, only: [] } : { ops: 50_000, samples: 7, only: [] }, config.quick ? 1 : 3);
     });
     await section('race', async () => {
       results.race = await runRace(

@@ -12,6 +12,9 @@ import { parseArgs } from 'node:util';
 import { buildChildren, OUT_DIR } from './build';
 import { BENCH_DIR, loadAverage, machine } from './env';
 import type { MicroJob, MicroResult } from './micro-worker';
+import type { MicroRun } from './types';
+
+export type { MicroRun } from './types';
 
 const HELP = `Usage: pnpm bench:micro [options]
 
@@ -23,8 +26,9 @@ const HELP = `Usage: pnpm bench:micro [options]
   --json FILE      write the results there too
   --help`;
 
-interface Side {
+export interface MicroSide {
   label: string;
+  /** The dist directory holding this side's micro-worker.js and Floodgate packages. */
   dir: string;
 }
 
@@ -42,7 +46,63 @@ const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const fmt = (us: number) => (us < 10 ? us.toFixed(2) : us.toFixed(1));
+export const fmtUs = (us: number) => (us < 10 ? us.toFixed(2) : us.toFixed(1));
+
+/** Builds another checkout's Floodgate packages with this bench's micro worker: the side to compare with. */
+export async function againstSide(against: string): Promise<MicroSide> {
+  // pnpm runs this in bench/: a relative path is taken from where the command was typed.
+  const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), against);
+  if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
+  const dir = join(BENCH_DIR, 'dist-against');
+  mkdirSync(dir, { recursive: true });
+  await buildChildren({ repoDir, outDir: dir, children: ['micro-worker'] });
+  return { label: `against ${against}`, dir };
+}
+
+/** Every case on every side, `rounds` times, alternating which side goes first; medians over rounds. */
+export function runMicro(sides: readonly MicroSide[], job: MicroJob, rounds: number, onRound?: (text: string) => void): MicroRun {
+  const all = new Map<string, Map<string, number[]>>(); // side -> case -> µs per round
+  const answers = new Map<string, string>();
+  for (let round = 0; round < rounds; round++) {
+    // Alternate which checkout goes first, so drift hits both alike.
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
+    for (const side of order) {
+      for (const r of runWorker(side.dir, job)) {
+        let byCase = all.get(side.label);
+        if (!byCase) all.set(side.label, (byCase = new Map()));
+        byCase.set(r.name, [...(byCase.get(r.name) ?? []), r.us]);
+        answers.set(r.name, r.answered);
+      }
+      onRound?.(`round ${round + 1}/${rounds}: ${side.label} done`);
+    }
+  }
+  const names = [...(all.get(sides[sides.length - 1].label)?.keys() ?? [])];
+  return {
+    job,
+    rounds,
+    sides: sides.map((s) => s.label),
+    rows: names.map((name) => ({
+      name,
+      us: sides.map((s) => {
+        const xs = all.get(s.label)?.get(name);
+        return xs ? median(xs) : NaN;
+      }),
+      answered: answers.get(name) ?? '',
+    })),
+  };
+}
+
+/** The run as a markdown table: µs per operation per side, and after / before with two sides. */
+export function microTable(run: MicroRun): string {
+  const two = run.sides.length === 2;
+  const header = ['case', ...run.sides.map((s) => `µs/op, ${s}`), ...(two ? ['after / before'] : [])];
+  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
+  for (const { name, us } of run.rows) {
+    const ratio = two && Number.isFinite(us[0]) && us[0] > 0 ? [(us[1] / us[0]).toFixed(2)] : two ? ['n/a'] : [];
+    lines.push(`| ${[name, ...us.map((c) => (Number.isFinite(c) ? fmtUs(c) : 'n/a')), ...ratio].join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -66,57 +126,23 @@ async function main(): Promise<void> {
     only: values.only ? values.only.split(',').map((s) => s.trim()) : [],
   };
   const rounds = Number(values.rounds ?? 3);
-  const sides: Side[] = [{ label: 'this checkout', dir: OUT_DIR }];
   await buildChildren({ children: ['micro-worker'] });
-  if (values.against) {
-    // pnpm runs this in bench/: a relative path is taken from where the command was typed.
-    const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), values.against);
-    if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
-    const dir = join(BENCH_DIR, 'dist-against');
-    mkdirSync(dir, { recursive: true });
-    await buildChildren({ repoDir, outDir: dir, children: ['micro-worker'] });
-    sides.unshift({ label: `against ${values.against}`, dir });
-  }
+  const sides: MicroSide[] = [{ label: 'this checkout', dir: OUT_DIR }];
+  if (values.against) sides.unshift(await againstSide(values.against));
   const m = machine();
   console.log(`${m.cpu}, ${m.cores} cores, Node ${m.node}; load average ${loadAverage().join(' ')} at start; ${job.ops} ops x ${job.samples} samples x ${rounds} rounds`);
-  const all = new Map<string, Map<string, number[]>>(); // side -> case -> µs per round
-  const answers = new Map<string, string>();
-  for (let round = 0; round < rounds; round++) {
-    // Alternate which checkout goes first, so drift hits both alike.
-    const order = round % 2 === 0 ? sides : [...sides].reverse();
-    for (const side of order) {
-      for (const r of runWorker(side.dir, job)) {
-        let byCase = all.get(side.label);
-        if (!byCase) all.set(side.label, (byCase = new Map()));
-        byCase.set(r.name, [...(byCase.get(r.name) ?? []), r.us]);
-        answers.set(`${side.label}\u0000${r.name}`, r.answered);
-      }
-      process.stderr.write(`round ${round + 1}/${rounds}: ${side.label} done\n`);
-    }
-  }
-  const names = [...(all.get(sides[sides.length - 1].label)?.keys() ?? [])];
-  const rows = names.map((name) => {
-    const cells = sides.map((s) => {
-      const xs = all.get(s.label)?.get(name);
-      return xs ? median(xs) : NaN;
-    });
-    return { name, cells };
-  });
-  const header = ['case', ...sides.map((s) => `µs/op, ${s.label}`), ...(sides.length === 2 ? ['after / before'] : [])];
-  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
-  for (const { name, cells } of rows) {
-    const ratio = sides.length === 2 && Number.isFinite(cells[0]) ? [(cells[1] / cells[0]).toFixed(2)] : [];
-    lines.push(`| ${[name, ...cells.map((c) => (Number.isFinite(c) ? fmt(c) : 'n/a')), ...ratio].join(' | ')} |`);
-  }
-  console.log(lines.join('\n'));
+  const run = runMicro(sides, job, rounds, (text) => process.stderr.write(`${text}\n`));
+  console.log(microTable(run));
   console.log('\nWhat one operation answered (last run):');
-  for (const name of names) console.log(`  ${name}: ${answers.get(`${sides[sides.length - 1].label}\u0000${name}`)}`);
+  for (const row of run.rows) console.log(`  ${row.name}: ${row.answered}`);
   if (values.json) {
-    writeFileSync(values.json, JSON.stringify({ machine: machine(), loadAverage: loadAverage(), job, rounds, sides: sides.map((s) => s.label), rows }, null, 2));
+    writeFileSync(values.json, JSON.stringify({ machine: machine(), loadAverage: loadAverage(), ...run }, null, 2));
   }
 }
 
-main().catch((error: Error) => {
-  console.error(error.stack ?? error.message);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((error: Error) => {
+    console.error(error.stack ?? error.message);
+    process.exit(1);
+  });
+}

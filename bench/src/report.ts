@@ -1,4 +1,5 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
+import { microTable } from './micro';
 import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
 import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
@@ -325,6 +326,18 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         results.race.map((r) => [r.label, r.admitted.join(', '), `**${fix(r.medianRatio)}**`, fix(r.maxRatio)]),
       ),
     );
+    out.push('');
+  }
+
+  if (results.micro && results.micro.rows.length) {
+    const m = results.micro;
+    out.push('## Per-request work in a tight loop (micro)');
+    out.push('');
+    out.push(
+      `The same steps as a server's, without the network: each case run ${m.job.ops.toLocaleString('en-US')} times in a row (each awaited when it returns a promise), the median of ${m.job.samples} samples per round, the median of ${m.rounds} round(s)${m.sides.length === 2 ? ', the two checkouts alternating' : ''}; compiled as a release build (\`bench/src/micro-worker.ts\`, run alone by \`pnpm bench:micro\`, which takes \`--against DIR\` to compare with another checkout). Admitting: limit 1,000,000,000 per hour on the memory store (sliding-window-counter, the default). The adapters' cases call the middleware or hook with stand-in request and response objects: what Floodgate adds to a request, not what the framework costs.`,
+    );
+    out.push('');
+    out.push(microTable(m));
     out.push('');
   }
 

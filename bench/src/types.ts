@@ -1,5 +1,6 @@
 // Shared shapes: what a server under test runs, and the results file the report is rendered from.
 import type { AlgorithmName } from '@floodgate/core';
+import type { MicroJob } from './micro-worker';
 
 /** Floodgate's default algorithm (packages/core/src/options.ts): what an app that names none runs. */
 export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
@@ -68,6 +69,16 @@ export interface LimiterSpec {
   keyHeader?: string;
   /** Floodgate with an OpenTelemetry SDK MeterProvider (a reader attached, so every instrument aggregates), as an app exporting metrics runs it. */
   otel?: boolean;
+}
+
+/** The micro section: µs per operation of each case, per checkout measured. */
+export interface MicroRun {
+  job: MicroJob;
+  rounds: number;
+  /** Side labels, the older checkout first when there are two. */
+  sides: string[];
+  /** Per case: the median over rounds of each side's µs per operation, in `sides` order. */
+  rows: { name: string; us: number[]; answered: string }[];
 }
 
 /** A child process serving one or more limiters on loopback. */
@@ -253,4 +264,6 @@ export interface BenchResults {
   /** Heap of one empty MemoryStore with default options (its LRU preallocates per slot). */
   memoryStoreEmptyBytes: number | null;
   profiles: ProfileRow[];
+  /** The micro section (`pnpm bench:micro`'s cases); null or absent when not run. */
+  micro?: MicroRun | null;
 }

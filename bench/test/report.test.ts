@@ -115,6 +115,27 @@ describe('renderMarkdown', () => {
     expect(renderMarkdown(old)).not.toMatch(/\|\s*-\d/);
   });
 
+  it('shows the micro section, with before / after when two checkouts were measured', () => {
+    const micro = {
+      job: { ops: 50_000, samples: 7, only: [] },
+      rounds: 3,
+      sides: ['against ../old', 'this checkout'],
+      rows: [
+        { name: 'core: limiter.consume, admitted (memory store, sliding-window-counter)', us: [3.21, 0.43], answered: 'allowed' },
+        { name: 'fastify: route onRequest hook, admitted (stand-in request/reply)', us: [5.14, 13.6], answered: 'done' },
+      ],
+    };
+    const text = renderMarkdown({ ...fixture(), micro });
+    expect(text).toContain('## Per-request work in a tight loop (micro)');
+    expect(text).toContain('| case | µs/op, against ../old | µs/op, this checkout | after / before |');
+    expect(text).toContain('| core: limiter.consume, admitted (memory store, sliding-window-counter) | 3.21 | 0.43 | 0.13 |');
+    expect(text).toContain('| fastify: route onRequest hook, admitted (stand-in request/reply) | 5.14 | 13.6 | 2.65 |');
+    const alone = renderMarkdown({ ...fixture(), micro: { ...micro, sides: ['this checkout'], rows: [{ ...micro.rows[0], us: [0.43] }] } });
+    expect(alone).toContain('| case | µs/op, this checkout |');
+    expect(alone).toContain('| core: limiter.consume, admitted (memory store, sliding-window-counter) | 0.43 |');
+    expect(renderMarkdown(fixture())).not.toContain('(micro)');
+  });
+
   it('leaves out sections with no results', () => {
     const empty = { ...fixture(), race: [], accuracy: [], profiles: [] };
     const text = renderMarkdown(empty);
