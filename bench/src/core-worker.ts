@@ -1,6 +1,7 @@
 // Child process: decisions per second from Node against Redis, through Floodgate's core or a raw ioredis EVALSHA.
 import { Redis } from 'ioredis';
 import { RedisStore, createLimiter, type AlgorithmName } from '@floodgate/core';
+import { admitLimits } from './admit';
 import { scriptCall } from './script-call';
 
 export interface CoreWorkerJob {
@@ -21,7 +22,7 @@ async function run(job: CoreWorkerJob): Promise<{ rps: number; calls: number }> 
   const limit = 1_000_000_000;
   let call: () => Promise<unknown>;
   if (job.via === 'core') {
-    const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 1_000 }), algorithm: job.algorithm, limit, windowMs, prefix: job.prefix });
+    const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 1_000 }), algorithm: job.algorithm, ...admitLimits(job.algorithm, limit, windowMs), prefix: job.prefix });
     call = () => limiter.consume('one-subject');
   } else {
     const script = scriptCall(job.algorithm, limit, windowMs, `${job.prefix}:{ioredis}:default`);

@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context, Middleware } from 'koa';
 import type { Redis } from 'ioredis';
 import { MemoryStore, RedisStore, createLimiter, type CreateLimiterOptions, type Decision } from '@floodgate/core';
+import { admitLimits } from './admit';
 import { adapterExists } from './env';
 import type { LimiterSpec, Wiring } from './types';
 
@@ -21,10 +22,7 @@ function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): CreateLi
   const options: CreateLimiterOptions & Record<string, unknown> = {
     store,
     algorithm: spec.algorithm,
-    // sliding-window-log takes at most 10,000 per window (one entry per unit): the admit regime's
-    // 1e9 per hour becomes 10,000 per second, the most it takes: a run faster than that on one
-    // subject sees some 429s in the log's admit row.
-    ...(spec.algorithm === 'sliding-window-log' && spec.limit > 10_000 ? { limit: 10_000, windowMs: 1_000 } : { limit: spec.limit, windowMs: spec.windowMs }),
+    ...admitLimits(spec.algorithm, spec.limit, spec.windowMs),
     prefix: spec.prefix,
   };
   if (spec.hotKeyInstances) options.hotKeys = { instances: spec.hotKeyInstances };

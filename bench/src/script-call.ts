@@ -1,5 +1,6 @@
 // The exact EVALSHA that Floodgate's RedisStore sends for one limit, for redis-benchmark and raw-client runs.
 import type { AlgorithmName } from '@floodgate/core';
+import { admitLimits } from './admit';
 // Core's protocol module and option parser, through its internal entry: the same encoding RedisStore uses.
 import { encodeCall, evalArgs, resolveLimiterOptions, type EvalArgs } from '@floodgate/core/internal';
 
@@ -11,7 +12,7 @@ export interface ScriptCall {
 }
 
 export function scriptCall(algorithm: AlgorithmName, limit: number, windowMs: number, key: string): ScriptCall {
-  const { store } = resolveLimiterOptions({ algorithm, limit, windowMs }).limits[0];
+  const { store } = resolveLimiterOptions({ algorithm, ...admitLimits(algorithm, limit, windowMs) }).limits[0];
   const call = encodeCall([{ keys: [key], limits: [store], cost: 1, mode: 'consume' }]);
   return { source: call.script.source, sha: call.script.sha, evalsha: evalArgs(call, call.script.sha) };
 }
