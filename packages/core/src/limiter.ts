@@ -141,20 +141,15 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 
-  function evaluateNow(request: StoreRequest): Decision | Promise<Decision> {
-    if (syncStore) {
-      let result: StoreResult;
-      try {
-        result = syncStore(request);
-      } catch {
-        return fallback.decide(request);
-      }
-      return fromResult(request, result);
+  /** A synchronous store's decision for a request (the failure mode's when the store fails). */
+  function decideNow(request: StoreRequest, sync: NonNullable<typeof syncStore>): Decision {
+    let result: StoreResult;
+    try {
+      result = sync(request);
+    } catch {
+      return fallback.decide(request);
     }
-    return store.evaluate(request).then(
-      (result) => fromResult(request, result),
-      () => fallback.decide(request),
-    );
+    return fromResult(request, result);
   }
 
   // Each subject's keys, built once while it stays active, by scope then subject: no string is
@@ -216,9 +211,13 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       if (hit) return counted(hit, scope);
     }
     const request: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
-    const pending = evaluateNow(request);
-    if (pending instanceof Promise) return pending.then((decision) => settled(decision, base, cost, scope, consume, mode === 'consume'));
-    return settled(pending, base, cost, scope, consume, mode === 'consume');
+    const drew = mode === 'consume';
+    if (syncStore) return settled(decideNow(request, syncStore), base, cost, scope, consume, drew);
+    // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
+    return store.evaluate(request).then(
+      (result) => settled(fromResult(request, result), base, cost, scope, consume, drew),
+      () => settled(fallback.decide(request), base, cost, scope, consume, drew),
+    );
   }
 
   /** Counts a consume's decision and caches the shared store's denials. */

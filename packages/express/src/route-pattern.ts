@@ -148,8 +148,12 @@ function handles(route: Route, method: string): boolean {
   return check(method) || (method === 'HEAD' && check('GET'));
 }
 
-/** Every route this request matches, in the order Express would try them, with its full pattern. */
-function* walk(stack: Layer[], path: string, prefix: string, method: string): Generator<FoundRoute> {
+/**
+ * The routes this request matches, in the order Express would try them, with their full patterns,
+ * until `wanted` accepts one (returned); undefined when none is accepted. A plain recursive walk,
+ * not a generator: the app-wide middleware runs it on every request.
+ */
+function walk(stack: Layer[], path: string, prefix: string, method: string, wanted: (found: FoundRoute) => boolean): FoundRoute | undefined {
   for (let i = 0; i < stack.length; i++) {
     const layer = stack[i];
     const nested = layer.handle?.stack;
@@ -165,7 +169,8 @@ function* walk(stack: Layer[], path: string, prefix: string, method: string): Ge
     const given = typeof result === 'object' ? result.pattern : undefined;
     if (layer.route) {
       if (handles(layer.route, method)) {
-        yield { pattern: prefix + String(given ?? layer.route.path), route: layer.route };
+        const found = { pattern: prefix + String(given ?? layer.route.path), route: layer.route };
+        if (wanted(found)) return found;
       }
       continue;
     }
@@ -176,9 +181,13 @@ function* walk(stack: Layer[], path: string, prefix: string, method: string): Ge
         ? normalise(String(given), false)
         : mountPattern(layer, matched, i);
     const rest = path.slice(matched.length);
-    yield* walk(nested!, rest.startsWith('/') ? rest : `/${rest}`, prefix + mount, method);
+    const found = walk(nested!, rest.startsWith('/') ? rest : `/${rest}`, prefix + mount, method, wanted);
+    if (found) return found;
   }
+  return undefined;
 }
+
+const anyRoute = () => true;
 
 /**
  * The first route an app-level middleware's request will reach; undefined when none matches. In a
@@ -197,8 +206,7 @@ export function firstRoute(req: Request, handler: unknown): FoundRoute | undefin
     path = pathnameOf(req.url);
     prefix = mountPrefix(app);
   }
-  for (const found of walk(stack, path, prefix, req.method)) return found;
-  return undefined;
+  return walk(stack, path, prefix, req.method, anyRoute);
 }
 
 /**
@@ -213,9 +221,8 @@ export function currentRoutePattern(req: Request): string {
   const path = pathnameOf(req.originalUrl ?? req.url);
   const prefix = app.parent ? mountPrefix(app) : '';
   for (let at = 0; stack && at !== -1; at = app.parent ? path.indexOf('/', at + 1) : -1) {
-    for (const found of walk(stack, path.slice(at) || '/', prefix, req.method)) {
-      if (found.route === route) return found.pattern;
-    }
+    const found = walk(stack, path.slice(at) || '/', prefix, req.method, (f) => f.route === route);
+    if (found) return found.pattern;
   }
   // Not reachable by a walk: the route's own path, never the raw URL.
   return prefix + String(route.path);

@@ -205,6 +205,8 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   const plain = o.extraKeys.length === 0 && !o.countOnly;
   const extras = o.extraKeys.map((k) => ({ ...k, limits: k.limiter.limits, limiter: join(family, limiterFrom(k.limiter)), claimed: new Set<string>() }));
 
+  // Whether identify can look a key up (resolveKey): only then does it take the block-cache hook.
+  const lookups = o.identity.resolveKey !== undefined;
   const withRetryAfter = { retryAfter: true, retryAfterJitterMs: o.retryAfterJitterMs };
   const withoutRetryAfter = { retryAfter: false, retryAfterJitterMs: o.retryAfterJitterMs };
   // Scopes by method and route pattern, built once each (patterns come from the app's routes, not
@@ -234,9 +236,11 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
 
   /** Synchronous unless a `key` function or a `resolveKey` lookup makes it wait: no await when nothing waits. */
   function identityOf(facts: RequestFacts, request: Req, cost: number, scope: string): Identity | Promise<Identity> {
-    // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup.
-    const builtIn = () => identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) });
-    if (!o.key) return builtIn();
+    // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup (the
+    // hook is only ever called when there is one to skip: without resolveKey, none is built).
+    const builtIn = () =>
+      lookups ? identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) }) : identify(facts);
+    if (!o.key) return lookups ? builtIn() : identify(facts);
     const fromKey = (raw: unknown): Identity | Promise<Identity> => (isKeyValue(raw) ? { subject: `custom:${raw}`, kind: 'custom' as const } : builtIn());
     const raw = o.key(request);
     // A key function that answers at once is used at once; only a promise (or thenable) is waited for.
