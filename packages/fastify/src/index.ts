@@ -92,6 +92,17 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   reply.send(result.body); // replying from a callback-style hook: the chain stops, done is not called
 }
 
+/** Header names in lower case, each lowered once (Floodgate sends a handful of names, over and over). */
+const lowered = new Map<string, string>();
+function lowerCase(name: string): string {
+  let lower = lowered.get(name);
+  if (lower === undefined) {
+    lower = name.toLowerCase();
+    if (lowered.size < 64) lowered.set(name, lower);
+  }
+  return lower;
+}
+
 /**
  * Floodgate's own problem+json, straight to Node: Fastify's onSend hooks and serialisation are
  * skipped (its onResponse hooks and logging still run). Headers other hooks already set on the reply
@@ -100,7 +111,12 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
 function writeDirect(result: HttpResult, request: FastifyRequest, reply: FastifyReply): void {
   request.rateLimit = result.decision;
   // Lower-case names, as Fastify sends its own (reply.header) on every other response: one case per framework.
-  const head = (result.direct as string[]).map((item, i) => (i % 2 === 0 ? item.toLowerCase() : item));
+  const direct = result.direct as string[];
+  const head: string[] = new Array(direct.length);
+  for (let i = 0; i < direct.length; i += 2) {
+    head[i] = lowerCase(direct[i]);
+    head[i + 1] = direct[i + 1];
+  }
   const earlier = reply.getHeaders();
   const names = Object.keys(earlier);
   if (names.length > 0) {
