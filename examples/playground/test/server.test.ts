@@ -23,7 +23,7 @@ describe('playground server without Redis', () => {
     expect(await page.text()).toContain('<script src="/app.js">');
     const script = await fetch(new URL('/app.js', pg.url));
     expect(script.headers.get('content-type')).toMatch(/javascript/);
-    expect(await script.text()).toContain('evaluateTwins');
+    expect(await script.text()).toContain('slidingWindowCounter');
     expect((await fetch(new URL('/style.css', pg.url))).headers.get('content-type')).toMatch(/text\/css/);
     expect((await fetch(new URL('/nope', pg.url))).status).toBe(404);
   });
