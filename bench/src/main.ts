@@ -1,6 +1,6 @@
 // `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks.md and .svg.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
@@ -202,7 +202,8 @@ async function main(): Promise<number> {
     return 0;
   }
   if (config.report) {
-    const results = JSON.parse(readFileSync(config.report, 'utf8')) as BenchResults;
+    // pnpm runs this in bench/: a relative path is taken from where the command was typed.
+    const results = JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), config.report), 'utf8')) as BenchResults;
     for (const file of writeDocs(results)) console.log(`wrote ${relative(process.cwd(), file)}`);
     return 0;
   }

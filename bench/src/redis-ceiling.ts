@@ -40,15 +40,15 @@ async function redisBenchmark(port: number, requests: number, connections: numbe
   return parseRedisBenchmarkCsv(stdout);
 }
 
-async function nodeRps(job: CoreWorkerJob): Promise<number> {
-  type Reply = { type: 'done'; rps: number } | { type: 'error'; message: string };
+async function nodeRps(job: CoreWorkerJob): Promise<{ rps: number; admittedShare: number }> {
+  type Reply = { type: 'done'; rps: number; calls: number; admitted: number } | { type: 'error'; message: string };
   const child = await spawnChild<Reply>('core-worker', [JSON.stringify(job)], {
     name: `core-${job.via}-${job.algorithm}`,
     timeoutMs: 30_000 + (job.seconds + job.warmupSeconds) * 1000,
   });
   await child.stop();
   if (child.first.type !== 'done') throw new Error(child.first.message);
-  return child.first.rps;
+  return { rps: child.first.rps, admittedShare: child.first.calls > 0 ? child.first.admitted / child.first.calls : 0 };
 }
 
 export async function runRedisCeiling(redis: RedisServer, settings: CeilingSettings, progress: Progress): Promise<RedisCeilingRow[]> {
@@ -73,15 +73,17 @@ export async function runRedisCeiling(redis: RedisServer, settings: CeilingSetti
 
     const job = { port: redis.port, algorithm, seconds: settings.seconds, warmupSeconds: settings.warmupSeconds, concurrency: settings.connections, prefix };
     progress.step(`redis ceiling: raw ioredis EVALSHA ${algorithm}`, (settings.seconds + settings.warmupSeconds) * 1000);
-    const ioredisRps = await nodeRps({ ...job, via: 'ioredis' });
+    const ioredisRps = (await nodeRps({ ...job, via: 'ioredis' })).rps;
     progress.step(`redis ceiling: Floodgate core consume() ${algorithm}`, (settings.seconds + settings.warmupSeconds) * 1000);
-    const coreRps = await nodeRps({ ...job, via: 'core' });
+    const core = await nodeRps({ ...job, via: 'core' });
+    const coreRps = core.rps;
     rows.push({
       algorithm,
       redisBenchmarkRps: Math.round(benchmarkRps),
       redisBenchmarkPipelinedRps: Math.round(pipelinedRps),
       ioredisRps: Math.round(ioredisRps),
       coreRps: Math.round(coreRps),
+      coreAdmittedShare: core.admittedShare,
       // The ceiling is the most this Redis was seen to do, whichever client drove it.
       ratio: ratio(coreRps, Math.max(benchmarkRps, pipelinedRps, ioredisRps)),
       connections: settings.connections,

@@ -149,6 +149,11 @@ export interface RedisCeilingRow {
   ioredisRps: number;
   /** createLimiter + RedisStore consume() loop, same concurrency. */
   coreRps: number;
+  /**
+   * Share of the core's decisions that Redis made and admitted. Below 1, some were answered without
+   * Redis (the block cache) and the core's rate is not comparable. Absent in runs before it was recorded.
+   */
+  coreAdmittedShare?: number;
   /** coreRps over the highest of the three other figures: the most this Redis was seen to do. */
   ratio: number;
   connections: number;

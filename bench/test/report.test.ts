@@ -1,6 +1,6 @@
 // The report and chart are pure functions of a results set: check them on a fixed one.
 import { evaluateGoals, headersOf, quotaHeaders, storeOf, verdict } from '../src/goals';
-import { formatHeaderList, formatHeadersSeen, memoryCell, renderMarkdown, warnings } from '../src/report';
+import { ceilingRatio, formatHeaderList, formatHeadersSeen, memoryCell, renderMarkdown, warnings } from '../src/report';
 import { escapeXml, renderSvg } from '../src/svg';
 import { LEGACY, fixture } from './fixture';
 
@@ -145,6 +145,17 @@ describe('renderMarkdown', () => {
     const none = renderMarkdown({ ...fixture(), throughput: [] });
     expect(none).not.toContain('## Summary');
     expect(none).not.toContain('## Goals');
+  });
+});
+
+describe('ceilingRatio', () => {
+  const row = { algorithm: 'fixed-window' as const, redisBenchmarkRps: 1, redisBenchmarkPipelinedRps: 1, ioredisRps: 1, coreRps: 2, ratio: 1.52, connections: 10 };
+  it('prints the ratio only when Redis admitted every core decision', () => {
+    expect(ceilingRatio({ ...row, coreAdmittedShare: 1 })).toBe('**1.52**');
+    expect(ceilingRatio({ ...row, coreAdmittedShare: 0.4 })).toBe("n/a: only 40% of the core's calls were admitted by Redis");
+    expect(ceilingRatio(row)).toBe('**1.52**');
+    // Runs from before the share was recorded: the log's core ran capped on one subject.
+    expect(ceilingRatio({ ...row, algorithm: 'sliding-window-log', ratio: 34.58 })).toMatch(/^n\/a: capped at 10,000\/s/);
   });
 });
 
