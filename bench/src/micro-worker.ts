@@ -2,6 +2,7 @@
 // pipeline, and of each adapter's per-request work against stand-in request and response objects.
 // Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
 import { createHttpLimiter, createLimiter, type RequestFacts } from '@floodgate/core';
+import { median } from './stats';
 
 export interface MicroCase {
   name: string;
@@ -33,9 +34,11 @@ const HEADERS = {
 /** Admit regime of `pnpm bench`: nothing is ever limited. */
 const ADMIT = { limit: 1_000_000_000, windowMs: 3_600_000 } as const;
 
-/** Awaits a value only when it is a promise: synchronous answers stay synchronous, as in the adapters. */
-function settle(value: unknown): unknown {
-  return value instanceof Promise ? value : undefined;
+/** Checks an answer now, or when its promise resolves: synchronous answers stay synchronous, as in the adapters. */
+function whenDone<T>(answer: T | Promise<T>, check: (value: T) => void): Promise<void> | undefined {
+  if (answer instanceof Promise) return answer.then(check);
+  check(answer);
+  return undefined;
 }
 
 /** A callback-style operation as a promise the loop can await. */
@@ -111,16 +114,11 @@ export const CASES: MicroCase[] = [
       const http = createHttpLimiter({ ...ADMIT });
       const facts: RequestFacts = { ip: IP, headers: HEADERS, method: 'GET', route: '/' };
       const request = {};
-      return () => {
-        const result = http.handleNow(facts, request);
-        const check = (r: Awaited<typeof result>) => {
+      return () =>
+        whenDone(http.handleNow(facts, request), (r) => {
           if (r.status !== 'next') throw new Error(`http admit case answered ${r.status}`);
           remember(() => `${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
-        };
-        if (result instanceof Promise) return result.then(check);
-        check(result);
-        return undefined;
-      };
+        });
     },
   },
   {
@@ -129,16 +127,11 @@ export const CASES: MicroCase[] = [
       const http = createHttpLimiter({ limit: 1, windowMs: 3_600_000 });
       const facts: RequestFacts = { ip: IP, headers: HEADERS, method: 'GET', route: '/' };
       await http.handle(facts, {});
-      return () => {
-        const result = http.handleNow(facts, {});
-        const check = (r: Awaited<typeof result>) => {
+      return () =>
+        whenDone(http.handleNow(facts, {}), (r) => {
           if (r.status !== 429) throw new Error(`http reject case answered ${r.status}`);
           remember(() => `${r.status}`);
-        };
-        if (result instanceof Promise) return result.then(check);
-        check(result);
-        return undefined;
-      };
+        });
     },
   },
   {
@@ -242,8 +235,8 @@ export const CASES: MicroCase[] = [
 async function sample(op: () => unknown, ops: number): Promise<number> {
   const started = process.hrtime.bigint();
   for (let i = 0; i < ops; i++) {
-    const pending = settle(op());
-    if (pending) await pending;
+    const pending = op();
+    if (pending instanceof Promise) await pending;
   }
   return Number(process.hrtime.bigint() - started) / 1000 / ops;
 }
@@ -258,12 +251,11 @@ export async function runCase(c: MicroCase, ops: number, samples: number): Promi
     gc?.();
     us.push(await sample(op, ops));
   }
-  const sorted = [...us].sort((a, b) => a - b);
   return {
     name: c.name,
-    us: sorted[Math.floor(sorted.length / 2)],
-    min: sorted[0],
-    max: sorted[sorted.length - 1],
+    us: median(us),
+    min: Math.min(...us),
+    max: Math.max(...us),
     ops,
     samples,
     answered: lastAnswer(),

@@ -12,6 +12,8 @@ import { parseArgs } from 'node:util';
 import { buildChildren, OUT_DIR } from './build';
 import { BENCH_DIR, loadAverage, machine } from './env';
 import type { MicroJob, MicroResult } from './micro-worker';
+import { microTable } from './report';
+import { median } from './stats';
 import type { MicroRun } from './types';
 
 export type { MicroRun } from './types';
@@ -41,12 +43,6 @@ function runWorker(dir: string, job: MicroJob): MicroResult[] {
   });
   return JSON.parse(out.trim().split('\n').pop() ?? '[]') as MicroResult[];
 }
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-export const fmtUs = (us: number) => (us < 10 ? us.toFixed(2) : us.toFixed(1));
 
 /** Builds another checkout's Floodgate packages with this bench's micro worker: the side to compare with. */
 export async function againstSide(against: string): Promise<MicroSide> {
@@ -90,18 +86,6 @@ export function runMicro(sides: readonly MicroSide[], job: MicroJob, rounds: num
       answered: answers.get(name) ?? '',
     })),
   };
-}
-
-/** The run as a markdown table: µs per operation per side, and after / before with two sides. */
-export function microTable(run: MicroRun): string {
-  const two = run.sides.length === 2;
-  const header = ['case', ...run.sides.map((s) => `µs/op, ${s}`), ...(two ? ['after / before'] : [])];
-  const lines = [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`];
-  for (const { name, us } of run.rows) {
-    const ratio = two && Number.isFinite(us[0]) && us[0] > 0 ? [(us[1] / us[0]).toFixed(2)] : two ? ['n/a'] : [];
-    lines.push(`| ${[name, ...us.map((c) => (Number.isFinite(c) ? fmtUs(c) : 'n/a')), ...ratio].join(' | ')} |`);
-  }
-  return lines.join('\n');
 }
 
 async function main(): Promise<void> {

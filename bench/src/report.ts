@@ -1,7 +1,7 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
-import { microTable } from './micro';
 import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
-import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
+import { ratio } from './stats';
+import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
 const int = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
@@ -10,6 +10,18 @@ const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(x > 0 && x
 function table(head: string[], rows: string[][]): string {
   const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
   return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+}
+
+/** µs with two decimals below 10, one above. */
+const us = (x: number) => (!Number.isFinite(x) ? 'n/a' : x < 10 ? x.toFixed(2) : x.toFixed(1));
+
+/** The micro section as a table: µs per operation per checkout, and after / before with two. */
+export function microTable(run: MicroRun): string {
+  const two = run.sides.length === 2;
+  return table(
+    ['case', ...run.sides.map((s) => `µs/op, ${s}`), ...(two ? ['after / before'] : [])],
+    run.rows.map((r) => [r.name, ...r.us.map(us), ...(two ? [fix(ratio(r.us[1], r.us[0]))] : [])]),
+  );
 }
 
 const KNOWN_TRIPLES = [

@@ -6,3 +6,4 @@ export { runIdentitySuite } from './identity';
 export { runAttackSuite } from './attacks';
 export { runDirectResponseSuite } from './direct-response';
 export { runAuthRouteSuite } from './auth-routes';
+export { expectServedInOneTurn, turnMarker } from './same-turn';

@@ -1,10 +1,11 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
-import { breakerFor, type CircuitBreaker } from './failure/breaker';
+import { breakerFor, type Admission, type CircuitBreaker } from './failure/breaker';
 import { createFallback, reportTransitions, type FailMode } from './failure/policy';
 import { withDeadline } from './deadline';
 import { subjectKey } from './keys';
+import { NestedMemo } from './memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import { FloodgateError } from './errors';
 import type { Store, StoreLockout, StoreRequest, StoreResult } from './stores/store';
@@ -120,7 +121,8 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: { calls: number; requests: number } });
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
-  const store = withHotKeys(guarded(shared, breaker, failure.timeoutMs, failure.failMode, monitor, meter), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const book = callBookkeeping(shared.name, breaker, failure.failMode, monitor, meter);
+  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
   const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats };
@@ -131,7 +133,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
 
   // A store that decides synchronously (MemoryStore, no hot-key mode) is asked without a promise.
   const syncStore = hotKeys === undefined && typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined
-    ? guardedSync(shared as Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, breaker, failure.failMode, monitor, meter)
+    ? guardedSync(shared as Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book)
     : undefined;
 
   /** The store's answer as a Decision: `at` only on a charged consume. */
@@ -152,26 +154,15 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     return fromResult(request, result);
   }
 
-  // Each subject's keys, built once while it stays active, by scope then subject: no string is
-  // built to look them up. Bounded: past KEYS_MAX subjects, start over (a miss only rebuilds them).
-  const keysMemo = new Map<string, Map<string, SubjectKeys>>();
-  let keysHeld = 0;
+  // Each subject's keys, built once while it stays active (bounded), found by the strings the request already has.
+  const keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
   function keysOf(subject: string, scope: string): SubjectKeys {
-    let bySubject = keysMemo.get(scope);
-    const hit = bySubject?.get(subject);
+    const hit = keysMemo.get(scope, subject);
     if (hit !== undefined) return hit;
     const base = subjectKey(prefix, scope, String(subject));
     // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
     const entry: SubjectKeys = { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
-    if (typeof subject !== 'string' || subject.length + scope.length > KEYS_MAX_INPUT) return entry;
-    if (keysHeld >= KEYS_MAX) {
-      keysMemo.clear();
-      keysHeld = 0;
-      bySubject = undefined;
-    }
-    if (bySubject === undefined) keysMemo.set(scope, (bySubject = new Map()));
-    bySubject.set(subject, entry);
-    keysHeld++;
+    if (typeof subject === 'string' && subject.length + scope.length <= KEYS_MAX_INPUT) keysMemo.set(scope, subject, entry);
     return entry;
   }
 
@@ -286,21 +277,42 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
 const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
 
 /**
+ * What every call to the shared store goes through, whether it answers through a promise or at
+ * once: the breaker's admission, the call count, the duration (only with an SDK), the outcome for
+ * the breaker and the health snapshot. Attribute objects are built once per store, never per call.
+ */
+function callBookkeeping(name: string, breaker: CircuitBreaker, failMode: FailMode, monitor: StoreMonitor, meter: FloodgateMetrics) {
+  const ok: Attributes = { [ATTR.store]: name };
+  const failed = {} as Record<StoreErrorKind, Attributes>;
+  for (const kind of STORE_ERROR_KINDS) failed[kind] = { [ATTR.store]: name, [ATTR.errorType]: kind };
+  return {
+    /** The breaker's admission for a call about to be made; throws SKIPPED when it skips the call. */
+    begin(): { admission: Admission; started: number } {
+      const admission = breaker.admit();
+      if (admission === 'skip') throw SKIPPED;
+      monitor.calls++;
+      return { admission, started: meter.timed ? performance.now() : 0 };
+    },
+    succeeded(started: number): void {
+      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
+      monitor.lastSuccessAt = Date.now();
+      breaker.success();
+    },
+    failed(error: unknown, { admission, started }: { admission: Admission; started: number }): void {
+      const kind = recordFailure(monitor, error);
+      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
+      meter.storeErrors.add(1, failed[kind]);
+      breaker.failure(error, admission === 'probe', failMode);
+    },
+  };
+}
+type CallBookkeeping = ReturnType<typeof callBookkeeping>;
+
+/**
  * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
  * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
  */
-function guarded(
-  shared: Store,
-  breaker: CircuitBreaker,
-  timeoutMs: number | undefined,
-  failMode: FailMode,
-  monitor: StoreMonitor,
-  meter: FloodgateMetrics,
-): Store {
-  // Attribute objects built once per store, never per call.
-  const ok: Attributes = { [ATTR.store]: shared.name };
-  const failed = {} as Record<StoreErrorKind, Attributes>;
-  for (const kind of STORE_ERROR_KINDS) failed[kind] = { [ATTR.store]: shared.name, [ATTR.errorType]: kind };
+function guarded(shared: Store, timeoutMs: number | undefined, book: CallBookkeeping): Store {
   const call =
     timeoutMs === undefined
       ? (request: StoreRequest) => shared.evaluate(request)
@@ -310,11 +322,13 @@ function guarded(
     timeoutMs: timeoutMs ?? shared.timeoutMs,
     // Not an async function: one promise (the store's) and its then, no more.
     evaluate(request: StoreRequest): Promise<StoreResult> {
-      const admission = breaker.admit();
-      if (admission === 'skip') return Promise.reject(SKIPPED);
-      monitor.calls++;
-      const started = meter.timed ? performance.now() : 0;
+      let begun: ReturnType<CallBookkeeping['begin']>;
       let pending: Promise<StoreResult>;
+      try {
+        begun = book.begin();
+      } catch (skipped) {
+        return Promise.reject(skipped);
+      }
       try {
         pending = call(request);
       } catch (error) {
@@ -322,16 +336,11 @@ function guarded(
       }
       return pending.then(
         (result) => {
-          if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
-          monitor.lastSuccessAt = Date.now();
-          breaker.success();
+          book.succeeded(begun.started);
           return result;
         },
         (error: unknown) => {
-          const kind = recordFailure(monitor, error);
-          if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
-          meter.storeErrors.add(1, failed[kind]);
-          breaker.failure(error, admission === 'probe', failMode);
+          book.failed(error, begun);
           throw error;
         },
       );
@@ -341,36 +350,20 @@ function guarded(
 }
 
 /**
- * A store that decides synchronously (MemoryStore) behind its breaker, counted and timed like
- * `guarded`'s calls: a call the breaker skips throws at once; a throw is a store failure.
+ * A store that decides synchronously (MemoryStore) behind the same bookkeeping as `guarded`'s
+ * calls: a call the breaker skips throws at once; a throw is a store failure.
  */
-function guardedSync(
-  shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> },
-  breaker: CircuitBreaker,
-  failMode: FailMode,
-  monitor: StoreMonitor,
-  meter: FloodgateMetrics,
-): (request: StoreRequest) => StoreResult {
-  const ok: Attributes = { [ATTR.store]: shared.name };
+function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBookkeeping): (request: StoreRequest) => StoreResult {
   return (request) => {
-    const admission = breaker.admit();
-    if (admission === 'skip') throw SKIPPED;
-    monitor.calls++;
-    const started = meter.timed ? performance.now() : 0;
+    const begun = book.begin();
     let result;
     try {
       result = shared.evaluateSync(request);
     } catch (error) {
-      const kind = recordFailure(monitor, error);
-      const attributes = { [ATTR.store]: shared.name, [ATTR.errorType]: kind };
-      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, attributes);
-      meter.storeErrors.add(1, attributes);
-      breaker.failure(error, admission === 'probe', failMode);
+      book.failed(error, begun);
       throw error;
     }
-    if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
-    monitor.lastSuccessAt = Date.now();
-    breaker.success();
+    book.succeeded(begun.started);
     return result;
   };
 }

@@ -2,31 +2,26 @@
 // promise in between), which is what keeps an admitted request as cheap as the bare route.
 import Fastify, { type FastifyRequest } from 'fastify';
 import { MemoryStore } from '@floodgate/core';
+import { expectServedInOneTurn, turnMarker } from '@floodgate/adapter-suites';
 import { rateLimit } from '../src';
 
-type Flagged = FastifyRequest & { flag?: { sync: boolean } };
+type Marked = FastifyRequest & { marker?: { sync: boolean } };
 
 it.each([
   ['with no limiter (the control: Fastify itself stays in one turn)', false],
   ['with the plugin on the memory store', true],
 ])('an admitted request reaches its handler in the same turn %s', async (_name, limited) => {
   const app = Fastify({ logger: false });
-  app.addHook('onRequest', (req: Flagged, _reply, done) => {
-    const flag = { sync: true };
-    queueMicrotask(() => (flag.sync = false));
-    req.flag = flag;
+  app.addHook('onRequest', (req: Marked, _reply, done) => {
+    req.marker = turnMarker();
     done();
   });
   if (limited) await app.register(rateLimit, { store: new MemoryStore(), limit: 2, windowMs: 60_000 });
   // A callback-style handler: an async one would itself end the turn.
-  app.get('/', (req: Flagged, reply) => void reply.send({ sync: req.flag!.sync }));
+  app.get('/', (req: Marked, reply) => void reply.send({ sync: req.marker!.sync }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   try {
-    const { port } = app.server.address() as { port: number };
-    const res = await fetch(`http://127.0.0.1:${port}/`);
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ sync: true });
-    if (limited) expect(res.headers.get('ratelimit-remaining')).toBe('1');
+    await expectServedInOneTurn((app.server.address() as { port: number }).port, limited);
   } finally {
     await app.close();
   }

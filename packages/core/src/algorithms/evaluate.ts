@@ -17,12 +17,15 @@ export function evaluateTwins(
   cost: number,
   now: number,
 ): TwinEvaluation {
+  // A plain loop: every decision on the memory store runs it.
   let allowed = true;
-  const checks = limits.map((limit, i) => {
+  const checks: TwinCheck<unknown>[] = new Array(limits.length);
+  for (let i = 0; i < limits.length; i++) {
+    const limit = limits[i];
     const check = TWINS[limit.algorithm].check(states[i], now, limit, cost);
     if (!check.allowed) allowed = false;
-    return check;
-  });
+    checks[i] = check;
+  }
   return { allowed, checks };
 }
 

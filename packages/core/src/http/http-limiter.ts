@@ -10,6 +10,7 @@ import { healthOf, type Health, type HealthSource } from '../health';
 import { metricsFor, type KeyLookupCounts } from '../metrics';
 import { MemoryStore } from '../stores/memory-store';
 import { requestCost } from '../validate';
+import { NestedMemo } from '../memo';
 import { callSite, claimBuckets } from './bucket-claims';
 import {
   IDENTITY_NAMES,
@@ -210,38 +211,34 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
   const withRetryAfter = { retryAfter: true, retryAfterJitterMs: o.retryAfterJitterMs };
   const withoutRetryAfter = { retryAfter: false, retryAfterJitterMs: o.retryAfterJitterMs };
   // Scopes by method and route pattern, built once each (patterns come from the app's routes, not
-  // from URLs; bounded all the same: past SCOPES_MAX, start over).
-  const scopes = new Map<string, Map<string, string>>();
-  let scopesHeld = 0;
+  // from URLs; bounded all the same).
+  const scopes = new NestedMemo<string>(SCOPES_MAX);
   function scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string {
     if (o.group !== undefined) return o.group;
     const route = facts.route;
     if (route === undefined) return UNMATCHED_SCOPE;
-    let byRoute = scopes.get(facts.method);
-    const hit = byRoute?.get(route);
+    const hit = scopes.get(facts.method, route);
     if (hit !== undefined) return hit;
     const method = facts.method.toUpperCase();
     // HEAD is GET without a body: one bucket, or HEAD would double a caller's GET quota.
     const scope = `${method === 'HEAD' ? 'GET' : method} ${route}`;
-    if (scopesHeld >= SCOPES_MAX) {
-      scopes.clear();
-      scopesHeld = 0;
-      byRoute = undefined;
-    }
-    if (byRoute === undefined) scopes.set(facts.method, (byRoute = new Map()));
-    byRoute.set(route, scope);
-    scopesHeld++;
+    scopes.set(facts.method, route, scope);
     return scope;
+  }
+
+  /**
+   * The built-in identity (API key, else IP). Cheapest first: a caller the block cache denies is
+   * answered without a resolveKey lookup; without resolveKey there is no lookup to skip, and no hook is built.
+   */
+  function builtInIdentity(facts: RequestFacts, cost: number, scope: string): Identity | Promise<Identity> {
+    return lookups ? identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) }) : identify(facts);
   }
 
   /** Synchronous unless a `key` function or a `resolveKey` lookup makes it wait: no await when nothing waits. */
   function identityOf(facts: RequestFacts, request: Req, cost: number, scope: string): Identity | Promise<Identity> {
-    // Cheapest first: a caller the block cache denies is answered without a resolveKey lookup (the
-    // hook is only ever called when there is one to skip: without resolveKey, none is built).
-    const builtIn = () =>
-      lookups ? identify(facts, { isBlocked: (id) => limiterFor(id).isBlocked(id.subject, { cost, scope }) }) : identify(facts);
-    if (!o.key) return lookups ? builtIn() : identify(facts);
-    const fromKey = (raw: unknown): Identity | Promise<Identity> => (isKeyValue(raw) ? { subject: `custom:${raw}`, kind: 'custom' as const } : builtIn());
+    if (!o.key) return builtInIdentity(facts, cost, scope);
+    const fromKey = (raw: unknown): Identity | Promise<Identity> =>
+      isKeyValue(raw) ? { subject: `custom:${raw}`, kind: 'custom' as const } : builtInIdentity(facts, cost, scope);
     const raw = o.key(request);
     // A key function that answers at once is used at once; only a promise (or thenable) is waited for.
     return isThenable(raw) ? Promise.resolve(raw).then(fromKey) : fromKey(raw);

@@ -27,12 +27,12 @@ export function digestKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('base64url');
 }
 
+const NOT_FOUND: ApiKeyFinding = Object.freeze({ found: false });
+
 /**
  * The first header in `names` that carries a key. For `authorization` only the Bearer scheme
  * counts (Basic and others are credentials, not API keys); other headers count when not blank.
  */
-const NOT_FOUND: ApiKeyFinding = Object.freeze({ found: false });
-
 export function findApiKey(headers: Headers | undefined, names: readonly string[], maxLength: number): ApiKeyFinding {
   if (!headers || typeof headers !== 'object') return NOT_FOUND;
   for (const name of names) {

@@ -1,10 +1,10 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { TWINS, refundTwins } from '../algorithms/evaluate';
+import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
 import { checkOptionNames, optionNames, refundAt } from '../validate';
 import { lockView, strike, type LockState } from '../lockout';
-import type { LimitResult, TwinCheck } from '../algorithms/types';
+import type { LimitResult } from '../algorithms/types';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
@@ -54,9 +54,9 @@ export class MemoryStore implements Store {
     const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
+    const states: unknown[] = new Array(keys.length);
+    for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
     if (at !== undefined) {
-      const states: unknown[] = new Array(keys.length);
-      for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
       const { writes, results } = refundTwins(states, limits, cost, now, at);
       writes.forEach((write, i) => {
         if (write === null) this.entries.delete(keys[i]);
@@ -64,15 +64,7 @@ export class MemoryStore implements Store {
       });
       return { at: now, allowed: true, results };
     }
-    // evaluateTwins, inline: every limit checked against its state, all-or-nothing (no arrays but the checks).
-    let admitted = true;
-    const checks: TwinCheck<unknown>[] = new Array(keys.length);
-    for (let i = 0; i < keys.length; i++) {
-      const limit = limits[i];
-      const check = TWINS[limit.algorithm].check(this.live(keys[i], now)?.state, now, limit, cost);
-      if (!check.allowed) admitted = false;
-      checks[i] = check;
-    }
+    const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now);
     // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
     // the limits deny is a strike.
     const lock = request.lockout;
