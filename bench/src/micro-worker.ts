@@ -1,7 +1,8 @@
 // Child process of `pnpm bench:micro`: µs per decision of the core on the memory store, of the HTTP
 // pipeline, and of each adapter's per-request work against stand-in request and response objects.
 // Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
-import { createHttpLimiter, createLimiter, type RequestFacts } from '@floodgate/core';
+import { createLimiter, type RequestFacts } from '@floodgate/core';
+import { createHttpLimiter } from '@floodgate/core/http';
 import { median } from './stats';
 
 export interface MicroCase {

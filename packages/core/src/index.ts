@@ -1,4 +1,4 @@
-// @floodgate/core: the public surface, listed here once. Machinery for Floodgate's own packages and tools lives behind @floodgate/core/internal.
+// @floodgate/core: the app author's surface, listed here once. The adapter author's pipeline is @floodgate/core/http; machinery for Floodgate's own tools lives behind @floodgate/core/internal.
 export { createLimiter } from './limiter';
 export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, Limiter } from './limiter';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
@@ -28,8 +28,6 @@ export { formatHeaders, retryAfterSeconds, HEADER_DIALECTS } from './headers/for
 export type { HeaderDialect, HeaderPair, FormatHeadersOptions } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
 export type { ProblemDetails } from './headers/problem-details';
-export { createHttpLimiter, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
-export type { HttpLimiter, HttpResult } from './http/http-limiter';
 export { DEFAULT_LIMIT } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export { createIdentify, UNKNOWN_IP_SUBJECT } from './identity';

@@ -85,8 +85,8 @@ export function optionNames<T>() {
 }
 
 /**
- * Names other rate limiters use (express-rate-limit, @fastify/rate-limit, koa-ratelimit,
- * rate-limiter-flexible) and what Floodgate calls the same thing: a user moving over gets the
+ * Names other rate limiters use (the peer libraries named in docs/migrating.md) and what
+ * Floodgate calls the same thing: a user moving over gets the
  * Floodgate name, not a silently ignored option.
  */
 const PEER_NAMES: Readonly<Record<string, string>> = {

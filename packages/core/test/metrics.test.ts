@@ -1,6 +1,7 @@
 // OpenTelemetry metrics and the health snapshot: exact counts for scripted decisions on memory and on a real redis-server that is killed.
 import { AggregationTemporality, DataPointType, MeterProvider, MetricReader, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
-import { createHttpLimiter, createLimiter, MemoryStore, RedisStore } from '@floodgate/core';
+import { createLimiter, MemoryStore, RedisStore } from '@floodgate/core';
+import { createHttpLimiter } from '@floodgate/core/http';
 import { startRedis, waitFor, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 

@@ -8,7 +8,7 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { FLOODGATE, currentRoutePattern, firstRoute, hasOwnLimiter, isRouteLevel } from './route-pattern';
 

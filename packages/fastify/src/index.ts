@@ -9,7 +9,7 @@ import {
   type Health,
   type HttpRateLimitOptions,
   type RequestFacts,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 

@@ -8,7 +8,7 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
-} from '@floodgate/core';
+} from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {

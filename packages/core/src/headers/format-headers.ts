@@ -84,7 +84,7 @@ function draft10(d: Decision): HeaderPair[] {
   ];
 }
 
-/** As GitHub and express-rate-limit send them: X-RateLimit-Reset is a Unix time in seconds. */
+/** As GitHub and the common Node limiters send them: X-RateLimit-Reset is a Unix time in seconds. */
 function legacy(d: Decision, now: number, out: HeaderPair[]): void {
   out.push(
     LEGACY_LIMIT.of(d.limit!),

@@ -51,17 +51,29 @@ export function claimBuckets(store: Store, prefix: string, scope: string, limits
   }
 }
 
+/** A stack frame's file location (`path:line:col`), without a file:// scheme; undefined for a frame without one. */
+function frameLocation(line: string): string | undefined {
+  const at = /\(?((?:file:\/\/)?[^\s()]+:\d+:\d+)\)?\s*$/.exec(line);
+  return at ? at[1].replace(/^file:\/\//, '') : undefined;
+}
+
 /**
  * Where a limiter was made, for FG_BUCKET_CONFLICT messages: the first stack frame outside
- * Floodgate's own packages (the app's `rateLimit(...)` call), or undefined.
+ * Floodgate's own packages' code and outside node_modules (the app's `rateLimit(...)` call), or undefined.
+ * Floodgate's packages are found from this very file's frame (their common folder: the workspace's
+ * `packages/` or `node_modules/@floodgate/`), so core names no adapter and a new one needs no edit here.
  */
 export function callSite(): string | undefined {
   const stack = new Error().stack?.split('\n').slice(1) ?? [];
-  for (const line of stack) {
-    if (/[\\/](?:packages[\\/](?:core|express|fastify|koa)[\\/](?:src|dist)|node_modules[\\/]@floodgate)[\\/]/.test(line)) continue;
-    if (/node:internal|node_modules[\\/](?:fastify|avvio|express|koa|@koa)/.test(line)) continue;
-    const at = /\(?((?:file:\/\/)?[^\s()]+:\d+:\d+)\)?\s*$/.exec(line);
-    if (at) return at[1].replace(/^file:\/\//, '');
+  const own = frameLocation(stack[0] ?? '');
+  const root = own && /^(.*[\\/])core[\\/](?:src|dist)[\\/]/.exec(own)?.[1];
+  for (const line of stack.slice(1)) {
+    const location = frameLocation(line);
+    if (!location || location.startsWith('node:')) continue;
+    // A package's own code (its src or dist), not its tests: a test that builds a limiter is a call site.
+    if (root && location.startsWith(root) && /^[^\\/]+[\\/](?:src|dist)[\\/]/.test(location.slice(root.length))) continue;
+    if (/[\\/]node_modules[\\/]/.test(location)) continue;
+    return location;
   }
   return undefined;
 }

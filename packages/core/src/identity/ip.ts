@@ -5,7 +5,7 @@ import ipaddr from 'ipaddr.js';
 /**
  * Longest string worth parsing. The longest textual IPv6 address (with an embedded IPv4 part) is
  * 45 characters; brackets and a port add 8. Anything longer is malformed, and capping it first
- * keeps hostile megabyte values away from the parser's regular expressions.
+ * keeps hostile megabyte values away from the parser's regexes.
  */
 const MAX_IP_LENGTH = 64;
 

@@ -1,0 +1,12 @@
+// @floodgate/core/http: the entry for adapter authors (the framework-free request pipeline); app authors use '@floodgate/core'.
+export { createHttpLimiter, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
+export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
+export { DEFAULT_LIMIT } from './http/resolve-http-options';
+export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
+export type { RequestFacts } from './identity';
+export type { Decision } from './decision';
+export type { Health } from './health';
+export { invalidOption, FloodgateError } from './errors';
+export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
+export type { HeaderPair } from './headers/format-headers';
+export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
