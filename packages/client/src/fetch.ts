@@ -1,6 +1,6 @@
 // pacedFetch(fetch, options): a fetch that waits before the limit and honours Retry-After, for code that only has fetch.
 import { resolveCallOptions, type CallPacingOptions, type PacingOptions } from './options';
-import { Pacer } from './pacer/pacer';
+import { pacerFrom, type Pacer } from './pacer/pacer';
 import { isProblemJson, parseProblemDetails, parseRateLimit, type ProblemInfo } from './parse';
 
 /** fetch's own signature, whichever fetch is wrapped (Node's global, undici's, a test double). */
@@ -41,7 +41,7 @@ export function pacedFetch(fetchImpl: FetchLike = globalThis.fetch, options: Pac
   if (typeof fetchImpl !== 'function') {
     throw new TypeError(`pacedFetch: the first argument must be a fetch function, got ${fetchImpl === null ? 'null' : typeof fetchImpl}`);
   }
-  const pacer = options instanceof Pacer ? options : new Pacer(options);
+  const pacer = pacerFrom(options);
   const paced = async (input: string | URL | Request, init?: PacedRequestInit): Promise<Response> => {
     let fetchInit: RequestInit | undefined = init;
     let call: CallPacingOptions = {};

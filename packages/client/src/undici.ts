@@ -1,7 +1,7 @@
 // @floodgate/client/undici: floodgatePacing(options), an undici interceptor that composes with undici's own (Agent.compose).
 import type { Dispatcher } from 'undici';
 import { resolveCallOptions, type CallPacingOptions, type PacingOptions } from './options';
-import { Pacer } from './pacer/pacer';
+import { pacerFrom, type Pacer } from './pacer/pacer';
 import type { Ticket } from './pacer/scope-state';
 import { isProblemJson, parseProblemDetails, parseRateLimit, type RateLimitInfo } from './parse';
 
@@ -210,7 +210,7 @@ class PacedCall {
  * Pass a Pacer instead of options to share state with a pacedFetch or another Agent.
  */
 export function floodgatePacing(options: PacingOptions | Pacer = {}): Dispatcher.DispatcherComposeInterceptor {
-  const pacer = options instanceof Pacer ? options : new Pacer(options);
+  const pacer = pacerFrom(options);
   return (dispatch) =>
     function floodgatePacingInterceptor(opts: PacedDispatchOptions, handler: Handler): boolean {
       let call: CallPacingOptions = {};

@@ -234,3 +234,17 @@ export class Pacer {
     };
   }
 }
+
+/**
+ * A Pacer given in place of options, else a new one from the options. Recognised by shape, not only
+ * by class: the CommonJS build of each entry (`@floodgate/client`, `@floodgate/client/undici`) holds
+ * its own copy of the class, so a Pacer made by one fails `instanceof` in the other.
+ */
+export function pacerFrom(options: PacingOptions | Pacer | undefined): Pacer {
+  if (options instanceof Pacer) return options;
+  const o = options as Partial<Pacer> | undefined;
+  if (o && typeof o.acquire === 'function' && typeof o.settle === 'function' && typeof o.release === 'function' && typeof o.budget === 'function') {
+    return o as Pacer;
+  }
+  return new Pacer(options as PacingOptions | undefined);
+}
