@@ -18,7 +18,7 @@ const FLOODGATE = ['core', 'express', 'fastify', 'koa'];
 const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 
 /** Entry points of child processes, compiled to dist/<name>.js. */
-const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker'];
+const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker', 'flood-worker'];
 
 function resolvesFromBench(specifier: string): boolean {
   try {
