@@ -317,6 +317,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
       // answer is that IP's 429, so guessing keys is limited like any other request.
       return chosen.consume(identity.subject, options).then((decision) => {
         if (!decision.allowed && !decision.degraded) return respond(decision, request, cost, scope, identity);
+        void decision.lease?.release();
         const direct = o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
         return { decision: undefined, status: 401 as const, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
       });
@@ -355,15 +356,20 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
         if (decision.at !== undefined) charges.push({ limiter: extra.limiter, subject, scope: extraScope, at: decision.at, name: extra.name });
         if (!decision.allowed) {
           refundAll(charges, cost);
+          void main.lease?.release();
           return respond(decision, request, cost, scope, identity);
         }
       }
     } catch (error) {
       refundAll(charges, cost); // a failing key function must not leave units charged
+      void main.lease?.release();
       throw error;
     }
     const result = (await respond(main, request, cost, scope, identity)) as HttpResult;
-    return o.countOnly && charges.length > 0 ? { ...result, settle: settler(charges, request, cost) } : result;
+    if (!o.countOnly || charges.length === 0) return result;
+    const counting = settler(charges, request, cost);
+    const releasing = result.settle;
+    return { ...result, settle: releasing ? (status) => (counting(status), releasing(status)) : counting };
   }
 
   /** Gives every charge of a request back (best effort: a store failure keeps the unit charged, the safe side). */
@@ -402,7 +408,11 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
 
     const enforce = !decision.allowed && !o.shadow;
     const headers = formatHeaders(decision, o.dialects, enforce ? withRetryAfter : withoutRetryAfter);
-    if (!enforce) return { decision, status: 'next', headers };
+    if (!enforce) {
+      // An in-flight slot is held until the response finishes or the connection closes (settleOnFinish).
+      const lease = decision.lease;
+      return lease ? { decision, status: 'next', headers, settle: () => void lease.release() } : { decision, status: 'next', headers };
+    }
     const status = decision.reason === 'fail-closed' ? 503 : 429;
     if (status === 429 && o.handler) {
       const handler = o.handler;
