@@ -1,5 +1,4 @@
 // In-flight limits: the `concurrency` option, and the leases a limiter holds (release, renewal) for the requests it admitted.
-import { randomBytes } from 'node:crypto';
 import type { StoreLimit } from './algorithms/registry';
 import { parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
@@ -35,9 +34,9 @@ export function resolveConcurrency(raw: ConcurrencyOptions | undefined, option =
   return { name, algorithm: 'concurrency', limit, windowMs: leaseMs, store: { algorithm: 'concurrency', capacity: limit, period: leaseMs }, keySuffix: `${name}.cc` };
 }
 
-/** A lease id: unique per request, a letter first (the stores' token rule). */
+/** A lease id: unique per request (122 random bits), a letter first (the stores' token rule). Web Crypto: core also runs in the browser (the playground). */
 export function newLeaseToken(): string {
-  return `L${randomBytes(12).toString('base64url')}`;
+  return `L${globalThis.crypto.randomUUID().replace(/-/g, '')}`;
 }
 
 /** The slots one admitted request holds until it finishes. */

@@ -118,6 +118,9 @@ export interface HttpLimiterContext {
 export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
   const settle = result.settle;
   if (!settle) return;
+  // The client may have gone while the decision was made (a store round trip): 'close' has been
+  // and will not come again, so the outcome is known now (an in-flight slot must not stay held).
+  if (res.destroyed || res.socket?.destroyed) return settle(undefined);
   res.once('finish', () => settle(res.statusCode));
   res.once('close', () => {
     if (!res.writableFinished) settle(undefined);
