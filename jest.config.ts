@@ -8,6 +8,7 @@ const moduleNameMapper: Config['moduleNameMapper'] = {
   // Every package by its folder name, so a new package needs no line here.
   '^@floodgate/([a-z-]+)$': join(__dirname, 'packages/$1/src/index.ts'),
   '^@floodgate/core/(internal|http)$': join(__dirname, 'packages/core/src/$1.ts'),
+  '^@floodgate/client/undici$': join(__dirname, 'packages/client/src/undici.ts'),
 };
 
 const transform: Config['transform'] = {
