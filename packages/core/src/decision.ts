@@ -19,7 +19,9 @@ export type DecisionReason =
   /** Store failed; the failure mode refused the request (503). */
   | 'fail-closed'
   /** Store failed; this instance limited the request from memory with its local share. */
-  | 'fail-local';
+  | 'fail-local'
+  /** Shed: this instance is overloaded and the route's priority class is shed (503, option `shedding`). */
+  | 'shed';
 
 /** One limit's view of the request. */
 export interface LimitDecision {
