@@ -21,7 +21,7 @@ const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 const PACKAGE_ENTRIES = ['index', 'http', 'internal'];
 
 /** Entry points of child processes, compiled to dist/<name>.js. */
-const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker'];
+const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker', 'flood-worker'];
 
 function resolvesFromBench(specifier: string): boolean {
   try {
