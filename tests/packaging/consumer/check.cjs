@@ -8,9 +8,13 @@ const { Redis } = require('ioredis');
 const core = require('@floodgate/core');
 const { rateLimit: expressRateLimit } = require('@floodgate/express');
 const { rateLimit: koaRateLimit } = require('@floodgate/koa');
+const { Hono } = require('hono');
+const { serve } = require('@hono/node-server');
+const { getConnInfo } = require('@hono/node-server/conninfo');
+const { rateLimit: honoRateLimit } = require('@floodgate/hono');
 const { probe, listenOn, redisRoundTrip, report } = require('./probe.cjs');
 
-const PACKAGES = ['@floodgate/core', '@floodgate/express', '@floodgate/fastify', '@floodgate/koa'];
+const PACKAGES = ['@floodgate/core', '@floodgate/express', '@floodgate/fastify', '@floodgate/koa', '@floodgate/hono'];
 
 async function main() {
   const resolved = Object.fromEntries(PACKAGES.map((name) => [name, require.resolve(name)]));
@@ -38,8 +42,14 @@ async function main() {
   const koServer = await listenOn((port, host, cb) => ko.listen(port, host, cb));
   const koaSeen = await probe(koServer.base, '/hello', koServer.close);
 
+  const ho = new Hono();
+  ho.use(honoRateLimit({ limit: 2, windowMs: '1m', getConnInfo }));
+  ho.get('/hello', (c) => c.json({ remaining: c.get('rateLimit').remaining }));
+  const hoServer = await listenOn((port, hostname, cb) => serve({ fetch: ho.fetch, port, hostname }, cb));
+  const honoSeen = await probe(hoServer.base, '/hello', hoServer.close);
+
   const redis = process.env.REDIS_URL ? await redisRoundTrip(core, Redis, process.env.REDIS_URL) : null;
-  report({ style: 'cjs', resolved, express: expressSeen, fastify: fastifySeen, koa: koaSeen, redis });
+  report({ style: 'cjs', resolved, express: expressSeen, fastify: fastifySeen, koa: koaSeen, hono: honoSeen, redis });
 }
 
 main().catch((error) => {

@@ -8,9 +8,13 @@ import * as core from '@floodgate/core';
 import { rateLimit as expressRateLimit } from '@floodgate/express';
 import fastifyRateLimit from '@floodgate/fastify';
 import { rateLimit as koaRateLimit } from '@floodgate/koa';
+import { Hono } from 'hono';
+import { serve } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { rateLimit as honoRateLimit } from '@floodgate/hono';
 import { probe, listenOn, redisRoundTrip, report } from './probe.cjs';
 
-const PACKAGES = ['@floodgate/core', '@floodgate/express', '@floodgate/fastify', '@floodgate/koa'];
+const PACKAGES = ['@floodgate/core', '@floodgate/express', '@floodgate/fastify', '@floodgate/koa', '@floodgate/hono'];
 const resolved = Object.fromEntries(PACKAGES.map((name) => [name, new URL(import.meta.resolve(name)).pathname]));
 
 const ex = express();
@@ -35,5 +39,11 @@ ko.use(router.routes());
 const koServer = await listenOn((port, host, cb) => ko.listen(port, host, cb));
 const koaSeen = await probe(koServer.base, '/hello', koServer.close);
 
+const ho = new Hono();
+ho.use(honoRateLimit({ limit: 2, windowMs: '1m', getConnInfo }));
+ho.get('/hello', (c) => c.json({ remaining: c.get('rateLimit').remaining }));
+const hoServer = await listenOn((port, hostname, cb) => serve({ fetch: ho.fetch, port, hostname }, cb));
+const honoSeen = await probe(hoServer.base, '/hello', hoServer.close);
+
 const redis = process.env.REDIS_URL ? await redisRoundTrip(core, Redis, process.env.REDIS_URL) : null;
-report({ style: 'esm', resolved, express: expressSeen, fastify: fastifySeen, koa: koaSeen, redis });
+report({ style: 'esm', resolved, express: expressSeen, fastify: fastifySeen, koa: koaSeen, hono: honoSeen, redis });
