@@ -89,7 +89,7 @@ describe('pacing before the limit', () => {
   });
 
   it('drops a policy that a probe\'s answer no longer names, so the scope does not stay one request at a time', async () => {
-    const server = await serve((_req, n) => ({ delayMs: 40, headers: n === 0 ? { 'ratelimit-limit': '5', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' } : {} }));
+    const server = await serve((_req, n) => ({ delayMs: 40, headers: n === 0 ? { 'ratelimit-limit': '5', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' } : ({} as Record<string, string>) }));
     const fetch = pacedFetch(globalThis.fetch, { jitterMs: 0 });
     await fetch(server.url);
     await fetch(server.url); // the probe, after the reset: its answer has no quota fields
