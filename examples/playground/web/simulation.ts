@@ -185,6 +185,7 @@ export function describeLimit(limit: StoreLimit): string {
     const rate = Number.isInteger(limit.refillPerSecond) ? String(limit.refillPerSecond) : limit.refillPerSecond.toFixed(2);
     return `burst ${limit.capacity}, refill ${rate}/s`;
   }
+  if ('leaseMs' in limit) return `${limit.capacity} in flight, each held ${formatSeconds(limit.leaseMs)}`;
   return `${limit.capacity} per ${formatSeconds(limit.windowMs)}`;
 }
 

@@ -12,11 +12,17 @@ export interface RateLimit {
   readonly refillPerSecond: number;
 }
 
-/** What a twin of this family reads of a limit. */
-export type FamilyLimit<F extends AlgorithmFamily> = F extends 'window' ? WindowLimit : RateLimit;
+/** What a lease twin (concurrency) reads of a limit: `capacity` slots in flight, each lease held `leaseMs`. */
+export interface LeaseLimit {
+  readonly capacity: number;
+  readonly leaseMs: number;
+}
 
-/** What some twin reads of a limit: a window limit or a rate limit, each field in its unit. */
-export type TwinLimit = WindowLimit | RateLimit;
+/** What a twin of this family reads of a limit. */
+export type FamilyLimit<F extends AlgorithmFamily> = F extends 'window' ? WindowLimit : F extends 'rate' ? RateLimit : LeaseLimit;
+
+/** What some twin reads of a limit: a window, a rate or a lease limit, each field in its unit. */
+export type TwinLimit = WindowLimit | RateLimit | LeaseLimit;
 
 /** What one limit says about one request. All times in whole milliseconds from now. */
 export interface LimitResult {
@@ -38,7 +44,8 @@ export const EPSILON = 1e-9;
  * order so that both decide identically for the same state, clock and cost.
  */
 export interface Twin<S, L extends TwinLimit = TwinLimit> {
-  check(state: S | undefined, now: number, limit: L, cost: number): TwinCheck<S>;
+  /** `token`: the lease's id, for a lease family (concurrency); rate and window twins ignore it. */
+  check(state: S | undefined, now: number, limit: L, cost: number, token?: string): TwinCheck<S>;
   /**
    * Gives back `cost` units charged by a consume decided at `at` (store clock, ms), as if it had not
    * happened: never below zero, never past a full limit. Returns the state to write, `null` when the
@@ -46,6 +53,10 @@ export interface Twin<S, L extends TwinLimit = TwinLimit> {
    * written, as on a missing key). The script's `refund` takes the same steps.
    */
   refund(state: S | undefined, now: number, limit: L, cost: number, at: number): TwinWrite<S> | null | undefined;
+  /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
+  release?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
+  /** Lease family only: a lease still held runs `leaseMs` from now again (the script's `renew`). */
+  renew?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
 }
 
 /** A state to write and its time to live (ms). */
@@ -63,8 +74,10 @@ export interface TwinCheck<S> extends LimitResult {
  * Which options an algorithm takes, and so which limit its twin reads:
  * - 'window': `limit` per `windowMs` (WindowLimit).
  * - 'rate': `burst` and `refillPerSecond` (RateLimit).
+ * - 'lease': `limit` slots in flight (option `concurrency`), each held `leaseMs` (LeaseLimit).
+ *   Its chunk also defines `release` and `renew`, and it is not an `algorithm` option's value.
  */
-export type AlgorithmFamily = 'window' | 'rate';
+export type AlgorithmFamily = 'window' | 'rate' | 'lease';
 
 /**
  * Everything core knows about one algorithm, in its folder (algorithms/<name>/index.ts). The
@@ -96,7 +109,9 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown, F e
   /**
    * The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`
    * and `local function refund(key, now, cap, period, cost, at)`, where `period` is the family's one
-   * number: `windowMs` or `refillPerSecond` (see periodOf in registry.ts, which encodes it).
+   * number: `windowMs`, `refillPerSecond` or `leaseMs` (see periodOf in registry.ts, which encodes it);
+   * a lease chunk's check takes a sixth argument, `token`, and it also defines `release` and
+   * `renew(key, now, cap, period, cost, token)`.
    */
   readonly lua: string;
 }
