@@ -12,6 +12,7 @@ import { MemoryStore } from '../stores/memory-store';
 import { requestCost } from '../validate';
 import { NestedMemo } from '../memo';
 import { callSite, claimBuckets } from './bucket-claims';
+import { countedTwiceCheck } from './counted-twice';
 import {
   IDENTITY_NAMES,
   LIMITER_NAMES,
@@ -299,10 +300,12 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     done.add(scope);
   }
   const claim = (scope: string) => claimInto(claimed, scope, limits);
+  const countedTwice = countedTwiceCheck(label, o.shadow, o.limiter.failure.logger, o.limiter.warnings);
 
   function withCost(facts: RequestFacts, request: Req, cost: number): HttpResult | Promise<HttpResult> {
     const scope = scopeOf(facts);
     if (!claimed.has(scope)) claim(scope);
+    countedTwice?.(request, scope);
     const pending = identityOf(facts, request, cost, scope);
     return pending instanceof Promise
       ? pending.then((identity) => withIdentity(identity, request, cost, scope))

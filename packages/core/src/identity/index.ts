@@ -5,6 +5,7 @@ import type { ResolvedLimit } from '../limit';
 import type { LimitOptions } from '../options';
 import type { Logger } from '../logger';
 import { checkOptionNames, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
+import { resolveWarnings, warnOnce, type WarningCode, type WarningSwitches } from '../warnings';
 import { findApiKey, type Headers } from './api-key';
 import { ipSubject } from './ip';
 import { KeyCache, type KeyRecord, type ResolveKey } from './key-cache';
@@ -20,6 +21,13 @@ export interface RequestFacts {
   readonly method: string;
   /** The matched route pattern ('/users/:id'), never the raw URL; undefined when none matched. */
   readonly route: string | undefined;
+  /**
+   * How the framework's trust-proxy setting makes `ip`: 'none' (the socket's peer; proxy headers
+   * are ignored), 'some' (a hop count or a list of proxies), 'all' (every proxy is trusted: `ip` is
+   * the first X-Forwarded-For entry, which the client writes). Undefined: not known, not checked.
+   * Read for the FG_PROXY_HEADER_UNTRUSTED and FG_TRUST_PROXY_ALL warnings only.
+   */
+  readonly trustProxy?: 'none' | 'some' | 'all';
 }
 
 /** Warnings identity can write; each can be switched off by name in `warnings`. */
@@ -98,8 +106,8 @@ export interface IdentityOptions {
    * lookup failures once per outage. Default console.
    */
   logger?: Logger;
-  /** Switch single warnings off, e.g. `{ FG_IP_MISSING: false }`. Default: all on. */
-  warnings?: Partial<Record<IdentityWarning, boolean>>;
+  /** Switch single warnings off by name, e.g. `{ FG_IP_MISSING: false }` (docs/errors.md#warnings). Default: all on. */
+  warnings?: WarningSwitches;
   /** Monotonic clock in ms for the cache's TTLs. Default performance.now. */
   clock?: () => number;
 }
@@ -156,13 +164,8 @@ export const UNKNOWN_IP_SUBJECT = 'ip:unknown';
 const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
 // RFC 9110 token characters: what a header name may contain.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
-const WARNINGS: readonly IdentityWarning[] = [
-  'FG_IP_MISSING',
-  'FG_IP_MALFORMED',
-  'FG_API_KEY_TOO_LONG',
-  'FG_RESOLVE_KEY_FAILED',
-  'FG_RESOLVE_KEY_BAD_PLAN',
-];
+/** Headers only a proxy should write: seen while the framework trusts none, they are a sign of a proxy it ignores. */
+const PROXY_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip'] as const;
 
 /** Identity options after parsing: what `identifyFrom` builds on. */
 export interface ResolvedIdentityOptions {
@@ -180,7 +183,7 @@ export interface ResolvedIdentityOptions {
   readonly lookupWindowMs: number;
   readonly timeoutMs: number;
   readonly logger: Pick<Logger, 'warn'>;
-  readonly warnings: ReadonlySet<IdentityWarning>;
+  readonly warnings: ReadonlySet<WarningCode>;
   readonly clock: () => number;
 }
 
@@ -248,11 +251,7 @@ export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames
   if (!logger || typeof logger.warn !== 'function') {
     invalidOption('logger', options.logger, 'an object with a warn(message) method, such as console');
   }
-  const warningOptions = optionsObject('warnings', options.warnings, 'an object such as { FG_IP_MISSING: false }');
-  for (const [name, on] of Object.entries(warningOptions)) {
-    if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
-    if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
-  }
+  const warnings = resolveWarnings(options.warnings);
   const clock = options.clock ?? (() => performance.now());
   if (typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
   return {
@@ -270,7 +269,7 @@ export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames
     lookupWindowMs: parseDuration('keyCache.lookupWindowMs', cache.lookupWindowMs ?? 60_000, 1, 86_400_000),
     timeoutMs: parseDuration('resolveTimeoutMs', options.resolveTimeoutMs ?? 1_000, 1, 60_000),
     logger,
-    warnings: new Set(WARNINGS.filter((w) => warningOptions[w] !== false)),
+    warnings,
     clock,
   };
 }
@@ -359,7 +358,35 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     return o.unknownKey === 'reject' ? { ...own, keyStatus: status, rejected: 'unknown-key' } : { ...own, keyStatus: status };
   }
 
+  // The trust-proxy checks: each runs until it has been through the logger once (or never, when
+  // switched off); until then they cost a comparison, and a few header reads with trust proxy off.
+  let trustAllOpen = o.warnings.has('FG_TRUST_PROXY_ALL');
+  let proxyHeaderOpen = o.warnings.has('FG_PROXY_HEADER_UNTRUSTED');
+  function checkProxy(facts: RequestFacts): void {
+    if (facts.trustProxy === 'all' && trustAllOpen) {
+      trustAllOpen = false;
+      warnOnce(
+        o.logger,
+        o.warnings,
+        'FG_TRUST_PROXY_ALL',
+        "the framework trusts every proxy (Express 'trust proxy' true, Fastify trustProxy: true, Koa app.proxy without app.maxIpsCount), so the client IP is the first X-Forwarded-For entry, which any client writes: a client can get a fresh bucket per request. Trust only the hops you run: a hop count (1 for one proxy) or your proxies' addresses (docs/identity.md#trusting-a-proxy-per-framework)",
+      );
+    } else if (facts.trustProxy === 'none' && proxyHeaderOpen) {
+      const headers = facts.headers;
+      const seen = headers && PROXY_HEADERS.find((name) => headers[name] !== undefined);
+      if (!seen) return;
+      proxyHeaderOpen = false;
+      warnOnce(
+        o.logger,
+        o.warnings,
+        'FG_PROXY_HEADER_UNTRUSTED',
+        `a request carried ${seen} but the framework trusts no proxy, so the client IP is the peer's address: behind a proxy you run, every caller shares its one bucket. If a proxy you run sets ${seen}, trust it (Express app.set('trust proxy', 1), Fastify trustProxy: 1, Koa app.proxy = true with app.maxIpsCount = 1); if no proxy is in front, a client wrote it and ignoring it is right (docs/identity.md#trusting-a-proxy-per-framework)`,
+      );
+    }
+  }
+
   return function identify(facts: RequestFacts, hooks?: IdentifyHooks): Identity | Promise<Identity> {
+    if ((trustAllOpen || proxyHeaderOpen) && facts?.trustProxy !== undefined) checkProxy(facts);
     const ip = facts?.ip;
     const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
     if (!key?.found) return byIp(ip);
