@@ -122,7 +122,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
   const book = callBookkeeping(shared.name, breaker, failure.failMode, monitor, meter);
-  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys);
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
   const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats };
