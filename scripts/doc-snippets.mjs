@@ -8,7 +8,7 @@
 // CommonJS unless it awaits at the top level (then ESM only, and its page must say so). A comment
 // on the line before the fence changes that:
 //   <!-- snippet: express -->       checked after the Express context (app, router, store, ... declared;
-//                                   likewise fastify, koa, core); names the snippet declares itself win
+//                                   likewise fastify, koa, hono, core); names the snippet declares itself win
 //   <!-- snippet: fragment -->      not checked (a shape, a before/after of another library); counted
 //   <!-- snippet: run GET /path --> also run by tests/packaging against the packed tarballs and a real
 //                                   Redis: a server on PORT that must answer GET /path until a 429;
@@ -23,7 +23,7 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const ts = createRequire(import.meta.url)(join(ROOT, 'node_modules', 'typescript'));
 
 const LANGS = new Set(['ts', 'typescript', 'js', 'javascript', 'mjs', 'cjs']);
-const CONTEXTS = ['express', 'fastify', 'koa', 'core'];
+const CONTEXTS = ['express', 'fastify', 'koa', 'hono', 'core'];
 
 // What each context declares, one name a line: a line is left out when the snippet declares that name itself.
 const COMMON = [
@@ -50,7 +50,7 @@ const PRELUDES = {
     ['app', 'declare const app: express.Express;'],
     ['router', 'declare const router: express.Router;'],
     ['handler', 'declare const handler: express.RequestHandler;'],
-    ['login', 'declare const login: express.RequestHandler;'],
+    ...['login', 'exportHandler', 'checkout', 'weeklyReport'].map((name) => [name, `declare const ${name}: express.RequestHandler;`]),
     ['limiter', 'declare const limiter: import("@floodgate/express").RateLimitMiddleware;'],
   ],
   fastify: [
@@ -61,6 +61,15 @@ const PRELUDES = {
     ['app', "declare const app: import('fastify').FastifyInstance;"],
     ['handler', 'declare const handler: FastifyHandler;'],
     ['login', 'declare const login: FastifyHandler;'],
+  ],
+  hono: [
+    ['Hono', "import { Hono } from 'hono';"],
+    ['rateLimit', "import { rateLimit } from '@floodgate/hono';"],
+    ['getConnInfo', "import { getConnInfo } from '@hono/node-server/conninfo';"],
+    ...COMMON,
+    ['app', 'declare const app: Hono;'],
+    ['limiter', 'declare const limiter: import("@floodgate/hono").RateLimitMiddleware;'],
+    ...['h', 'handler'].map((name) => [name, `declare const ${name}: import('hono').Handler;`]),
   ],
   koa: [
     ['Koa', "import Koa from 'koa';"],

@@ -180,8 +180,9 @@ class Tally {
 
 async function burst(job: FloodBurst): Promise<FloodAnswers> {
   const { store, limiter } = limiterFor(job.coalesce, job.algorithm, job.limit, job.prefix);
-  // Loads the script on the subject's node (NOSCRIPT, then EVAL) before the flood.
-  await limiter.peek(job.subjects === 'one' ? job.subject : `${job.subject}-warm-${process.pid}`);
+  // Loads the script on the subject's node (NOSCRIPT, then EVAL) before the flood; fresh subjects land on every node of a Cluster.
+  if (job.subjects === 'one') await limiter.peek(job.subject);
+  else await Promise.all(Array.from({ length: 12 }, (_, k) => limiter.peek(`${job.subject}-warm-${process.pid}-${k}`)));
   const wait = job.startAt - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const tally = new Tally(store.timeoutMs);

@@ -10,7 +10,7 @@ import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
 import { SCRIPTS } from '@floodgate/core/internal';
 import { sleep, startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer } from '@floodgate/testing';
-import { buildChildren } from './build';
+import { buildAgainst, buildChildren, OUT_DIR } from './build';
 import { spawnChild, killAllChildren, type Child } from './children';
 import { BENCH_DIR, REPO_DIR, loadAverage, machine } from './env';
 import { floodSection, recordRun, spliceFloodSection, summarizeBursts, summarizeOutage, type FloodScenario } from './flood-report';
@@ -65,9 +65,19 @@ async function expectAnswers(worker: Worker, timeoutMs: number): Promise<FloodAn
   throw new Error(`flood worker: ${m.type === 'error' ? m.message : `unexpected ${JSON.stringify(m)}`}`);
 }
 
-async function startWorkers(count: number, setup: FloodWorkerSetup, name: string): Promise<Worker[]> {
+/** One checkout measured: this one (dist/), or another built by `--against` (dist-against/). */
+export interface FloodSide {
+  /** The label its run is recorded under. */
+  label: string;
+  /** Where its compiled flood-worker.js and Floodgate packages are. */
+  dir: string;
+  /** Its checkout, for the commit recorded with the run. */
+  repoDir: string;
+}
+
+async function startWorkers(count: number, setup: FloodWorkerSetup, name: string, dir: string): Promise<Worker[]> {
   const workers = await Promise.all(
-    Array.from({ length: count }, (_, i) => spawnChild<FloodWorkerMessage>('flood-worker', [JSON.stringify(setup)], { name: `${name}-${i}`, timeoutMs: 60_000 })),
+    Array.from({ length: count }, (_, i) => spawnChild<FloodWorkerMessage>('flood-worker', [JSON.stringify(setup)], { name: `${name}-${i}`, timeoutMs: 60_000, dir })),
   );
   for (const w of workers) {
     if (w.first.type !== 'ready') {
@@ -77,6 +87,9 @@ async function startWorkers(count: number, setup: FloodWorkerSetup, name: string
   }
   return workers;
 }
+
+/** Round `i`'s order of the sides: alternated, so drift in the machine's load falls on each alike. */
+const inTurn = <T>(sides: readonly T[], i: number): T[] => (i % 2 === 0 ? [...sides] : [...sides].reverse());
 
 /** Every script on every node before the floods, so that no burst pays for a NOSCRIPT and an EVAL. */
 async function loadScripts(servers: readonly RedisServer[]): Promise<void> {
@@ -116,53 +129,62 @@ let prefixes = 0;
 /** A key prefix of its own per burst (prefixes are at most 32 characters: the subject carries the description). */
 const nextPrefix = () => `fgflood-${runId}-${prefixes++}`;
 
-async function runBursts(topology: FloodTopology, s: FloodSettings, progress: Progress): Promise<FloodScenarioRow[]> {
+/** Every burst scenario of one topology, for each side (its own workers), sides alternating burst by burst. Rows by side. */
+async function runBursts(topology: FloodTopology, s: FloodSettings, sides: readonly FloodSide[], progress: Progress): Promise<FloodScenarioRow[][]> {
   let redis: RedisServer | undefined;
   let cluster: RedisClusterHandle | undefined;
-  let workers: Worker[] = [];
+  const workers: Worker[][] = [];
   try {
-    progress.step(`flood: starting ${topology === 'cluster' ? 'a 3-master Redis Cluster' : 'a redis-server'} and ${s.processes} processes`, 3_000);
+    progress.step(`flood: starting ${topology === 'cluster' ? 'a 3-master Redis Cluster' : 'a redis-server'} and ${s.processes} processes per checkout`, 3_000);
+    let setup: FloodWorkerSetup;
     if (topology === 'cluster') {
       cluster = await startRedisCluster({ masters: 3 });
       await loadScripts(cluster.nodes);
-      workers = await startWorkers(s.processes, { cluster: cluster.startupNodes }, 'flood-cluster');
+      setup = { cluster: cluster.startupNodes };
     } else {
       redis = await startRedis();
       await loadScripts([redis]);
-      workers = await startWorkers(s.processes, { port: redis.port }, 'flood-single');
+      setup = { port: redis.port };
     }
+    for (const [i, side] of sides.entries()) workers.push(await startWorkers(s.processes, setup, `flood-${topology}-${i}`, side.dir));
     const nodes = cluster ? cluster.nodes : [redis!];
-    const rows: FloodScenarioRow[] = [];
+    const rows: FloodScenarioRow[][] = sides.map(() => []);
+    let round = 0;
     for (const scenario of floodScenarios(topology, s)) {
-      const reps: FloodAnswers[][] = [];
+      const reps: FloodAnswers[][][] = sides.map(() => []);
       for (let rep = 0; rep < s.repetitions; rep++) {
-        progress.step(`flood: ${scenario.id}, repetition ${rep + 1}/${s.repetitions}`, 2_500);
-        await settle(nodes);
-        const tag = `${runId}-${scenario.id.replace(/\//g, '-')}-${rep}`;
-        const burst: FloodBurst = {
-          type: 'burst',
-          algorithm: scenario.algorithm,
-          coalesce: scenario.coalesce,
-          subjects: scenario.subjects,
-          limit: scenario.limit,
-          inFlight: scenario.inFlight,
-          prefix: nextPrefix(),
-          subject: `flood-${tag}`,
-          // Every process starts its burst at the same moment, whenever the message reached it.
-          startAt: Date.now() + 500,
-        };
-        for (const w of workers) w.send(burst);
-        reps.push(await Promise.all(workers.map((w) => expectAnswers(w, 120_000))));
+        for (const i of inTurn([...sides.keys()], round++)) {
+          const who = sides.length > 1 ? ` (${sides[i].label})` : '';
+          progress.step(`flood: ${scenario.id}${who}, repetition ${rep + 1}/${s.repetitions}`, 2_500);
+          await settle(nodes);
+          const tag = `${runId}-${scenario.id.replace(/\//g, '-')}-${rep}-${i}`;
+          const burst: FloodBurst = {
+            type: 'burst',
+            algorithm: scenario.algorithm,
+            coalesce: scenario.coalesce,
+            subjects: scenario.subjects,
+            limit: scenario.limit,
+            inFlight: scenario.inFlight,
+            prefix: nextPrefix(),
+            subject: `flood-${tag}`,
+            // Every process starts its burst at the same moment, whenever the message reached it.
+            startAt: Date.now() + 500,
+          };
+          for (const w of workers[i]) w.send(burst);
+          reps[i].push(await Promise.all(workers[i].map((w) => expectAnswers(w, 120_000))));
+        }
       }
-      const row = summarizeBursts(scenario, reps);
-      rows.push(row);
-      progress.note(
-        `flood: ${scenario.id}: most on one subject ${row.maxAdmittedPerSubject} of ${row.limit}, ${row.withoutStore} of ${row.decisions} without the store, p99 ${row.p99WaitMs} ms, longest ${row.maxWaitMs} ms, ${row.overAllowance} past the allowance`,
-      );
+      for (const [i, side] of sides.entries()) {
+        const row = summarizeBursts(scenario, reps[i]);
+        rows[i].push(row);
+        progress.note(
+          `flood: ${scenario.id}${sides.length > 1 ? ` (${side.label})` : ''}: most on one subject ${row.maxAdmittedPerSubject} of ${row.limit}, ${row.withoutStore} of ${row.decisions} without the store, p99 ${row.p99WaitMs} ms, longest ${row.maxWaitMs} ms, ${row.overAllowance} past the allowance`,
+        );
+      }
     }
     return rows;
   } finally {
-    await Promise.all(workers.map((w) => w.stop()));
+    await Promise.all(workers.flat().map((w) => w.stop()));
     await redis?.stop();
     await cluster?.stop();
   }
@@ -174,14 +196,14 @@ const FLOOD_EVERY_MS = 50;
 const WARM_MS = 3_000;
 const AFTER_MS = 3_000;
 
-async function runOutage(fault: FloodOutageRow['fault'], s: FloodSettings, progress: Progress): Promise<FloodOutageRow> {
+async function runOutage(fault: FloodOutageRow['fault'], s: FloodSettings, side: FloodSide, progress: Progress): Promise<FloodOutageRow> {
   const redis = await startRedis();
   let workers: Worker[] = [];
   try {
     await loadScripts([redis]);
-    workers = await startWorkers(s.processes, { port: redis.port }, `flood-outage-${fault}`);
-    const tag = `${runId}-outage-${fault}`;
-    progress.step(`flood: outage (${fault}): ${WARM_MS / 1000} s healthy, ${s.outageMs / 1000} s out, ${AFTER_MS / 1000} s after`, WARM_MS + s.outageMs + AFTER_MS);
+    workers = await startWorkers(s.processes, { port: redis.port }, `flood-outage-${fault}`, side.dir);
+    const tag = `${runId}-outage-${fault}-${prefixes}`;
+    progress.step(`flood: outage (${fault}, ${side.label}): ${WARM_MS / 1000} s healthy, ${s.outageMs / 1000} s out, ${AFTER_MS / 1000} s after`, WARM_MS + s.outageMs + AFTER_MS);
     for (const w of workers) w.send({ type: 'warm', limit: s.limit, prefix: nextPrefix(), everyMs: 100, perTick: 5 });
     for (const w of workers) {
       const m = await w.next(30_000);
@@ -207,7 +229,7 @@ async function runOutage(fault: FloodOutageRow['fault'], s: FloodSettings, progr
       { fault, limit: s.limit, ratePerSecond: (s.processes * FLOOD_PER_TICK * 1000) / FLOOD_EVERY_MS, outageFrom, outageTo, stoppedAt: Date.now() },
       answers,
     );
-    progress.note(`flood: outage (${fault}): ${row.admittedDuringOutage} admitted while Redis was out (limit ${row.limit}, bound ${row.bound}), ${row.admittedAfter} after; longest wait ${row.maxWaitMs} ms`);
+    progress.note(`flood: outage (${fault}, ${side.label}): ${row.admittedDuringOutage} admitted while Redis was out (limit ${row.limit}, bound ${row.bound}), ${row.admittedAfter} after; longest wait ${row.maxWaitMs} ms`);
     return row;
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
@@ -215,20 +237,25 @@ async function runOutage(fault: FloodOutageRow['fault'], s: FloodSettings, progr
   }
 }
 
-/** Every scenario of the settings, topology by topology, then the outages. */
-export async function runFlood(s: FloodSettings, progress: Progress): Promise<Pick<FloodRun, 'scenarios' | 'outages'>> {
-  const scenarios: FloodScenarioRow[] = [];
-  for (const topology of s.topologies) scenarios.push(...(await runBursts(topology, s, progress)));
-  const outages: FloodOutageRow[] = [];
-  for (const fault of s.outages) outages.push(await runOutage(fault, s, progress));
-  return { scenarios, outages };
+/** Every scenario of the settings for every side, topology by topology, then the outages: one result per side. */
+export async function runFlood(s: FloodSettings, sides: readonly FloodSide[], progress: Progress): Promise<Pick<FloodRun, 'scenarios' | 'outages'>[]> {
+  const out: Pick<FloodRun, 'scenarios' | 'outages'>[] = sides.map(() => ({ scenarios: [], outages: [] }));
+  for (const topology of s.topologies) {
+    const rows = await runBursts(topology, s, sides, progress);
+    rows.forEach((r, i) => out[i].scenarios.push(...r));
+  }
+  let round = 0;
+  for (const fault of s.outages) {
+    for (const i of inTurn([...sides.keys()], round++)) out[i].outages.push(await runOutage(fault, s, sides[i], progress));
+  }
+  return out;
 }
 
-/** The commit measured, short, and whether the packages had uncommitted changes. */
-export function checkout(): { commit: string; dirty: boolean } {
+/** The commit of a checkout, short, and whether its packages had uncommitted changes. */
+export function checkout(repoDir = REPO_DIR): { commit: string; dirty: boolean } {
   try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: REPO_DIR, encoding: 'utf8' }).trim() !== '';
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repoDir, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: repoDir, encoding: 'utf8' }).trim() !== '';
     return { commit, dirty };
   } catch {
     return { commit: '?', dirty: false };
@@ -266,6 +293,9 @@ const HELP = `Usage: pnpm bench:flood [options]
   --outage-ms MS     how long Redis is out (default ${FULL.outageMs})
   --label NAME       record the run under this name in bench/flood-runs.json and on docs/benchmarks.md
                      (default: "commit <sha>"); a run of the same name is replaced
+  --against DIR      also measure another checkout (e.g. a worktree of an older commit, after
+                     pnpm install), burst by burst in alternation: two runs under the same load
+  --against-label NAME  its run's name (default: "commit <its sha>")
   --no-docs          print only: record nothing, change no page
   --help`;
 
@@ -283,7 +313,9 @@ function whole(value: string | undefined, fallback: number, option: string): num
   return n;
 }
 
-export function parseFloodArgs(argv: string[]): { settings: FloodSettings; quick: boolean; label?: string; docs: boolean } | 'help' {
+export function parseFloodArgs(
+  argv: string[],
+): { settings: FloodSettings; quick: boolean; label?: string; against?: string; againstLabel?: string; docs: boolean } | 'help' {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -297,6 +329,8 @@ export function parseFloodArgs(argv: string[]): { settings: FloodSettings; quick
       outages: { type: 'string' },
       'outage-ms': { type: 'string' },
       label: { type: 'string' },
+      against: { type: 'string' },
+      'against-label': { type: 'string' },
       'no-docs': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
@@ -308,6 +342,8 @@ export function parseFloodArgs(argv: string[]): { settings: FloodSettings; quick
   return {
     quick,
     label: values.label,
+    against: values.against,
+    againstLabel: values['against-label'],
     docs: !values['no-docs'],
     settings: {
       processes: whole(values.processes, base.processes, 'processes'),
@@ -322,37 +358,53 @@ export function parseFloodArgs(argv: string[]): { settings: FloodSettings; quick
   };
 }
 
-/** Measures this checkout; what `pnpm bench` runs as its flood section too. */
-export async function measureFlood(settings: FloodSettings, quick: boolean, command: string, label: string | undefined, progress: Progress): Promise<FloodRun> {
+/** This checkout, labelled `label` (default "commit <sha>"). */
+export function thisSide(label?: string): FloodSide {
+  return { label: label ?? `commit ${checkout().commit}`, dir: OUT_DIR, repoDir: REPO_DIR };
+}
+
+/** Another checkout (`--against DIR`), built with this bench's flood worker, labelled `label` (default "commit <sha>"). */
+export async function againstSide(against: string, label?: string): Promise<FloodSide> {
+  const { repoDir, outDir } = await buildAgainst(against, ['flood-worker']);
+  return { label: label ?? `commit ${checkout(repoDir).commit}`, dir: outDir, repoDir };
+}
+
+/** Measures each side, alternating burst by burst; what `pnpm bench` runs as its flood section too. One run per side. */
+export async function measureFlood(settings: FloodSettings, quick: boolean, command: string, sides: readonly FloodSide[], progress: Progress): Promise<FloodRun[]> {
   const started = Date.now();
   const loadAverageStart = loadAverage();
-  const { commit, dirty } = checkout();
-  const { scenarios, outages } = await runFlood(settings, progress);
-  const notes: string[] = [];
-  if (quick) notes.push('Quick run: one repetition of each burst and the pause outage only; good for checking the harness and for a first reading.');
-  const rejected = [...scenarios, ...outages].reduce((n, r) => n + r.rejected, 0);
-  if (rejected) notes.push(`${rejected} consume() calls rejected instead of answering with a Decision.`);
-  const m0 = machine();
-  if ((loadAverageStart[0] ?? 0) > m0.cores / 2) {
-    notes.push(
-      `The machine was busy (1-minute load average ${loadAverageStart[0]} at start on ${m0.cores} cores): processes waited for a core, which shows as loop stall and as waits past the deadline; compare runs made under similar load.`,
-    );
-  }
-  return {
-    label: label ?? `commit ${commit}`,
-    commit,
-    dirty,
-    date: new Date(started).toISOString(),
-    command,
-    mode: quick ? 'quick' : 'full',
-    durationS: (Date.now() - started) / 1000,
-    machine: `${m0.cpu}, ${m0.cores} cores, Node ${m0.node}`,
-    loadAverageStart,
-    loadAverageEnd: loadAverage(),
-    scenarios,
-    outages,
-    notes,
-  };
+  const results = await runFlood(settings, sides, progress);
+  const m = machine();
+  const loadAverageEnd = loadAverage();
+  return sides.map((side, i) => {
+    const { scenarios, outages } = results[i];
+    const { commit, dirty } = checkout(side.repoDir);
+    const notes: string[] = [];
+    if (quick) notes.push('Quick run: one repetition of each burst and the pause outage only; good for checking the harness and for a first reading.');
+    if (sides.length > 1) notes.push(`Measured in one run with ${sides.filter((o) => o !== side).map((o) => `"${o.label}"`).join(', ')}, burst by burst in alternation, under the same load.`);
+    const rejected = [...scenarios, ...outages].reduce((n, r) => n + r.rejected, 0);
+    if (rejected) notes.push(`${rejected} consume() calls rejected instead of answering with a Decision.`);
+    if ((loadAverageStart[0] ?? 0) > m.cores / 2) {
+      notes.push(
+        `The machine was busy (1-minute load average ${loadAverageStart[0]} at start on ${m.cores} cores): processes waited for a core, which shows as loop stall and as waits past the deadline; compare runs made under similar load.`,
+      );
+    }
+    return {
+      label: side.label,
+      commit,
+      dirty,
+      date: new Date(started).toISOString(),
+      command,
+      mode: quick ? 'quick' : 'full',
+      durationS: (Date.now() - started) / 1000,
+      machine: `${m.cpu}, ${m.cores} cores, Node ${m.node}`,
+      loadAverageStart,
+      loadAverageEnd,
+      scenarios,
+      outages,
+      notes,
+    };
+  });
 }
 
 async function main(): Promise<number> {
@@ -372,16 +424,22 @@ async function main(): Promise<number> {
   process.once('SIGTERM', interrupt);
   progress.step('building the flood worker and Floodgate (esbuild, as a release build)');
   await buildChildren({ children: ['flood-worker'] });
+  const sides = [thisSide(parsed.label)];
+  if (parsed.against) sides.unshift(await againstSide(parsed.against, parsed.againstLabel));
+  if (new Set(sides.map((x) => x.label)).size < sides.length) throw new Error(`--label and --against-label must differ (both "${sides[0].label}")`);
   const command = ['pnpm bench:flood', ...argv].join(' ');
-  const run = await measureFlood(parsed.settings, parsed.quick, command, parsed.label, progress);
+  const runs = await measureFlood(parsed.settings, parsed.quick, command, sides, progress);
+  const took = Math.round(runs[0].durationS);
   if (parsed.docs) {
-    writeFloodSection(recordFloodRun(run));
-    progress.finish(`bench:flood: done in ${Math.round(run.durationS)} s; recorded as "${run.label}" in bench/flood-runs.json and docs/benchmarks.md`);
+    let recorded = readFloodRuns();
+    for (const run of runs) recorded = recordFloodRun(run);
+    writeFloodSection(recorded);
+    progress.finish(`bench:flood: done in ${took} s; recorded as ${runs.map((r) => `"${r.label}"`).join(' and ')} in bench/flood-runs.json and docs/benchmarks.md`);
   } else {
-    progress.finish(`bench:flood: done in ${Math.round(run.durationS)} s (--no-docs: nothing recorded)`);
-    console.log(floodSection([run]));
+    progress.finish(`bench:flood: done in ${took} s (--no-docs: nothing recorded)`);
+    console.log(floodSection(runs));
   }
-  return run.notes.some((n) => n.includes('rejected')) ? 1 : 0;
+  return runs.some((run) => run.notes.some((n) => n.includes('rejected'))) ? 1 : 0;
 }
 
 if (require.main === module) {

@@ -9,7 +9,7 @@ import { buildChildren, OUT_DIR } from './build';
 import { againstSide, runMicro, type MicroSide } from './micro';
 import { childLogDir, killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, adapterExists, coreHasHotKeys, loadAverage, machine, redisVersion, versions } from './env';
-import { FULL as FLOOD_FULL, QUICK as FLOOD_QUICK, measureFlood, readFloodRuns, recordFloodRun } from './flood';
+import { FULL as FLOOD_FULL, QUICK as FLOOD_QUICK, measureFlood, readFloodRuns, recordFloodRun, thisSide } from './flood';
 import { runMemoryStore, runRedisMemory } from './memory';
 import { profileServer } from './profile';
 import { Progress } from './progress';
@@ -309,7 +309,7 @@ async function main(): Promise<number> {
     await section('flood', async () => {
       // Its own redis-server and Cluster: a flood may leave the shared server busy with late calls.
       const command = `pnpm bench${config.quick ? ' --quick' : ''}`;
-      const run = await measureFlood(config.quick ? FLOOD_QUICK : FLOOD_FULL, config.quick, command, undefined, progress);
+      const [run] = await measureFlood(config.quick ? FLOOD_QUICK : FLOOD_FULL, config.quick, command, [thisSide()], progress);
       results.flood = config.docs ? recordFloodRun(run) : [...readFloodRuns(), run];
     });
     await section('race', async () => {

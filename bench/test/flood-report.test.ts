@@ -127,6 +127,7 @@ describe('scenarios and options', () => {
     if (full === 'help' || quick === 'help') throw new Error('no help asked');
     expect(full.settings).toMatchObject({ processes: 8, inFlight: 400, limit: 100, repetitions: 3, topologies: ['single', 'cluster'], outages: ['kill', 'pause'], outageMs: 10_000 });
     expect(quick).toMatchObject({ quick: true, label: 'before', docs: true, settings: { repetitions: 1, algorithms: ['sliding-window-counter'], outages: ['pause'] } });
+    expect(parseFloodArgs(['--against', '../old', '--against-label', 'before', '--label', 'after'])).toMatchObject({ against: '../old', againstLabel: 'before', label: 'after' });
     expect(() => parseFloodArgs(['--topologies', 'sentinel'])).toThrow(/--topologies: "sentinel" is not one of single, cluster/);
     expect(() => parseFloodArgs(['--in-flight', '0'])).toThrow(/--in-flight: a whole number from 1/);
   });

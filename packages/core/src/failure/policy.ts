@@ -1,5 +1,4 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
-import { ALGORITHM } from '../algorithms/registry';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -107,9 +106,9 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
 export function localLimits(limits: readonly ResolvedLimit[], instances: number): ResolvedLimit[] {
   return limits.map((l) => {
     const capacity = Math.max(1, Math.floor(l.limit / instances));
-    if (ALGORITHM[l.algorithm].family === 'rate') {
-      const rate = l.store.period / instances;
-      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, period: rate } };
+    if ('refillPerSecond' in l.store) {
+      const rate = l.store.refillPerSecond / instances;
+      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, refillPerSecond: rate } };
     }
     return { ...l, limit: capacity, store: { ...l.store, capacity } };
   });
@@ -118,6 +117,8 @@ export function localLimits(limits: readonly ResolvedLimit[], instances: number)
 /** What a request gets when the store could not decide it: a degraded Decision, per the failure mode. */
 export interface Fallback {
   decide(request: StoreRequest): Decision;
+  /** failMode 'local': where a lease taken from memory is released and renewed; undefined otherwise. */
+  readonly leases?: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets a subject's local counts (failMode 'local'), with the limiter's reset(). */
   reset(keys: readonly string[]): void;
 }
@@ -139,12 +140,14 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
       return {
         decide(request) {
           // Same keys as the shared store, so a subject's local bucket is the one it has there.
-          const result = memory.evaluateSync({ keys: request.keys, limits: storeLimits, cost: request.cost, mode: request.mode });
+          const result = memory.evaluateSync({ keys: request.keys, limits: storeLimits, cost: request.cost, mode: request.mode, token: request.token });
           const decision = toDecision(local, result.allowed, result.results, request.cost, 'fail-local', true);
           // A cost above the local share may well fit the shared limit once the store is back.
           return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
         },
         reset: (keys) => void memory.reset(keys),
+        // A lease's release and renewal name only the lease limit (its length is all they read).
+        leases: { evaluate: (request) => Promise.resolve(memory.evaluateSync(request)) },
       };
     }
   }
