@@ -2,6 +2,7 @@
 import {
   createHttpLimiter,
   invalidOption,
+  isThenable,
   settleOnFinish,
   type Decision,
   type HttpLimiter,
@@ -79,7 +80,7 @@ function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefine
   return function floodgate(request, reply, done) {
     const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, trustProxy };
     const result = http.handleNow(facts, request);
-    if (result instanceof Promise) result.then((r) => apply(r, request, reply, done), done);
+    if (isThenable(result)) result.then((r) => apply(r, request, reply, done), done);
     else apply(result, request, reply, done);
   };
 }
