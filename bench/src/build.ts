@@ -9,7 +9,7 @@
 // and frameworks run exactly as installed.
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { BENCH_DIR, REPO_DIR } from './env';
 
@@ -17,8 +17,11 @@ export const OUT_DIR = join(BENCH_DIR, 'dist');
 const FLOODGATE = ['core', 'express', 'fastify', 'koa'];
 const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 
+/** A package's entry files (`exports` of its package.json), those it has. */
+const PACKAGE_ENTRIES = ['index', 'http', 'internal'];
+
 /** Entry points of child processes, compiled to dist/<name>.js. */
-const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker'];
+const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker', 'flood-worker'];
 
 function resolvesFromBench(specifier: string): boolean {
   try {
@@ -34,7 +37,8 @@ function externals(self: string | undefined): Plugin {
     name: 'floodgate-bench-externals',
     setup(b) {
       b.onResolve({ filter: /^[^./]/ }, (args) => {
-        const own = /^@floodgate\/([a-z]+)$/.exec(args.path);
+        // A package or one of its entries (@floodgate/core/http): the package's one compiled file.
+        const own = /^@floodgate\/([a-z]+)(?:\/[a-z]+)?$/.exec(args.path);
         // Another Floodgate package: its own compiled file, so all importers share one instance.
         if (own && own[1] !== self) return { path: `./floodgate-${own[1]}.js`, external: true };
         if (own) return undefined;
@@ -68,11 +72,30 @@ export async function buildChildren(options: { repoDir?: string; outDir?: string
   const repoDir = options.repoDir ?? REPO_DIR;
   mkdirSync(outDir, { recursive: true });
   for (const pkg of FLOODGATE) {
-    const entry = join(repoDir, 'packages', pkg, 'src', 'index.ts');
-    if (!existsSync(entry)) continue;
-    await build({ ...common, entryPoints: [entry], outfile: join(outDir, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
+    const src = join(repoDir, 'packages', pkg, 'src');
+    if (!existsSync(join(src, 'index.ts'))) continue;
+    // Every entry the package has (core: index, http, internal) in its one file: one instance of its modules.
+    const entries = PACKAGE_ENTRIES.filter((name) => existsSync(join(src, `${name}.ts`)));
+    const stdin = { contents: entries.map((name) => `export * from './${name}';`).join('\n'), resolveDir: src, sourcefile: 'entries.ts', loader: 'ts' as const };
+    await build({ ...common, stdin, outfile: join(outDir, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
   }
   for (const name of options.children ?? CHILDREN) {
     await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(outDir, `${name}.js`), plugins: [externals(undefined)] });
   }
+}
+
+/** Where another checkout's build goes (`--against DIR`). */
+export const AGAINST_DIR = join(BENCH_DIR, 'dist-against');
+
+/**
+ * Builds another checkout's Floodgate packages (e.g. a worktree of an older commit, after `pnpm
+ * install`) with this bench's `children`, into dist-against/; returns its absolute path and that
+ * directory. A relative path is taken from where the command was typed (pnpm runs in bench/).
+ */
+export async function buildAgainst(against: string, children: readonly string[]): Promise<{ repoDir: string; outDir: string }> {
+  const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), against);
+  if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
+  mkdirSync(AGAINST_DIR, { recursive: true });
+  await buildChildren({ repoDir, outDir: AGAINST_DIR, children });
+  return { repoDir, outDir: AGAINST_DIR };
 }

@@ -7,6 +7,9 @@ export type { RequestFacts } from './identity';
 export type { Decision } from './decision';
 export type { Health } from './health';
 export { invalidOption, FloodgateError } from './errors';
+// For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
+export { createAllowList } from './identity/allow-list';
+export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';

@@ -3,13 +3,13 @@ import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry
 import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
-import type { HotKeyOptions } from './hot-keys/hot-key-store';
+import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
 import type { ResolvedLimit } from './limit';
-import type { Store } from './stores/store';
+import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { checkOptionNames, clockOption, MAX_UNITS, optionNames, wholeNumber } from './validate';
 
 export type { ResolvedLimit } from './limit';
 
@@ -76,7 +76,7 @@ export interface ResolvedLimiterOptions {
   /** Monotonic ms for local caches and the breaker; undefined: the shared default clock. */
   readonly clock: (() => number) | undefined;
   /** Hot-key options (checked by the hot-key store when the limiter is built); undefined: off. */
-  readonly hotKeys: HotKeyOptions | undefined;
+  readonly hotKeys: ResolvedHotKeyOptions | undefined;
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
   /** Where metrics go; undefined: the global provider. */
@@ -182,10 +182,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) {
     invalidOption('prefix', prefix, 'a string matching [A-Za-z0-9_.-]{1,32}');
   }
-  const store = options.store ?? new MemoryStore();
-  if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
-    invalidOption('store', store, 'a Store such as new MemoryStore() or new RedisStore({ client })');
-  }
+  const store = options.store === undefined ? new MemoryStore() : storeOption('store', options.store);
   let limits: ResolvedLimit[];
   if (options.limits !== undefined) {
     if (options.limit !== undefined || options.burst !== undefined) {
@@ -199,12 +196,9 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
-  const clock = options.clock;
-  if (clock !== undefined && typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
+  const clock = clockOption('clock', options.clock);
+  const failure = resolveFailureOptions(options, store);
   const blockCacheSize = options.blockCacheSize === undefined ? 10_000 : wholeNumber('blockCacheSize', options.blockCacheSize, 0, 100_000_000);
-  if (options.hotKeys !== undefined && (!options.hotKeys || typeof options.hotKeys !== 'object' || Array.isArray(options.hotKeys))) {
-    invalidOption('hotKeys', options.hotKeys, 'an object such as { instances: 4 }');
-  }
   const meterProvider = options.meterProvider;
   if (meterProvider !== undefined && (!meterProvider || typeof meterProvider.getMeter !== 'function')) {
     invalidOption('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider (an object with getMeter), such as the SDK\'s');
@@ -215,10 +209,10 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     limits,
     maxCost: maxCostOf(limits),
     meterProvider,
-    failure: resolveFailureOptions(options, store),
+    failure,
     blockCacheSize,
     clock,
-    hotKeys: options.hotKeys,
+    hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
   };
 }

@@ -116,6 +116,30 @@ describe('exempt requests: allowList and skip', () => {
   });
 });
 
+describe('functions that answer with a thenable that is not a native promise', () => {
+  /** A PromiseLike that is not a Promise: what a userland or older promise library returns. */
+  const thenable = <T>(value: T): PromiseLike<T> => ({
+    then: (onFulfilled, onRejected) => Promise.resolve(value).then(onFulfilled, onRejected),
+  });
+
+  it('waits for skip, cost and key answered as thenables, as it would for promises', async () => {
+    const exempt = createHttpLimiter<{ internal?: boolean }>({ logger: silent, limit: 1, skip: ((req: { internal?: boolean }) => thenable(req.internal === true)) as never });
+    for (let i = 0; i < 3; i++) expect((await exempt.handle(facts(), { internal: true })).decision).toBeUndefined();
+    expect((await exempt.handle(facts(), {})).status).toBe('next');
+    expect((await exempt.handle(facts(), {})).status).toBe(429);
+
+    const costly = createHttpLimiter({ logger: silent, limit: 3, cost: (() => thenable(2)) as never });
+    const first = await costly.handle(facts(), {});
+    expect([first.status, first.decision?.remaining]).toEqual(['next', 1]);
+    expect((await costly.handle(facts(), {})).status).toBe(429);
+
+    const keyed = createHttpLimiter({ logger: silent, limit: 1, key: (() => thenable('tenant-7')) as never });
+    expect((await keyed.handle(facts({ ip: '198.51.100.1' }), {})).status).toBe('next');
+    // Another address, the same key: the key's bucket, already spent.
+    expect((await keyed.handle(facts({ ip: '198.51.100.2' }), {})).status).toBe(429);
+  });
+});
+
 describe('count by outcome, several keys, reset on success', () => {
   type Login = { user?: string };
   const login = (user: string | undefined, ip = '203.0.113.9') => facts({ ip, method: 'POST', route: '/login' });
@@ -178,6 +202,43 @@ describe('count by outcome, several keys, reset on success', () => {
     await new Promise((r) => setImmediate(r));
     const plain = failing.route({ extraKeys: [] })!;
     expect((await plain.handle(login('x'), {})).status).toBe('next'); // the IP's unit was given back
+  });
+
+  it('logs a resetOnSuccess the store fails, once per run of failures, and the count stays', async () => {
+    const memory = new MemoryStore();
+    let resets = 'fail' as 'fail' | 'work';
+    const store: Store = {
+      name: 'flaky-reset',
+      evaluate: (request) => memory.evaluate(request),
+      reset: (keys) => (resets === 'fail' ? Promise.reject(new Error('reset refused')) : memory.reset(keys)),
+    };
+    const warnings: { message: string; details?: Record<string, unknown> }[] = [];
+    const logger = { warn: (message: string, details?: Record<string, unknown>) => warnings.push({ message, details }), error: () => undefined };
+    const http = createHttpLimiter<Login>({
+      store,
+      logger,
+      limit: 100,
+      countOnly: 'failed',
+      extraKeys: [{ name: 'account', key: (req) => req.user, limit: 3 }],
+      resetOnSuccess: ['account'],
+    });
+    const settled = () => new Promise((r) => setTimeout(r, 10));
+    await attempt(http, 'dave', 401);
+    await attempt(http, 'dave', 200);
+    await attempt(http, 'dave', 200);
+    await settled();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0].message).toMatch(/resetOnSuccess could not clear extra key `account` in `POST \/login#account`.*reset refused/);
+    expect(warnings[0].details).toMatchObject({ store: 'flaky-reset', key: 'account', scope: 'POST /login#account' });
+    // The failed resets left the one failure counted: two more failures spend the account's 3.
+    expect([await attempt(http, 'dave', 401), await attempt(http, 'dave', 401), await attempt(http, 'dave', 401)]).toEqual(['next', 'next', 429]);
+    resets = 'work';
+    await attempt(http, 'erin', 200);
+    await settled();
+    resets = 'fail';
+    await attempt(http, 'erin', 200);
+    await settled();
+    expect(warnings).toHaveLength(2); // a reset worked in between: a new run of failures is logged again
   });
 
   it('refuses bad outcome and extra-key options at construction, naming them', () => {

@@ -1,5 +1,8 @@
-// @floodgate/testing: real redis-server processes, a local Redis Cluster and the fault choreography for Floodgate's tests (adapter suites: @floodgate/testing/adapter-suites).
-export { startRedis, type RedisServer, type StartRedisOptions } from './redis-server';
+// @floodgate/testing: real redis-server processes (TLS, passwords, ACL users), a local Redis Cluster, a Sentinel topology and the fault choreography for Floodgate's tests (adapter suites: @floodgate/testing/adapter-suites).
+export { startRedis, type RedisServer, type StartRedisOptions, type AclUser } from './redis-server';
+export { startRedisSentinel, type RedisSentinelHandle, type StartRedisSentinelOptions, type FailoverTimeline } from './redis-sentinel';
+export { tlsMaterial, type TlsMaterial } from './tls-material';
+export { respCommand, type RespReply } from './resp-command';
 export {
   startRedisCluster,
   type RedisClusterHandle,

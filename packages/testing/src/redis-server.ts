@@ -1,5 +1,6 @@
-// Starts, stops, kills, pauses and restarts one real redis-server process on a free loopback port.
+// Starts, stops, kills, pauses and restarts one real redis-server process on a free loopback port, optionally with TLS, a password and ACL users.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,17 +16,27 @@ import {
   removeDirQuietly,
   sweepStaleTempDirs,
 } from './process-cleanup';
-import { respCommand, respText } from './resp-command';
+import { respCommand, respText, type RespCommandOptions, type RespReply } from './resp-command';
+import { tlsMaterial, type TlsMaterial } from './tls-material';
 
 export interface RedisServer {
   readonly host: '127.0.0.1';
   readonly port: number;
-  /** redis://127.0.0.1:PORT */
+  /** redis://127.0.0.1:PORT, or rediss://127.0.0.1:PORT with TLS (no credentials in it). */
   readonly url: string;
+  /** With `tls`: the test CA and certificates (the port then speaks TLS only). */
+  readonly tls: TlsMaterial | undefined;
+  /** The default user's password when the server requires one (`password` or `users`), else undefined. */
+  readonly password: string | undefined;
   /** Pid of the current redis-server process; undefined while it is not running. */
   readonly pid: number | undefined;
-  /** A new ioredis client to this server (caller quits it). Options are merged over sane test defaults. */
+  /**
+   * A new ioredis client to this server (caller quits it), over TLS trusting the test CA and with the
+   * default user's password when the server has them. Options are merged over sane test defaults.
+   */
   client(options?: RedisOptions): Redis;
+  /** One command as the default (all-powerful) user on a short-lived connection, e.g. ['ACL', 'SETUSER', ...]. */
+  command(args: (string | number | Buffer)[]): Promise<RespReply>;
   /** Graceful stop (SIGTERM, SIGKILL after 5 s) and wait for exit; removes the temp dir. Idempotent. */
   stop(): Promise<void>;
   /** SIGKILL and wait for exit. The temp dir is kept (a cluster node restarts with its nodes.conf). */
@@ -49,11 +60,30 @@ export interface StartRedisOptions {
   port?: number;
   /** Extra redis-server arguments, appended after the defaults (so they win), e.g. ['--maxmemory', '10mb']. */
   args?: string[];
+  /**
+   * Serve TLS only on the port (`--tls-port`, plain port off), with a CA and certificates made by
+   * openssl for this run. Client certificates are accepted but not required, as on managed services.
+   * Default false.
+   */
+  tls?: boolean;
+  /** The default user's password (`requirepass`). `true`: a random one. Default: none, unless `users` is given (then random). */
+  password?: string | true;
+  /** ACL users, each `user <name> on >password <rules>` in the server's configuration (kept across restarts). */
+  users?: readonly AclUser[];
+}
+
+/** One ACL user: rules as ACL SETUSER takes them, e.g. '~fg:* -@all +evalsha'. */
+export interface AclUser {
+  readonly name: string;
+  readonly password: string;
+  readonly rules: string;
 }
 
 /** Internal: how a cluster node differs from a standalone server. */
 export interface NodeLaunchOptions extends StartRedisOptions {
   cluster?: { nodeTimeoutMs: number };
+  /** Run redis-sentinel with this configuration (written once into the temp dir: a sentinel rewrites it, and keeps it across restarts). */
+  sentinel?: { config: string };
 }
 
 const HOST = '127.0.0.1' as const;
@@ -61,6 +91,7 @@ const STARTUP_TIMEOUT_MS = 10_000;
 const STOP_GRACE_MS = 5_000;
 const BIND_RETRIES = 5;
 const REDIS_SERVER_BIN = process.env.FLOODGATE_REDIS_SERVER ?? 'redis-server';
+const REDIS_SENTINEL_BIN = process.env.FLOODGATE_REDIS_SENTINEL ?? 'redis-sentinel';
 
 /** Sane defaults for test clients: fail fast instead of retrying for a long time. */
 const CLIENT_DEFAULTS: RedisOptions = {
@@ -111,6 +142,8 @@ function waitForExit(child: ChildProcess, timeoutMs?: number): Promise<boolean> 
 export class RedisServerProcess implements RedisServer {
   readonly host = HOST;
   readonly url: string;
+  readonly tls: TlsMaterial | undefined;
+  readonly password: string | undefined;
   private child: ChildProcess | undefined;
   private paused = false;
   private dir: string | undefined;
@@ -122,7 +155,18 @@ export class RedisServerProcess implements RedisServer {
     readonly busPort: number | undefined,
     private readonly launch: NodeLaunchOptions,
   ) {
-    this.url = `redis://${HOST}:${port}`;
+    this.tls = launch.tls ? tlsMaterial() : undefined;
+    const password = launch.password ?? (launch.users?.length ? true : undefined);
+    this.password = password === true ? randomBytes(12).toString('hex') : password;
+    this.url = `${this.tls ? 'rediss' : 'redis'}://${HOST}:${port}`;
+  }
+
+  /** How the harness's own one-off commands reach this server: TLS and AUTH as configured. */
+  get admin(): RespCommandOptions {
+    return {
+      ...(this.tls ? { tls: { ca: this.tls.ca } } : {}),
+      ...(this.password !== undefined ? { auth: { password: this.password } } : {}),
+    };
   }
 
   get pid(): number | undefined {
@@ -135,7 +179,14 @@ export class RedisServerProcess implements RedisServer {
   }
 
   client(options: RedisOptions = {}): Redis {
-    const client = new Redis({ ...CLIENT_DEFAULTS, host: HOST, port: this.port, ...options });
+    const client = new Redis({
+      ...CLIENT_DEFAULTS,
+      host: HOST,
+      port: this.port,
+      ...(this.tls ? { tls: { ca: this.tls.ca } } : {}),
+      ...(this.password !== undefined ? { password: this.password } : {}),
+      ...options,
+    });
     // Tests kill and pause servers on purpose; without a listener ioredis prints every connection
     // error as "Unhandled error event". Commands still reject normally.
     client.on('error', () => undefined);
@@ -187,8 +238,12 @@ export class RedisServerProcess implements RedisServer {
     await this.startAndWait();
   }
 
+  command(args: (string | number | Buffer)[]): Promise<RespReply> {
+    return respCommand(this.port, args, this.admin);
+  }
+
   async info(section?: string): Promise<string> {
-    return respText(this.port, section === undefined ? ['INFO'] : ['INFO', section]);
+    return respText(this.port, section === undefined ? ['INFO'] : ['INFO', section], this.admin);
   }
 
   async commandStats(): Promise<Record<string, number>> {
@@ -196,7 +251,7 @@ export class RedisServerProcess implements RedisServer {
   }
 
   async resetStats(): Promise<void> {
-    await respCommand(this.port, ['CONFIG', 'RESETSTAT']);
+    await respCommand(this.port, ['CONFIG', 'RESETSTAT'], this.admin);
   }
 
   /** Internal: spawn redis-server and wait until this very process answers PING. */
@@ -206,10 +261,10 @@ export class RedisServerProcess implements RedisServer {
       const outcome = await pollUntil<'ready' | 'exited'>(
         async () => {
           if (!isRunning(child)) return 'exited';
-          const pong = await respCommand(this.port, ['PING'], { timeoutMs: 1_000 });
+          const pong = await respCommand(this.port, ['PING'], { timeoutMs: 1_000, ...this.admin });
           if (pong !== 'PONG') return undefined;
           // Another process may own the port (bind race): only accept our own pid.
-          const info = await respText(this.port, ['INFO', 'server'], { timeoutMs: 1_000 });
+          const info = await respText(this.port, ['INFO', 'server'], { timeoutMs: 1_000, ...this.admin });
           return /process_id:(\d+)/.exec(info)?.[1] === String(child.pid) ? 'ready' : undefined;
         },
         { timeoutMs: STARTUP_TIMEOUT_MS, intervalMs: 15, what: `redis-server on port ${this.port}` },
@@ -241,8 +296,23 @@ export class RedisServerProcess implements RedisServer {
       writeFileSync(join(this.dir, OWNER_FILE), String(ownerPid()));
     }
     const dir = this.dir;
+    const sentinel = this.launch.sentinel;
+    if (sentinel) {
+      const config = join(dir, 'sentinel.conf');
+      if (!existsSync(config)) writeFileSync(config, sentinel.config);
+      return this.spawnBinary(REDIS_SENTINEL_BIN, [config, '--port', String(this.port), '--bind', HOST, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no']);
+    }
     const args = [
-      '--port', String(this.port),
+      ...(this.tls
+        ? [
+            '--port', '0',
+            '--tls-port', String(this.port),
+            '--tls-cert-file', this.tls.serverCertFile,
+            '--tls-key-file', this.tls.serverKeyFile,
+            '--tls-ca-cert-file', this.tls.caFile,
+            '--tls-auth-clients', 'optional',
+          ]
+        : ['--port', String(this.port)]),
       '--bind', HOST,
       '--save', '',
       '--appendonly', 'no',
@@ -258,14 +328,21 @@ export class RedisServerProcess implements RedisServer {
         '--cluster-port', String(this.busPort),
       );
     }
+    if (this.password !== undefined) args.push('--requirepass', this.password);
+    for (const user of this.launch.users ?? []) {
+      args.push('--user', user.name, 'on', `>${user.password}`, ...user.rules.split(/\s+/).filter(Boolean));
+    }
     args.push(...(this.launch.args ?? []));
+    return this.spawnBinary(REDIS_SERVER_BIN, args);
+  }
 
-    const logFd = openSync(join(dir, 'redis.log'), 'a');
+  private spawnBinary(binary: string, args: string[]): ChildProcess {
+    const logFd = openSync(join(this.dir!, 'redis.log'), 'a');
     let child: ChildProcess;
     try {
       child = SETPRIV
-        ? spawn(SETPRIV, ['--pdeathsig', 'KILL', REDIS_SERVER_BIN, ...args], { stdio: ['ignore', logFd, logFd] })
-        : spawn(REDIS_SERVER_BIN, args, { stdio: ['ignore', logFd, logFd] });
+        ? spawn(SETPRIV, ['--pdeathsig', 'KILL', binary, ...args], { stdio: ['ignore', logFd, logFd] })
+        : spawn(binary, args, { stdio: ['ignore', logFd, logFd] });
     } finally {
       closeSync(logFd);
     }
@@ -314,5 +391,5 @@ export async function launchRedis(options: NodeLaunchOptions = {}): Promise<Redi
 
 /** Starts a real redis-server on 127.0.0.1 (a free port unless given) and waits until it answers PING. */
 export function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
-  return launchRedis({ port: options.port, args: options.args });
+  return launchRedis({ port: options.port, args: options.args, tls: options.tls, password: options.password, users: options.users });
 }

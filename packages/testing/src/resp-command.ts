@@ -1,5 +1,6 @@
-// Minimal RESP2 client for one-off admin commands over a short-lived TCP connection (no ioredis side traffic).
-import { connect } from 'node:net';
+// Minimal RESP2 client for one-off admin commands over a short-lived TCP or TLS connection (no ioredis side traffic).
+import { connect, type Socket } from 'node:net';
+import { connect as connectTls } from 'node:tls';
 
 /** A decoded RESP2 reply. Bulk strings stay Buffers; errors nested in arrays are Error objects. */
 export type RespReply = string | number | Buffer | null | Error | RespReply[];
@@ -61,6 +62,10 @@ export interface RespCommandOptions {
   host?: string;
   /** Whole-operation timeout (connect + reply). Default 5000 ms. */
   timeoutMs?: number;
+  /** Connect over TLS, trusting this CA (PEM). */
+  tls?: { ca: string };
+  /** AUTH [user] password, sent before the command (its error rejects). */
+  auth?: { user?: string; password: string };
 }
 
 /**
@@ -74,10 +79,16 @@ export function respCommand(
 ): Promise<RespReply> {
   const host = options.host ?? '127.0.0.1';
   const timeoutMs = options.timeoutMs ?? 5000;
+  const auth = options.auth;
+  const commands = auth ? [auth.user ? ['AUTH', auth.user, auth.password] : ['AUTH', auth.password], args] : [args];
   return new Promise<RespReply>((resolve, reject) => {
     let received: Buffer = Buffer.alloc(0);
     let settled = false;
-    const socket = connect({ host, port });
+    let offset = 0;
+    let replies = 0;
+    const socket: Socket = options.tls
+      ? connectTls({ host, port, ca: options.tls.ca, servername: host === '127.0.0.1' ? undefined : host })
+      : connect({ host, port });
     const finish = (error: Error | undefined, value?: RespReply): void => {
       if (settled) return;
       settled = true;
@@ -91,19 +102,24 @@ export function respCommand(
       timeoutMs,
     );
     socket.setNoDelay(true);
-    socket.on('connect', () => socket.write(encodeCommand(args)));
+    socket.on(options.tls ? 'secureConnect' : 'connect', () => socket.write(Buffer.concat(commands.map(encodeCommand))));
     socket.on('data', (chunk: Buffer) => {
       received = received.length === 0 ? chunk : Buffer.concat([received, chunk]);
-      let parsed: Parsed;
-      try {
-        parsed = parseReply(received, 0);
-      } catch (error) {
-        finish(error as Error);
-        return;
+      // One reply per command sent (AUTH first): an error ends it, the last reply is the answer.
+      for (;;) {
+        let parsed: Parsed;
+        try {
+          parsed = parseReply(received, offset);
+        } catch (error) {
+          finish(error as Error);
+          return;
+        }
+        if (parsed === undefined) return;
+        offset = parsed.end;
+        replies++;
+        if (parsed.value instanceof Error) return finish(parsed.value);
+        if (replies === commands.length) return finish(undefined, parsed.value);
       }
-      if (parsed === undefined) return;
-      if (parsed.value instanceof Error) finish(parsed.value);
-      else finish(undefined, parsed.value);
     });
     socket.on('error', (error) => finish(error));
     socket.on('close', () =>

@@ -5,7 +5,7 @@ import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
 import type { ResolvedLimit } from '../limit';
 import type { Logger } from '../logger';
-import { optionNames } from '../validate';
+import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
 import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type BreakerTransition, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
@@ -86,10 +86,7 @@ export interface ResolvedFailureOptions {
 export function resolveFailureOptions(options: FailureOptions, store: Store): ResolvedFailureOptions {
   const failMode = options.failMode ?? 'open';
   if (!FAIL_MODES.includes(failMode)) invalidOption('failMode', failMode, `one of ${FAIL_MODES.join(', ')}`);
-  const instances = options.instances ?? 1;
-  if (typeof instances !== 'number' || !Number.isInteger(instances) || instances < 1 || instances > 10_000) {
-    invalidOption('instances', instances, 'a whole number from 1 to 10000');
-  }
+  const instances = wholeNumber('instances', options.instances ?? 1, 1, MAX_INSTANCES);
   let timeoutMs: number | undefined;
   if (typeof store.timeoutMs === 'number') {
     if (options.timeoutMs !== undefined) {
@@ -102,10 +99,7 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
   if (onStoreError !== undefined && typeof onStoreError !== 'function') {
     invalidOption('onStoreError', onStoreError, 'a function (event) => void');
   }
-  const logger = options.logger ?? console;
-  if (!logger || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
-    invalidOption('logger', logger, 'an object with warn(message) and error(message) functions, such as console');
-  }
+  const logger = loggerOption('logger', options.logger);
   return { failMode, instances, timeoutMs, breaker: resolveBreakerOptions(options.breaker), onStoreError, logger };
 }
 

@@ -51,7 +51,7 @@ export function linkStore(resolved: ResolvedLimiterOptions, clock: () => number,
 
   const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
   const guard = guarded(shared, failure.timeoutMs, book);
-  const store: Store = withHotKeys(guard, resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store: Store = withHotKeys(guard, resolved.hotKeys);
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
 

@@ -2,7 +2,7 @@
 import { LRUCache } from 'lru-cache';
 import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
-import { checkOptionNames, optionNames, refundAt } from '../validate';
+import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
 import { lockView, strike, type LockState } from '../lockout';
 import type { LimitResult } from '../algorithms/types';
 import type { Store, StoreRequest, StoreResult } from './store';
@@ -34,15 +34,9 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('MemoryStore', options, 'an options object { maxKeys?, clock? }');
     checkOptionNames('MemoryStore options', options, MEMORY_STORE_OPTION_NAMES);
-    const maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 1e8) {
-      invalidOption('maxKeys', options.maxKeys, 'a whole number from 1 to 100000000');
-    }
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      invalidOption('clock', options.clock, 'a function returning the time in ms');
-    }
+    const maxKeys = wholeNumber('maxKeys', options.maxKeys ?? 100_000, 1, 100_000_000);
     this.entries = new LRUCache<string, Entry>({ max: maxKeys });
-    this.clock = options.clock ?? Date.now;
+    this.clock = clockOption('clock', options.clock) ?? Date.now;
   }
 
   async evaluate(request: StoreRequest): Promise<StoreResult> {

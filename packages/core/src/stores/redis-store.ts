@@ -1,7 +1,7 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis or node-redis client or cluster (coalescing, deadlines).
 import { FloodgateError, invalidOption } from '../errors';
 import { parseDuration } from '../duration';
-import { checkOptionNames, optionNames, refundAt, wholeNumber } from '../validate';
+import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeCall, parseReply, runScript, type ScriptCall } from './redis-protocol';
@@ -131,10 +131,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.raw = options.client as RedisStore['raw'];
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
-    if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
-      invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
-    }
-    this.testClock = options.UNSAFE_testClock;
+    this.testClock = clockOption('UNSAFE_testClock', options.UNSAFE_testClock);
     if (options.coalesce !== undefined && !COALESCE_MODES.includes(options.coalesce)) {
       invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }

@@ -1,6 +1,7 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
 import type { StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
+import { invalidOption } from '../errors';
 import type { ResolvedLockout } from '../lockout';
 
 /** Progressive lock-out for one subject: its lock key (same {hash tag} as the limits' keys) and its rules. */
@@ -75,4 +76,13 @@ export interface Store {
   evaluateSync?(request: StoreRequest): StoreResult;
   /** Deletes the state under these keys. */
   reset(keys: readonly string[]): Promise<void>;
+}
+
+/** A store option (a limiter's `store`, HotKeyStore's `store`): anything with `evaluate` and `reset`, checked by shape. */
+export function storeOption(option: string, value: unknown): Store {
+  const store = value as Store | undefined;
+  if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
+    invalidOption(option, value, 'a Store such as new MemoryStore() or new RedisStore({ client })');
+  }
+  return store;
 }

@@ -1,0 +1,250 @@
+// The pacer: state per scope and per policy/partition, waits before the limit, Retry-After before a retry.
+import { RateLimitWaitError, type WaitReason } from '../errors';
+import { resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from '../options';
+import { parseRateLimit, type HeaderSource, type ProblemInfo, type RateLimitInfo } from '../parse';
+import { pause } from './pause';
+import { ScopeState, type QuotaState, type Ticket } from './scope-state';
+
+/** What must pass before the next request of a scope may go. */
+interface Hold {
+  /** A moment on the pacer's clock to wait for (before jitter), or undefined: only a change can help. */
+  until?: number;
+  /** Whether a response or a request given up could lift the hold before `until`. */
+  change: boolean;
+  reason: WaitReason;
+  policy?: string;
+  status?: number;
+}
+
+/** A call's waiting budget: it may not wait past `deadline` (the pacer's clock). */
+export interface WaitBudget {
+  readonly deadline: number;
+  readonly signal?: AbortSignal;
+}
+
+/** One response, as the entry points hand it to the pacer. */
+export interface SettledResponse {
+  readonly status: number;
+  readonly method: string;
+  readonly headers: HeaderSource;
+  /** The problem+json body's fields, when the entry point read them (429 and 503 only). */
+  readonly problem?: ProblemInfo;
+  /** Retries this call already made. */
+  readonly attempt: number;
+  /** false: this call may not be retried whatever the response. */
+  readonly retryAllowed?: boolean;
+}
+
+/** A copy of one scope's state, for tests, logs and the playground. */
+export interface ScopeSnapshot {
+  readonly scope: string;
+  readonly inFlight: number;
+  /** Ms until a Retry-After block ends (0: none). */
+  readonly blockedForMs: number;
+  readonly quotas: readonly {
+    policy: string;
+    partition?: string;
+    unit: string;
+    limit?: number;
+    remaining?: number;
+    resetInMs?: number;
+  }[];
+}
+
+const keyOf = (policy: string, partition: string | undefined) => `${policy}\u0000${partition ?? ''}`;
+
+/**
+ * The state one client keeps. pacedFetch and floodgatePacing each make one from options; hand the
+ * same Pacer to several of them (a fetch wrapper and an undici Agent, say) to share what they learn.
+ */
+export class Pacer {
+  readonly options: ResolvedPacingOptions;
+  private readonly scopes = new Map<string, ScopeState>();
+
+  constructor(options: PacingOptions = {}) {
+    this.options = resolvePacingOptions(options);
+  }
+
+  /** The scope a URL belongs to (the `scope` option; by default its origin). */
+  scopeOf(url: URL): string {
+    return this.options.scope(url);
+  }
+
+  private state(scope: string): ScopeState {
+    let s = this.scopes.get(scope);
+    if (!s) {
+      s = new ScopeState(scope);
+      this.scopes.set(scope, s);
+    }
+    return s;
+  }
+
+  /** A deadline for a call starting now, `maxWaitMs` from now (the call's own, else the pacer's). */
+  budget(maxWaitMs: number | undefined, signal?: AbortSignal): WaitBudget {
+    return { deadline: this.options.now() + (maxWaitMs ?? this.options.maxWaitMs), signal };
+  }
+
+  /**
+   * Waits until a request of `scope` may go, then admits it: a Retry-After block has passed, every
+   * quota of the scope has a unit left once the requests already in flight are counted (else its
+   * reset has passed, plus jitter), and a concurrency quota has a free slot. Throws
+   * RateLimitWaitError at once when the wait would pass the budget's deadline, and the signal's
+   * reason when it aborts.
+   */
+  async acquire(scope: string, budget: WaitBudget): Promise<Ticket> {
+    const s = this.state(scope);
+    const { now, random, jitterMs, onWait } = this.options;
+    // One jitter per call and per moment waited for: re-checks after a wake-up do not draw again.
+    let jitterFor: number | undefined;
+    let jitter = 0;
+    let reported: string | undefined;
+    for (;;) {
+      const t = now();
+      const hold = this.hold(s, t);
+      if (!hold) break;
+      let waitMs = Infinity;
+      if (hold.until !== undefined) {
+        if (jitterFor !== hold.until) {
+          jitterFor = hold.until;
+          jitter = jitterMs > 0 ? Math.floor(random() * (jitterMs + 1)) : 0;
+        }
+        waitMs = Math.max(0, hold.until - t) + jitter;
+      }
+      const left = budget.deadline - t;
+      if (waitMs > left && !(hold.change && left > 0)) {
+        throw new RateLimitWaitError({ waitMs, budgetMs: left, scope, reason: hold.reason, policy: hold.policy, status: hold.status });
+      }
+      const key = `${hold.reason}:${hold.until}:${hold.policy}`;
+      if (onWait && key !== reported) {
+        reported = key;
+        onWait({ scope, reason: hold.reason, waitMs, policy: hold.policy, status: hold.status });
+      }
+      await pause(Math.min(waitMs, left), s, hold.change, budget.signal);
+      if (hold.change && now() >= budget.deadline && this.hold(s, now())) {
+        const h = this.hold(s, now())!;
+        throw new RateLimitWaitError({ waitMs: h.until !== undefined ? h.until - now() : Infinity, budgetMs: 0, scope, reason: h.reason, policy: h.policy, status: h.status });
+      }
+    }
+    const seq = ++s.seq;
+    s.inFlight.add(seq);
+    return { scope, seq, settled: false };
+  }
+
+  /** The first thing that holds the next request of `s` back at time `t`, or undefined. */
+  private hold(s: ScopeState, t: number): Hold | undefined {
+    if (s.blockedUntil > t) return { until: s.blockedUntil, change: false, reason: 'retry-after', status: s.blockedStatus };
+    let worst: Hold | undefined;
+    for (const [key, q] of s.quotas) {
+      if (q.unit === 'concurrent-requests' || q.remaining === undefined) continue;
+      if (q.resetAt !== undefined && t >= q.resetAt) {
+        // Quota came back; how much the draft does not promise (a sliding window restores slowly), so
+        // with a known quota the client may spend it again, and the next response says what is left.
+        if (q.limit === undefined) {
+          s.quotas.delete(key);
+          continue;
+        }
+        q.remaining = q.limit;
+        q.resetAt = undefined;
+        q.observedSeq = s.seq;
+      }
+      // Quotas in bytes are not spent by a request the client can count: only a 0 holds them back.
+      const pending = q.unit === 'requests' ? s.inFlightAfter(q.observedSeq) : 0;
+      if (q.remaining - pending > 0) continue;
+      const change = pending > 0;
+      // Nothing left and no reset known: the client cannot know when, so it sends and learns.
+      if (q.resetAt === undefined && !change) continue;
+      const hold: Hold = { until: q.resetAt, change, reason: 'quota', policy: q.policy };
+      if (!worst || (hold.until ?? -1) > (worst.until ?? -1)) worst = hold;
+    }
+    if (worst) return worst;
+    const cap = s.concurrencyLimit();
+    if (cap && s.inFlight.size >= Math.max(1, cap.limit)) return { change: true, reason: 'concurrency', policy: cap.policy };
+    return undefined;
+  }
+
+  /**
+   * Records what a response says (quotas, Retry-After, violated policies), frees the request's place
+   * in flight, and answers whether the call should be retried: a retryStatus (429, 503) that says
+   * when (Retry-After, or a problem+json retry member), a retryable method, retries left. The retry's
+   * wait is the next acquire's: the Retry-After now holds the whole scope.
+   */
+  settle(ticket: Ticket, response: SettledResponse, info: RateLimitInfo = parseRateLimit(response.headers)): boolean {
+    const s = this.state(ticket.scope);
+    const t = this.options.now();
+    const limited = this.options.retryStatuses.has(response.status);
+    for (const o of info.quotas) {
+      const key = keyOf(o.policy, o.partition);
+      const known = s.quotas.get(key);
+      // A response to an older request than the one that last spoke is stale (it came back late), but a
+      // refusal is news whenever it comes.
+      if (known && known.observedSeq > ticket.seq && !limited) continue;
+      const q: QuotaState = known ?? { policy: o.policy, partition: o.partition, unit: o.unit, observedSeq: ticket.seq };
+      q.unit = o.unit;
+      if (o.limit !== undefined) q.limit = o.limit;
+      if (o.remaining !== undefined) {
+        q.remaining = o.remaining;
+        q.resetAt = o.resetMs !== undefined ? t + o.resetMs : undefined;
+        q.observedSeq = Math.max(q.observedSeq, ticket.seq);
+      }
+      s.quotas.set(key, q);
+    }
+    for (const policy of response.problem?.violatedPolicies ?? []) {
+      for (const q of s.quotas.values()) if (q.policy === policy && q.remaining !== undefined) q.remaining = 0;
+    }
+    const retryAfterMs = info.retryAfterMs ?? response.problem?.retryAfterMs;
+    if (limited && retryAfterMs !== undefined && t + retryAfterMs > s.blockedUntil) {
+      s.blockedUntil = t + retryAfterMs;
+      s.blockedStatus = response.status;
+    }
+    this.release(ticket);
+    return (
+      limited &&
+      retryAfterMs !== undefined &&
+      response.retryAllowed !== false &&
+      this.options.retryMethods.has(response.method.toUpperCase()) &&
+      response.attempt < this.options.maxRetries
+    );
+  }
+
+  /** Frees a request's place without a response (it failed or was aborted): whatever it reserved comes back. */
+  release(ticket: Ticket): void {
+    if (ticket.settled) return;
+    ticket.settled = true;
+    const s = this.state(ticket.scope);
+    s.inFlight.delete(ticket.seq);
+    s.notify();
+  }
+
+  /** What the pacer knows of a scope now. */
+  snapshot(scope: string): ScopeSnapshot {
+    const s = this.state(scope);
+    const t = this.options.now();
+    return {
+      scope,
+      inFlight: s.inFlight.size,
+      blockedForMs: Math.max(0, s.blockedUntil - t),
+      quotas: [...s.quotas.values()].map((q) => ({
+        policy: q.policy,
+        ...(q.partition !== undefined ? { partition: q.partition } : {}),
+        unit: q.unit,
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+        ...(q.remaining !== undefined ? { remaining: Math.max(0, q.remaining - (q.unit === 'requests' ? s.inFlightAfter(q.observedSeq) : 0)) } : {}),
+        ...(q.resetAt !== undefined ? { resetInMs: Math.max(0, q.resetAt - t) } : {}),
+      })),
+    };
+  }
+}
+
+/**
+ * A Pacer given in place of options, else a new one from the options. Recognised by shape, not only
+ * by class: the CommonJS build of each entry (`@floodgate/client`, `@floodgate/client/undici`) holds
+ * its own copy of the class, so a Pacer made by one fails `instanceof` in the other.
+ */
+export function pacerFrom(options: PacingOptions | Pacer | undefined): Pacer {
+  if (options instanceof Pacer) return options;
+  const o = options as Partial<Pacer> | undefined;
+  if (o && typeof o.acquire === 'function' && typeof o.settle === 'function' && typeof o.release === 'function' && typeof o.budget === 'function') {
+    return o as Pacer;
+  }
+  return new Pacer(options as PacingOptions | undefined);
+}

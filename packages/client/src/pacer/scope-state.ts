@@ -1,0 +1,65 @@
+// What one scope (by default one origin) knows: each policy/partition's quota, a Retry-After block, requests in flight.
+import type { QuotaUnit } from '../parse';
+
+/** One policy in one partition, as the latest response that spoke of it left it. */
+export interface QuotaState {
+  readonly policy: string;
+  readonly partition?: string;
+  unit: QuotaUnit;
+  limit?: number;
+  /** Units left when the server answered request #observedSeq; undefined when only the policy was sent. */
+  remaining?: number;
+  /** When quota comes back, on the pacer's clock; undefined when unknown. */
+  resetAt?: number;
+  /** The request whose response set `remaining`: requests sent after it were not yet counted in it. */
+  observedSeq: number;
+}
+
+/** A request admitted to go out, holding its place among those in flight until its response is settled. */
+export interface Ticket {
+  readonly scope: string;
+  readonly seq: number;
+  settled: boolean;
+}
+
+export class ScopeState {
+  readonly quotas = new Map<string, QuotaState>();
+  /** Until when a Retry-After holds every request of this scope, on the pacer's clock. */
+  blockedUntil = 0;
+  blockedStatus: number | undefined;
+  /** Sequence numbers of the requests in flight, in the order they were sent. */
+  readonly inFlight = new Set<number>();
+  seq = 0;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(readonly name: string) {}
+
+  /** Requests in flight that were sent after request #seq: the ones a response to #seq did not count. */
+  inFlightAfter(seq: number): number {
+    let n = 0;
+    for (const s of this.inFlight) if (s > seq) n++;
+    return n;
+  }
+
+  /** The smallest concurrency quota any policy of this scope advertises (`qu="concurrent-requests"`). */
+  concurrencyLimit(): { limit: number; policy: string } | undefined {
+    let best: { limit: number; policy: string } | undefined;
+    for (const q of this.quotas.values()) {
+      if (q.unit !== 'concurrent-requests' || q.limit === undefined) continue;
+      if (!best || q.limit < best.limit) best = { limit: q.limit, policy: q.policy };
+    }
+    return best;
+  }
+
+  /** Wakes everything waiting for this scope to change (a response settled, a request given up). */
+  notify(): void {
+    const all = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of all) wake();
+  }
+
+  onChange(wake: () => void): () => void {
+    this.waiters.add(wake);
+    return () => this.waiters.delete(wake);
+  }
+}

@@ -1,0 +1,50 @@
+// The pipeline's order, in one place: exemption, cost, scope, identity, decision (then extra keys and the response).
+import type { Identity, RequestFacts } from '../identity';
+import { isThenable } from '../maybe-promise';
+import { costOf } from './cost';
+import { decide } from './decide';
+import { exemptionOf } from './exemption';
+import { identityOf } from './request-identity';
+import { SKIPPED } from './responses';
+import type { HttpResult, Identified, Pipeline, RequestContext } from './types';
+
+/**
+ * Decides one request; synchronous when nothing has to wait (no `skip`, cost or key function
+ * promise, no resolveKey lookup, a caller answered from the block cache or a synchronous store),
+ * so a flood of 429s never waits a turn of the event loop. A synchronous throw becomes a rejected promise.
+ */
+export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
+  try {
+    const exempt = exemptionOf(pipe.o, facts, request);
+    if (exempt === true) return SKIPPED;
+    if (exempt === false) return counted(contextOf(pipe, facts, request));
+    return exempt.then((yes) => (yes ? SKIPPED : counted(contextOf(pipe, facts, request))));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+/** A request's context, every field present from the start (one object shape for every request). */
+function contextOf<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): RequestContext<Req> {
+  return { pipe, facts, request, cost: 1, scope: '', identity: undefined };
+}
+
+/** A request that is not exempt: its cost first (a bad one fails before any lookup or store call). */
+function counted<Req>(ctx: RequestContext<Req>): HttpResult | Promise<HttpResult> {
+  const cost = costOf(ctx);
+  return isThenable(cost) ? cost.then((c) => priced(ctx, c)) : priced(ctx, cost);
+}
+
+/** Its scope (its buckets claimed at the first request of it), then its identity. */
+function priced<Req>(ctx: RequestContext<Req>, cost: number): HttpResult | Promise<HttpResult> {
+  ctx.cost = cost;
+  ctx.scope = ctx.pipe.scopeOf(ctx.facts);
+  ctx.pipe.claim(ctx.scope);
+  const identity = identityOf(ctx);
+  return isThenable(identity) ? identity.then((id) => decide(identified(ctx, id))) : decide(identified(ctx, identity));
+}
+
+function identified<Req>(ctx: RequestContext<Req>, identity: Identity): Identified<Req> {
+  ctx.identity = identity;
+  return ctx as Identified<Req>;
+}

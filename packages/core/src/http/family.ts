@@ -1,0 +1,34 @@
+// Every limiter and key cache built from one createHttpLimiter (routes, groups, plans, extra keys), for one health snapshot.
+import { healthOf, type Health, type HealthSource } from '../health';
+import { identifyFrom, type Identify } from '../identity';
+import type { EngineLimiter } from '../limiter';
+import { metricsFor, type KeyLookupCounts } from '../metrics';
+import type { ResolvedHttpOptions } from './resolve-http-options';
+
+export class Family {
+  private readonly sources = new Set<HealthSource>();
+  private readonly keyLookups = new Set<KeyLookupCounts>();
+
+  /** Counts this limiter in the snapshot; returns it. */
+  join(limiter: EngineLimiter): EngineLimiter {
+    this.sources.add(limiter.healthSource);
+    return limiter;
+  }
+
+  /** Stops counting a limiter that was dropped (an evicted plan). */
+  leave(limiter: EngineLimiter): void {
+    this.sources.delete(limiter.healthSource);
+  }
+
+  /** The identify function for these options; its key cache's counts go to the metrics and to this snapshot. */
+  identify<Req>(o: ResolvedHttpOptions<Req>): Identify {
+    return identifyFrom(o.identity, (stats) => {
+      this.keyLookups.add(stats);
+      metricsFor(o.limiter.meterProvider).keyLookups.add(stats);
+    });
+  }
+
+  health(): Health {
+    return healthOf(this.sources, this.keyLookups);
+  }
+}

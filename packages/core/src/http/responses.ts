@@ -1,0 +1,71 @@
+// Step: a decision as the adapter's answer: hooks, headers, status and body (the default problem+json rendered once per distinct body).
+import type { Decision } from '../decision';
+import { formatHeaders, type HeaderPair } from '../headers/format-headers';
+import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
+import { Memo } from '../memo';
+import type { RateLimitEvent } from './resolve-http-options';
+import type { HttpResult, Identified, Pipeline } from './types';
+
+/** An exempt request (allow list, `skip`): served as if no limiter ran. */
+export const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
+
+const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
+const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
+
+/** The 401 for an unknown API key (`unknownKey: 'reject'`). */
+export function unauthorized<Req>(pipe: Pipeline<Req>): HttpResult {
+  const direct = pipe.o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
+  return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
+}
+
+/** The flat header list of a response written directly: the rate-limit headers, then the body's type and length. */
+function directHead(headers: readonly HeaderPair[], length: string): string[] {
+  const head: string[] = [];
+  for (const [name, value] of headers) head.push(name, value);
+  head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', length);
+  return head;
+}
+
+/** Default bodies already rendered, by what they say: a flood of 429s renders each distinct body once. */
+const bodies = new Memo<{ body: string; length: string }>(1000);
+
+function problemBody(decision: Decision, cost: number, retryAfter: number | undefined): { body: string; length: string } {
+  const render = () => {
+    const body = JSON.stringify(problemDetails(decision, cost, retryAfter));
+    return { body, length: String(Buffer.byteLength(body)) };
+  };
+  // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
+  if (decision.reason !== 'fail-closed' && decision.retryAfterMs < 0) return render();
+  let key = `${decision.reason === 'fail-closed' ? 'c' : decision.reason === 'locked' ? 'l' : 'r'}${retryAfter ?? ''}`;
+  if (decision.reason !== 'fail-closed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
+  let hit = bodies.get(key);
+  if (hit === undefined) bodies.set(key, (hit = render()));
+  return hit;
+}
+
+/**
+ * The answer for a decision: the hooks told (their event built only when one will read it), the
+ * headers, and for an enforced denial 429 (or 503 for fail-closed) with the handler's body or the
+ * default problem+json. Synchronous unless a `handler` makes the body.
+ */
+export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResult | Promise<HttpResult> {
+  const o = ctx.pipe.o;
+  let event: RateLimitEvent<Req> | undefined;
+  if (o.onDecision || (!decision.allowed && (o.onLimited || o.handler))) {
+    event = { request: ctx.request, decision, scope: ctx.scope, cost: ctx.cost, identity: ctx.identity.kind, shadow: o.shadow };
+    o.onDecision?.(event);
+    if (!decision.allowed) o.onLimited?.(event);
+  }
+
+  const enforce = !decision.allowed && !o.shadow;
+  const headers = formatHeaders(decision, o.dialects, enforce ? ctx.pipe.enforced : ctx.pipe.served);
+  if (!enforce) return { decision, status: 'next', headers };
+  const status = decision.reason === 'fail-closed' ? 503 : 429;
+  if (status === 429 && o.handler) {
+    const handler = o.handler;
+    return Promise.resolve(handler(ctx.request, event!)).then((body) => ({ decision, status, headers, body }));
+  }
+  const retryAfter = headers.find(([name]) => name === 'Retry-After');
+  const { body, length } = problemBody(decision, ctx.cost, retryAfter ? Number(retryAfter[1]) : undefined);
+  return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, length) : undefined };
+}

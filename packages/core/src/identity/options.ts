@@ -1,0 +1,103 @@
+// Identity options: parsed once, at construction, into ResolvedIdentityOptions (each option one check, one message).
+import { parseDuration } from '../duration';
+import { invalidOption } from '../errors';
+import { checkOptionNames, clockOption, loggerOption, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
+import type { IdentityOptions, IdentityWarning, ResolvedIdentityOptions } from './types';
+
+const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
+// RFC 9110 token characters: what a header name may contain.
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
+const WARNINGS: readonly IdentityWarning[] = [
+  'FG_IP_MISSING',
+  'FG_IP_MALFORMED',
+  'FG_API_KEY_TOO_LONG',
+  'FG_RESOLVE_KEY_FAILED',
+  'FG_RESOLVE_KEY_BAD_PLAN',
+];
+
+/** The names of every identity option. */
+export const IDENTITY_OPTION_NAMES = optionNames<IdentityOptions>()([
+  'apiKeyHeaders',
+  'ipv6Subnet',
+  'maxApiKeyLength',
+  'resolveKey',
+  'unverifiedKeys',
+  'unknownKey',
+  'keyCache',
+  'resolveTimeoutMs',
+  'logger',
+  'warnings',
+  'clock',
+]);
+const KEY_CACHE_OPTION_NAMES = optionNames<NonNullable<IdentityOptions['keyCache']>>()([
+  'max',
+  'unknownMax',
+  'ttlMs',
+  'unknownTtlMs',
+  'lookupsPerIp',
+  'lookupWindowMs',
+]);
+
+/**
+ * Parses identity options once, at construction; throws FG_INVALID_OPTION naming the bad one, or
+ * FG_UNKNOWN_OPTION for a name it does not know (`checkNames: false` when the caller checked them).
+ */
+export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames = true): ResolvedIdentityOptions {
+  if (!options || typeof options !== 'object') invalidOption('identity options', options, 'an object');
+  if (checkNames) checkOptionNames('identity options', options, IDENTITY_OPTION_NAMES);
+  const rawHeaders = options.apiKeyHeaders ?? DEFAULT_HEADERS;
+  let headers: string[] = [];
+  if (rawHeaders !== false) {
+    if (!Array.isArray(rawHeaders) || rawHeaders.length > 16) {
+      invalidOption('apiKeyHeaders', rawHeaders, 'false or an array of up to 16 header names');
+    }
+    headers = rawHeaders.map((name, i) => {
+      if (typeof name !== 'string' || !HEADER_NAME.test(name)) {
+        invalidOption(`apiKeyHeaders[${i}]`, name, 'a header name (RFC 9110 token characters, 1 to 64)');
+      }
+      // Adapters hand over Node's headers, whose names are lower case.
+      return name.toLowerCase();
+    });
+  }
+  const resolveKey = options.resolveKey;
+  if (resolveKey !== undefined && typeof resolveKey !== 'function') {
+    invalidOption('resolveKey', resolveKey, 'a function (apiKey) => { account, limits? } | null, or a promise of it');
+  }
+  const unknownKey = oneOf('unknownKey', options.unknownKey, ['ip', 'reject'], 'ip');
+  if (options.unknownKey !== undefined && resolveKey === undefined) {
+    // Without a lookup no key is ever unknown: the setting would silently do nothing.
+    invalidOption('unknownKey', options.unknownKey, 'to be set only together with `resolveKey`');
+  }
+  const unverifiedKeys = oneOf('unverifiedKeys', options.unverifiedKeys, ['ip', 'trust'], 'ip');
+  if (options.unverifiedKeys !== undefined && resolveKey !== undefined) {
+    // With a lookup every key is verified: the setting would silently do nothing.
+    invalidOption('unverifiedKeys', options.unverifiedKeys, 'to be set only without `resolveKey` (keys it answers are verified)');
+  }
+  const cache = optionsObject('keyCache', options.keyCache, 'an object { max?, unknownMax?, ttlMs?, unknownTtlMs?, lookupsPerIp?, lookupWindowMs? }');
+  checkOptionNames('keyCache', cache, KEY_CACHE_OPTION_NAMES);
+  const logger = loggerOption('logger', options.logger);
+  const warningOptions = optionsObject('warnings', options.warnings, 'an object such as { FG_IP_MISSING: false }');
+  for (const [name, on] of Object.entries(warningOptions)) {
+    if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
+    if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
+  }
+  const clock = clockOption('clock', options.clock) ?? (() => performance.now());
+  return {
+    headers,
+    ipv6Subnet: wholeNumber('ipv6Subnet', options.ipv6Subnet ?? 64, 1, 128),
+    maxApiKeyLength: wholeNumber('maxApiKeyLength', options.maxApiKeyLength ?? 4096, 1, 16_384),
+    resolveKey,
+    unknownKey,
+    unverifiedKeys,
+    cacheMax: wholeNumber('keyCache.max', cache.max ?? 10_000, 1, 10_000_000),
+    unknownMax: wholeNumber('keyCache.unknownMax', cache.unknownMax ?? 10_000, 1, 10_000_000),
+    ttlMs: parseDuration('keyCache.ttlMs', cache.ttlMs ?? 60_000, 1, 86_400_000),
+    unknownTtlMs: parseDuration('keyCache.unknownTtlMs', cache.unknownTtlMs ?? 10_000, 1, 86_400_000),
+    lookupsPerIp: wholeNumber('keyCache.lookupsPerIp', cache.lookupsPerIp ?? 10, 0, 1_000_000),
+    lookupWindowMs: parseDuration('keyCache.lookupWindowMs', cache.lookupWindowMs ?? 60_000, 1, 86_400_000),
+    timeoutMs: parseDuration('resolveTimeoutMs', options.resolveTimeoutMs ?? 1_000, 1, 60_000),
+    logger,
+    warnings: new Set(WARNINGS.filter((w) => warningOptions[w] !== false)),
+    clock,
+  };
+}

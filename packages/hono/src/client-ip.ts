@@ -1,0 +1,58 @@
+// The client IP for Hono, which has no trust-proxy setting: the runtime's connection info, and X-Forwarded-For only through proxies the app names.
+import { createAllowList, invalidOption } from '@floodgate/core/http';
+import type { Context } from 'hono';
+import type { ConnInfo } from 'hono/conninfo';
+
+/** The options that say where the client IP comes from. */
+export interface ClientIpOptions {
+  /**
+   * Hono's connection-info helper for the runtime the app runs on: `getConnInfo` from
+   * '@hono/node-server/conninfo', 'hono/bun', 'hono/deno', 'hono/cloudflare-workers', ... Its
+   * `remote.address` is the client IP. Without it (or when it cannot tell), requests have no client
+   * IP and share the one 'ip:unknown' bucket, with the FG_IP_MISSING warning written once
+   * (docs/identity.md). Default: none.
+   */
+  getConnInfo?: (c: Context) => ConnInfo;
+  /**
+   * The proxies in front of the app, as IPs and CIDR ranges ('10.0.0.0/8', '::1'). Only a request
+   * whose connection comes from one of them has its X-Forwarded-For read: the client is the
+   * right-most address in it that is not a listed proxy. Never list an address clients can
+   * connect from, or they choose their own IP. Default: none, so X-Forwarded-For is never read.
+   */
+  trustProxy?: readonly string[];
+}
+
+export const CLIENT_IP_OPTIONS = ['getConnInfo', 'trustProxy'] as const;
+
+/** Builds the IP reader once, from parsed options; FG_INVALID_OPTION for a bad one. */
+export function clientIpReader(options: ClientIpOptions): (c: Context) => string | undefined {
+  const { getConnInfo } = options;
+  if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
+    invalidOption('getConnInfo', getConnInfo, "a function such as getConnInfo from '@hono/node-server/conninfo'");
+  }
+  const trusted = createAllowList(options.trustProxy, 'trustProxy');
+  if (!getConnInfo) return () => undefined;
+  const remote = (c: Context): string | undefined => {
+    try {
+      const address = getConnInfo(c).remote.address;
+      return typeof address === 'string' && address !== '' ? address : undefined;
+    } catch {
+      // The helper of another runtime, or app.request() without a server: no client IP (the core's fallback).
+      return undefined;
+    }
+  };
+  if (!trusted) return remote;
+  return (c) => {
+    const address = remote(c);
+    if (address === undefined || !trusted(address)) return address;
+    const forwarded = c.req.raw.headers.get('x-forwarded-for');
+    if (!forwarded) return address;
+    // Right to left, as proxies append: the first hop that is not a trusted proxy is the client.
+    const hops = forwarded.split(',');
+    for (let i = hops.length - 1; i >= 0; i--) {
+      const hop = hops[i].trim();
+      if (!trusted(hop)) return hop;
+    }
+    return hops[0].trim();
+  };
+}

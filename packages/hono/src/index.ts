@@ -1,0 +1,151 @@
+// @floodgate/hono: rateLimit(options) as Hono middleware on Web-standard Request/Response, for the app or one route. The core decides.
+import {
+  createHttpLimiter,
+  type Decision,
+  type Health,
+  type HttpLimiter,
+  type HttpRateLimitOptions,
+  type HttpResult,
+  type RequestFacts,
+} from '@floodgate/core/http';
+import type { Context, MiddlewareHandler, Next } from 'hono';
+import { CLIENT_IP_OPTIONS, clientIpReader, type ClientIpOptions } from './client-ip';
+import { FLOODGATE, locate } from './route-pattern';
+
+/** What the middleware puts on the context: `c.get('rateLimit')`, typed through Hono's Variables. */
+export interface RateLimitVariables {
+  /** Floodgate's decision for this request; undefined when no limiter ran (or for a 401 unknown API key). */
+  rateLimit: Decision | undefined;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap extends RateLimitVariables {}
+}
+
+/**
+ * Everything `createLimiter` and identity take (limit, windowMs, limits, store, prefix, failMode,
+ * apiKeyHeaders, ...) plus `cost`, `key`, `group`, `headers`, `retryAfterJitterMs`, `shadow`,
+ * `handler` and the hooks `onLimited` and `onDecision`, whose functions get the Hono context `c`;
+ * and where the client IP comes from (`getConnInfo`, `trustProxy`). See docs/adapters.md.
+ */
+export type RateLimitOptions = HttpRateLimitOptions<Context> & ClientIpOptions;
+export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { ClientIpOptions } from './client-ip';
+
+/** Hono middleware that also makes route-level middlewares from its own options. */
+export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: RateLimitVariables }> {
+  /**
+   * A middleware for one route: `overrides` merged over this one's options, on the same store.
+   * `false` exempts the route from an app-level limiter: `app.get('/health', limiter.route(false), h)`.
+   */
+  route(overrides: RateLimitOptions | false): RateLimitMiddleware;
+  /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
+  health(): Health;
+}
+
+/** The options the core parses, and the client-IP ones this package reads itself. */
+function split(options: RateLimitOptions): { core: HttpRateLimitOptions<Context>; ip: ClientIpOptions } {
+  // Not an object: the core names the mistake.
+  if (!options || typeof options !== 'object' || Array.isArray(options)) return { core: options, ip: {} };
+  const core: Record<string, unknown> = { ...options };
+  const ip: Record<string, unknown> = {};
+  for (const name of CLIENT_IP_OPTIONS) {
+    if (name in core) ip[name] = core[name];
+    delete core[name];
+  }
+  return { core: core as HttpRateLimitOptions<Context>, ip };
+}
+
+/** The headers the core reads (the API-key headers, lower case), from the Web request: only those, not a copy of every header. */
+function headersOf(c: Context, names: readonly string[]): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  const headers = c.req.raw.headers;
+  for (let i = 0; i < names.length; i++) out[names[i]] = headers.get(names[i]) ?? undefined;
+  return out;
+}
+
+/** Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter (c.header) are kept. */
+function answer(c: Context, result: HttpResult): Response {
+  const status = result.status as 401 | 429 | 503;
+  const headers: Record<string, string> = {};
+  for (const [name, value] of result.headers) headers[name] = value;
+  const body = result.body;
+  if (result.contentType) return c.body(body as string, status, { ...headers, 'Content-Type': result.contentType });
+  // A custom handler's body: a Response it built keeps its own headers (ours over them) and gets our status.
+  if (body instanceof Response) {
+    const res = new Response(body.body, { status, headers: body.headers });
+    for (const name in headers) res.headers.set(name, headers[name]);
+    return res;
+  }
+  if (typeof body === 'string') return c.text(body, status, headers);
+  return body === undefined ? c.body(null, status, headers) : c.json(body, status, headers);
+}
+
+/** Applies one result: the decision on the context, headers, then the request goes on or is answered here. */
+function finish(c: Context, result: HttpResult, next: Next): Response | Promise<void> {
+  c.set('rateLimit', result.decision);
+  if (result.status !== 'next') return answer(c, result);
+  const headers = result.headers;
+  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+  const settle = result.settle;
+  if (!settle) return headers.length === 0 ? next() : next().then(() => keepHeaders(c, headers));
+  return next().then(
+    () => {
+      keepHeaders(c, headers);
+      // countOnly: the returned response's status decides, or a client that went away (a failure).
+      settle!(c.req.raw.signal?.aborted ? undefined : c.res.status);
+    },
+    (error: unknown) => {
+      settle!(undefined);
+      throw error;
+    },
+  );
+}
+
+/** A handler that returned a Response it built itself (not through c.json, c.text, ...) dropped the headers set before it: set them again. */
+function keepHeaders(c: Context, headers: HttpResult['headers']): void {
+  if (headers.length === 0 || c.res.headers.has(headers[0][0])) return;
+  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+}
+
+function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health): RateLimitMiddleware {
+  const apiKeyHeaders = http ? http.options.identity.headers : [];
+  // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
+  // goes on to next() in the same turn, with no promise of its own.
+  const mw = function floodgate(c: Context, next: Next): Response | Promise<Response | void> {
+    if (!http) return next();
+    try {
+      const { route, deferred } = locate(c);
+      if (deferred) return next();
+      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders), method: c.req.method, route };
+      const pending = http.handleNow(facts, c);
+      if (pending instanceof Promise) return pending.then<Response | void>((result) => finish(c, result, next));
+      return finish(c, pending, next);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  } as unknown as RateLimitMiddleware;
+  Object.defineProperty(mw, FLOODGATE, { value: true });
+  mw.route = (overrides) => {
+    if (overrides === false || !http) return middleware(null, ipOf, ipOptions, health);
+    const { core, ip } = split(overrides);
+    const own = Object.keys(ip).length > 0 ? { ...ipOptions, ...ip } : ipOptions;
+    return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health);
+  };
+  mw.health = health;
+  return mw;
+}
+
+/**
+ * Rate limiting for Hono, on any runtime Hono runs on. On the app, `app.use(rateLimit(options))`
+ * keys each request on the route it will reach (method + pattern, e.g. 'GET /users/:id'); on one
+ * route, `app.post('/login', limiter.route({ limit: 5, failMode: 'closed' }), handler)`. A request
+ * that matches no route is limited in one '<unmatched>' bucket per caller. Pass the runtime's
+ * `getConnInfo` for the client IP.
+ */
+export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
+  const { core, ip } = split(options);
+  const ipOf = clientIpReader(ip);
+  const http = createHttpLimiter<Context>(core);
+  return middleware(http, ipOf, ip, http.health);
+}
