@@ -2,6 +2,7 @@
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
 import { linkStore, type StoreLink } from './failure/store-link';
+import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
 import { subjectKey } from './keys';
 import { NestedMemo } from './memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
@@ -90,7 +91,8 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   const engine = new Engine(resolved);
-  const { prefix, maxCost } = resolved;
+  const { prefix } = resolved;
+  const maxCost = engine.maxCost;
   return {
     options: resolved,
     consume: (subject, opts = {}) => engine.promised(subject, opts, 'consume'),
@@ -134,7 +136,12 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
 
 /** One limiter's state and steps: its keys, its block cache, its counts and its link to the store. */
 class Engine {
+  /** The rate limits, then the in-flight limit when there is one (decided with them in one atomic call). */
   readonly limits: readonly ResolvedLimit[];
+  readonly maxCost: number;
+  /** The in-flight limit's leases held for requests still running; undefined without one. */
+  private readonly leases: LeaseBook | undefined;
+  private readonly leaseIndex: number;
   readonly storeLimits: StoreRequest['limits'];
   readonly blocks: BlockCache<Decision> | undefined;
   readonly link: StoreLink;
@@ -144,13 +151,17 @@ class Engine {
   private readonly keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
 
   constructor(private readonly resolved: ResolvedLimiterOptions) {
-    this.limits = resolved.limits;
-    this.storeLimits = resolved.limits.map((l) => l.store);
+    const { concurrency } = resolved;
+    this.limits = concurrency ? [...resolved.limits, concurrency] : resolved.limits;
+    this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
+    this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+    this.leaseIndex = this.limits.length - 1;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
     const meter = metricsFor(resolved.meterProvider);
-    this.link = linkStore(resolved, clock, meter, { late: (request, result) => this.lateAnswer(request, result) });
+    this.link = linkStore(resolved, this.limits, clock, meter, { late: (request, result) => this.lateAnswer(request, result) });
     const name = resolved.store.name;
     this.tally = new DecisionTally(name);
     meter.tallies.add(this.tally);
@@ -209,7 +220,7 @@ class Engine {
     const { base, keys, lock } = this.keysOf(subject, scope);
     const consume = mode === 'consume';
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
-    if (cost > this.resolved.maxCost) mode = 'peek';
+    if (cost > this.maxCost) mode = 'peek';
     if (mode === 'consume') {
       const hit = this.fromBlock(base, cost);
       if (hit) return this.counted(hit, scope);
@@ -217,6 +228,8 @@ class Engine {
     const limits = this.storeLimits;
     const request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
     const drew = mode === 'consume';
+    // An acquire names its lease, so that it can be released (and renewed) later.
+    if (this.leases && drew) return this.leased({ ...request, token: newLeaseToken() }, base, cost, scope);
     const link = this.link;
     if (link.evaluateSync) {
       let decision: Decision;
@@ -234,6 +247,36 @@ class Engine {
     );
   }
 
+  /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
+  private leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
+    const book = this.leases!;
+    const link = this.link;
+    const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
+      decision = this.settled(decision, base, cost, scope, true, true);
+      if (!decision.allowed || !site) return decision;
+      return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
+    };
+    const degraded = (error: unknown): Decision => {
+      const decision = link.degraded(request, error);
+      return withLease(decision, decision.reason === 'fail-local' ? link.localLeases : undefined);
+    };
+    if (link.evaluateSync) {
+      let result: StoreResult;
+      try {
+        result = link.evaluateSync(request);
+      } catch (error) {
+        return degraded(error);
+      }
+      return withLease(this.fromResult(request, result), link);
+    }
+    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result), link), degraded);
+  }
+
+  /** A denial the block cache may keep: the shared store's, and not the in-flight limit's (a slot frees when a request ends, not at a known time). */
+  private blockable(decision: Decision): boolean {
+    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[this.leaseIndex]?.allowed !== false);
+  }
+
   /**
    * The store decided a request after its deadline (its caller already has the failure mode's
    * answer): a denial still goes to the block cache, so a subject the store found over its limit
@@ -242,7 +285,7 @@ class Engine {
   private lateAnswer(request: StoreRequest, result: StoreResult): void {
     if (request.mode !== 'consume' || !this.blocks) return;
     const decision = this.fromResult(request, result);
-    if (decision.allowed || decision.retryAfterMs <= 0) return;
+    if (!this.blockable(decision)) return;
     const base = request.keys[0].slice(0, -(this.limits[0].keySuffix.length + 1));
     this.blocks.set(base, request.cost, decision.retryAfterMs, decision);
   }
@@ -251,7 +294,7 @@ class Engine {
   private settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
     if (consume) this.counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
-    if (this.blocks && drew && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
+    if (this.blocks && drew && this.blockable(decision)) {
       this.blocks.set(base, cost, decision.retryAfterMs, decision);
     }
     return decision;

@@ -1,10 +1,11 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
-import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry';
+import { ALGORITHM, ALGORITHMS, isRateAlgorithm, type AlgorithmName } from './algorithms/registry';
 import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
+import { resolveConcurrency, type ConcurrencyOptions } from './concurrency';
 import type { ResolvedLimit } from './limit';
 import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
@@ -42,6 +43,12 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
    * the defaults `{ after: 3, baseMs: '1m', maxMs: '1h', forgetMs: '1d' }`. Default: off.
    */
   lockout?: LockoutOptions;
+  /**
+   * An in-flight limit per subject, decided with the rate limits in the same atomic step: an
+   * admitted request holds a lease (`Decision.lease`) until it is released (the HTTP adapters
+   * release it when the response finishes or the connection closes) or expires. Default: off.
+   */
+  concurrency?: ConcurrencyOptions;
 }
 
 /** Everything `createLimiter` takes. */
@@ -79,6 +86,8 @@ export interface ResolvedLimiterOptions {
   readonly hotKeys: ResolvedHotKeyOptions | undefined;
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
+  /** The in-flight limit, a limit of the lease kind the limiter adds to `limits` (plans' included); undefined: off. */
+  readonly concurrency: ResolvedLimit | undefined;
   /** Where metrics go; undefined: the global provider. */
   readonly meterProvider: MeterProvider | undefined;
 }
@@ -94,6 +103,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'prefix',
   'limits',
   'lockout',
+  'concurrency',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -115,7 +125,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
   const windowMs = parseDuration(`${option}.windowMs`, get('windowMs') ?? 60_000);
   const keySuffix = `${name}.${ALGORITHM[algorithm].keySuffix}`;
 
-  if (ALGORITHM[algorithm].family === 'rate') {
+  if (isRateAlgorithm(algorithm)) {
     const limitRaw = get('limit');
     const burstRaw = get('burst') ?? limitRaw;
     if (burstRaw === undefined) invalidOption(`${option}.burst`, undefined, 'a whole number from 1 (or set `limit`)');
@@ -136,7 +146,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
       algorithm,
       limit: burst,
       windowMs: Math.ceil((burst * 1000) / rate),
-      store: { algorithm, capacity: burst, period: rate },
+      store: { algorithm, capacity: burst, refillPerSecond: rate },
       keySuffix,
     };
   }
@@ -149,7 +159,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
     invalidOption(`${option}.limit`, get('limit'), `a whole number from 1 to ${maxLimit} for ${algorithm}, which stores one entry per unit (sliding-window-counter takes up to ${MAX_UNITS})`);
   }
   const limit = units(`${option}.limit`, get('limit'));
-  return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, period: windowMs }, keySuffix };
+  return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, windowMs }, keySuffix };
 }
 
 /**
@@ -199,6 +209,13 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   const clock = clockOption('clock', options.clock);
   const failure = resolveFailureOptions(options, store);
   const blockCacheSize = options.blockCacheSize === undefined ? 10_000 : wholeNumber('blockCacheSize', options.blockCacheSize, 0, 100_000_000);
+  const concurrency = resolveConcurrency(options.concurrency);
+  if (concurrency && options.hotKeys !== undefined) {
+    invalidOption('hotKeys', options.hotKeys, 'no hotKeys with `concurrency`: a lease is held per request in the store, never leased out in blocks');
+  }
+  if (concurrency && limits.some((l) => l.name === concurrency.name)) {
+    invalidOption('concurrency.name', concurrency.name, 'a name no limit in `limits` has');
+  }
   const meterProvider = options.meterProvider;
   if (meterProvider !== undefined && (!meterProvider || typeof meterProvider.getMeter !== 'function')) {
     invalidOption('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider (an object with getMeter), such as the SDK\'s');
@@ -207,12 +224,13 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     store,
     prefix,
     limits,
-    maxCost: maxCostOf(limits),
+    maxCost: maxCostOf(concurrency ? [...limits, concurrency] : limits),
     meterProvider,
     failure,
     blockCacheSize,
     clock,
     hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
+    concurrency,
   };
 }

@@ -96,6 +96,16 @@ export function refundAt(value: unknown): number {
   return value;
 }
 
+const TOKEN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/** A lease's id, as the stores take it (it becomes part of a ZSET member: no ':' ',' or '.'). */
+export function leaseToken(value: unknown): string {
+  if (typeof value !== 'string' || !TOKEN.test(value)) {
+    throw new FloodgateError('FG_INVALID_OPTION', `Invalid lease token ${JSON.stringify(value)}: expected [A-Za-z][A-Za-z0-9_-]{0,63}.`);
+  }
+  return value;
+}
+
 /**
  * The names of an options type, checked by the compiler against the interface: a list that misses a
  * key, or names one the type lacks, does not compile. `optionNames<LimitOptions>()([...])`.

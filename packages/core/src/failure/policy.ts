@@ -1,5 +1,5 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
-import { ALGORITHM, type StoreLimit } from '../algorithms/registry';
+import type { StoreLimit } from '../algorithms/registry';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -107,9 +107,9 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
 export function localLimits(limits: readonly ResolvedLimit[], instances: number): ResolvedLimit[] {
   return limits.map((l) => {
     const capacity = Math.max(1, Math.floor(l.limit / instances));
-    if (ALGORITHM[l.algorithm].family === 'rate') {
-      const rate = l.store.period / instances;
-      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, period: rate } };
+    if ('refillPerSecond' in l.store) {
+      const rate = l.store.refillPerSecond / instances;
+      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, refillPerSecond: rate } };
     }
     return { ...l, limit: capacity, store: { ...l.store, capacity } };
   });
@@ -120,6 +120,8 @@ export interface Fallback {
   decide(request: StoreRequest): Decision;
   /** This instance's share, from memory (reason 'fail-local'): failMode 'local', and any mode's answer while the store is overloaded. */
   local(request: StoreRequest): Decision;
+  /** Where a lease taken from memory (a local decision) is released and renewed. */
+  readonly leases: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets a subject's local counts, with the limiter's reset(). */
   reset(keys: readonly string[]): void;
 }
@@ -129,25 +131,28 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
   // again, and never under a second, so refused clients do not hammer a recovering service.
   const retryMs = () => Math.max(1_000, breaker.msUntilProbe());
   // Made at the first local decision: most limiters never need one.
-  let shares: { limits: ResolvedLimit[]; storeLimits: StoreLimit[]; memory: MemoryStore } | undefined;
+  let shares: { limits: ResolvedLimit[]; storeLimits: StoreLimit[] } | undefined;
+  const memory = new MemoryStore();
   const local = (request: StoreRequest): Decision => {
     if (!shares) {
       const cut = localLimits(limits, failure.instances);
-      shares = { limits: cut, storeLimits: cut.map((l) => l.store), memory: new MemoryStore() };
+      shares = { limits: cut, storeLimits: cut.map((l) => l.store) };
     }
     // Same keys as the shared store, so a subject's local bucket is the one it has there.
-    const result = shares.memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode });
+    const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token });
     const decision = toDecision(shares.limits, result.allowed, result.results, request.cost, 'fail-local', true);
     // A cost above the local share may well fit the shared limit once the store is back.
     return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
   };
-  const reset = (keys: readonly string[]) => void shares?.memory.reset(keys);
+  const reset = (keys: readonly string[]) => void memory.reset(keys);
+  // A lease's release and renewal name only the lease limit (its length is all they read).
+  const leases = { evaluate: (request: StoreRequest) => Promise.resolve(memory.evaluateSync(request)) };
   switch (failure.failMode) {
     case 'open':
-      return { decide: () => bareDecision(true, 'fail-open'), local, reset };
+      return { decide: () => bareDecision(true, 'fail-open'), local, leases, reset };
     case 'closed':
-      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), local, reset };
+      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), local, leases, reset };
     case 'local':
-      return { decide: local, local, reset };
+      return { decide: local, local, leases, reset };
   }
 }

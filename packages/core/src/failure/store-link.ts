@@ -2,6 +2,7 @@
 import type { Decision } from '../decision';
 import { HotKeyStore, withHotKeys } from '../hot-keys/hot-key-store';
 import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../metrics';
+import type { ResolvedLimit } from '../limit';
 import type { ResolvedLimiterOptions } from '../options';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 import { lateAnswer } from '../deadline';
@@ -22,6 +23,8 @@ export interface StoreLink {
   readonly evaluateSync: ((request: StoreRequest) => StoreResult) | undefined;
   /** The failure mode's decision for a request whose call failed with `error`. */
   degraded(request: StoreRequest, error: unknown): Decision;
+  /** Where a lease taken by a local ('fail-local') decision is released and renewed. */
+  readonly localLeases: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets these keys in the store (through the same guard; rejects when the store fails) and in the local fallback. */
   reset(keys: readonly string[]): Promise<void>;
   readonly monitor: StoreMonitor;
@@ -39,14 +42,20 @@ const DEFAULT_DEADLINE_MS = 100;
  * so every lease draw passes the breaker and is bounded, and the waiters of a failed draw get the
  * failure mode's answer, not draws of their own.
  */
-export function linkStore(resolved: ResolvedLimiterOptions, clock: () => number, meter: FloodgateMetrics, hooks: LinkHooks): StoreLink {
+export function linkStore(
+  resolved: ResolvedLimiterOptions,
+  limits: readonly ResolvedLimit[],
+  clock: () => number,
+  meter: FloodgateMetrics,
+  hooks: LinkHooks,
+): StoreLink {
   const { failure, store: shared } = resolved;
   const runtime = runtimeFor(shared);
   const channel = runtime.channel(failure.breaker, clock);
   channel.reporters.add(failure.logger, failure.onStoreError, failure.failMode);
   channel.countOn(meter);
   runtime.warnOnce(failure.logger);
-  const fallback: Fallback = createFallback(resolved.limits, failure, channel.breaker);
+  const fallback: Fallback = createFallback(limits, failure, channel.breaker);
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: ScriptCallCounts });
 
   const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
@@ -79,6 +88,7 @@ export function linkStore(resolved: ResolvedLimiterOptions, clock: () => number,
       // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode.
       return isOverload(error) ? fallback.local(request) : fallback.decide(request);
     },
+    localLeases: fallback.leases,
     async reset(keys) {
       fallback.reset(keys);
       await store.reset(keys);

@@ -5,7 +5,7 @@ import { costOf } from './cost';
 import { decide } from './decide';
 import { exemptionOf } from './exemption';
 import { identityOf } from './request-identity';
-import { SKIPPED } from './responses';
+import { shed, SKIPPED } from './responses';
 import type { HttpResult, Identified, Pipeline, RequestContext } from './types';
 
 /**
@@ -17,11 +17,37 @@ export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request
   try {
     const exempt = exemptionOf(pipe.o, facts, request);
     if (exempt === true) return SKIPPED;
-    if (exempt === false) return counted(contextOf(pipe, facts, request));
-    return exempt.then((yes) => (yes ? SKIPPED : counted(contextOf(pipe, facts, request))));
+    if (exempt === false) return shedOrCounted(pipe, facts, request);
+    return exempt.then((yes) => (yes ? SKIPPED : shedOrCounted(pipe, facts, request)));
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** Cheapest first: an overloaded instance sheds the route's class before any lookup or store call; then the fleet's budget. */
+function shedOrCounted<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
+  const { shedder, fleet } = pipe.family;
+  if (shedder && shedder.sheds(pipe.o.priority)) return shed(pipe, shedder.retryAfterMs);
+  if (!fleet) return counted(contextOf(pipe, facts, request));
+  return fleet.acquire(pipe.o.priority).then((slot) => {
+    if (!slot.allowed && slot.reason !== 'fail-closed') return shed(pipe, Math.max(1000, slot.retryAfterMs));
+    if (!slot.allowed) return counted(contextOf(pipe, facts, request)); // the store is down: the route's own failure mode answers
+    const lease = slot.lease;
+    if (!lease) return counted(contextOf(pipe, facts, request));
+    const release = () => void lease.release();
+    return Promise.resolve(counted(contextOf(pipe, facts, request))).then(
+      (result) => {
+        // The fleet's slot is held while the request is served, like the caller's own (settleOnFinish).
+        if (result.status !== 'next') return release(), result;
+        const settle = result.settle;
+        return { ...result, settle: settle ? (status: number | undefined) => (settle(status), release()) : release };
+      },
+      (error: unknown) => {
+        release();
+        throw error;
+      },
+    );
+  });
 }
 
 /** A request's context, every field present from the start (one object shape for every request). */

@@ -19,10 +19,17 @@ export interface StoreRequest {
    * `consume` draws `cost` from every limit, all-or-nothing; `peek` evaluates and never writes;
    * `refund` gives `cost` back to every limit as if the consume decided at `at` had not happened
    * (never below zero, never past a full limit; a missing key stays missing) and is always allowed.
+   * `release` and `renew` (lease limits only, with `token`): give back the `cost` slots leased
+   * under `token`, or run a lease still held for its length from now again; always allowed.
    */
-  readonly mode: 'consume' | 'peek' | 'refund';
+  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew';
   /** `refund` only, and required there: the store-clock ms at which the refunded consume was decided (its StoreResult.at). */
   readonly at?: number;
+  /**
+   * The lease's id, when the limits hold leases (concurrency): required by `release` and `renew`,
+   * and by a `consume` whose limits include a lease. `[A-Za-z0-9_-]`, starting with a letter.
+   */
+  readonly token?: string;
   /**
    * Progressive lock-out, read and written in the same atomic step as the limits: `consume` and
    * `peek` are denied while the subject is locked (nothing charged); a `consume` the limits deny is a
