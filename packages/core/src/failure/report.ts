@@ -1,5 +1,6 @@
 // Reporting a store's failures: one line at the first failed call of an outage, then one per breaker state change, to each logger and hook once.
 import type { Logger } from '../logger';
+import { isThenable } from '../maybe-promise';
 import type { BreakerTransition, CircuitBreaker } from './breaker';
 import type { FailMode, StoreErrorEvent } from './policy';
 
@@ -87,9 +88,7 @@ function report(t: BreakerTransition, store: string, logger: Logger, hook: Repor
   if (!hook) return;
   try {
     const returned: unknown = hook(event);
-    if (returned && typeof (returned as Promise<unknown>).then === 'function') {
-      (returned as Promise<unknown>).then(undefined, (error: unknown) => hookFailed(logger, error));
-    }
+    if (isThenable(returned)) Promise.resolve(returned).then(undefined, (error: unknown) => hookFailed(logger, error));
   } catch (error) {
     hookFailed(logger, error);
   }
