@@ -1,6 +1,6 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
 import type { BreakerState, CircuitBreaker } from './failure/breaker';
-import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
+import { STORE_ERROR_KINDS, storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
 /** One shared store as the limiters see it. */
 export interface StoreHealth {
@@ -21,6 +21,8 @@ export interface StoreHealth {
   readonly lastSuccessAt: string | null;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
+  /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
+  readonly warnings?: readonly string[];
 }
 
 /** What `health()` returns: enough for a health route to answer 200 or 503, and for a person to see why. */
@@ -45,6 +47,8 @@ export interface HealthSource {
   readonly blockCache: { readonly hits: number } | undefined;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
+  /** The store's warnings, read when a snapshot is taken (a store may find one after construction). */
+  readonly warnings?: readonly string[];
 }
 
 const monitors = new WeakMap<CircuitBreaker, StoreMonitor>();
@@ -53,7 +57,8 @@ const monitors = new WeakMap<CircuitBreaker, StoreMonitor>();
 export function monitorFor(breaker: CircuitBreaker, store: string): StoreMonitor {
   let monitor = monitors.get(breaker);
   if (!monitor) {
-    monitor = { store, breaker, calls: 0, errors: { timeout: 0, connection: 0, script_missing: 0, other: 0 }, lastError: undefined, lastSuccessAt: undefined };
+    const errors = Object.fromEntries(STORE_ERROR_KINDS.map((kind) => [kind, 0])) as Record<StoreErrorKind, number>;
+    monitor = { store, breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined };
     monitors.set(breaker, monitor);
   }
   return monitor;
@@ -90,6 +95,7 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
         lastError: m.lastError ? { kind: m.lastError.kind, message: m.lastError.message, at: iso(m.lastError.at)! } : null,
         lastSuccessAt: iso(m.lastSuccessAt),
         ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
+        ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
       });
     }
     const t = s.tally.totals();

@@ -30,8 +30,9 @@ interface SubjectKeys {
   readonly keys: readonly string[];
   readonly lock: StoreLockout | undefined;
 }
-// Stores whose configuration warnings were already logged.
+// Stores whose configuration warnings were already logged, and those whose later warnings a logger hears.
 const warned = new WeakSet<object>();
+const warnedLater = new WeakSet<object>();
 
 export interface ConsumeOptions {
   /** Units this request draws; a whole number from 0. Default 1. */
@@ -125,10 +126,14 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
-  const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats };
+  const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats, warnings: shared.warnings };
   if (shared.warnings?.length && !warned.has(shared)) {
     warned.add(shared);
     for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
+  }
+  if (shared.onWarning && !warnedLater.has(shared)) {
+    warnedLater.add(shared);
+    shared.onWarning((warning) => failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name }));
   }
 
   // A store that decides synchronously (MemoryStore, no hot-key mode) is asked without a promise.

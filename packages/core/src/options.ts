@@ -9,7 +9,7 @@ import type { ResolvedLimit } from './limit';
 import type { Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { checkOptionNames, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
 
 export type { ResolvedLimit } from './limit';
 
@@ -178,10 +178,7 @@ export const maxCostOf = (limits: readonly ResolvedLimit[]) => Math.min(...limit
 export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where = 'createLimiter', checkNames = true): ResolvedLimiterOptions {
   if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('options', options, 'an object');
   if (checkNames) checkOptionNames(`${where} options`, options, LIMITER_OPTION_NAMES);
-  const prefix = options.prefix ?? 'fg';
-  if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) {
-    invalidOption('prefix', prefix, 'a string matching [A-Za-z0-9_.-]{1,32}');
-  }
+  const prefix = keyPrefix('prefix', options.prefix ?? 'fg');
   const store = options.store ?? new MemoryStore();
   if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
     invalidOption('store', store, 'a Store such as new MemoryStore() or new RedisStore({ client })');

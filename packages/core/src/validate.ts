@@ -74,6 +74,12 @@ export function refundAt(value: unknown): number {
   return value;
 }
 
+/** A key prefix: `[A-Za-z0-9_.-]{1,32}`, so it needs no escaping in a key, a Redis glob or an ACL key pattern. */
+export function keyPrefix(option: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(value)) invalidOption(option, value, 'a string matching [A-Za-z0-9_.-]{1,32}');
+  return value;
+}
+
 /**
  * The names of an options type, checked by the compiler against the interface: a list that misses a
  * key, or names one the type lacks, does not compile. `optionNames<LimitOptions>()([...])`.
