@@ -1,6 +1,6 @@
 // Jest: one project per package, TypeScript through SWC, workspace packages resolved to their sources.
 import type { Config } from 'jest';
-import { readdirSync, existsSync } from 'node:fs';
+import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 const moduleNameMapper: Config['moduleNameMapper'] = {
@@ -17,6 +17,30 @@ const transform: Config['transform'] = {
     { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } },
   ],
 };
+/**
+ * For a project whose tsconfig.json turns on experimentalDecorators (Nest's packages): TypeScript's
+ * legacy decorators, with the design-type metadata Nest's dependency injection reads when
+ * emitDecoratorMetadata is on too. Every other project keeps the plain transform.
+ */
+const decoratorTransform = (metadata: boolean): Config['transform'] => ({
+  '^.+\\.(t|j)sx?$': [
+    '@swc/jest',
+    {
+      jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: metadata }, target: 'es2022' },
+      module: { type: 'commonjs' },
+    },
+  ],
+});
+
+/** The transform for one project: by its own tsconfig.json's decorator settings, if it has one. */
+function transformFor(dir: string): Config['transform'] {
+  const path = join(__dirname, dir, 'tsconfig.json');
+  if (!existsSync(path)) return transform;
+  // tsconfig.json allows comments; these two flags are all that is read.
+  const text = readFileSync(path, 'utf8');
+  if (!/"experimentalDecorators"\s*:\s*true/.test(text)) return transform;
+  return decoratorTransform(/"emitDecoratorMetadata"\s*:\s*true/.test(text));
+}
 
 function project(dir: string): Config {
   return {
@@ -25,7 +49,7 @@ function project(dir: string): Config {
     testMatch: ['<rootDir>/**/*.test.ts'],
     testPathIgnorePatterns: ['/node_modules/', '/dist/'],
     moduleNameMapper,
-    transform,
+    transform: transformFor(dir),
     testEnvironment: 'node',
   };
 }

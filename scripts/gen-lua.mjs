@@ -18,9 +18,15 @@ const chunks = names.map((name) => {
   const source = read(`algorithms/${name}/${name}.lua`);
   // The composer registers these functions under the algorithm's id; without them the script would
   // fail only when Redis runs it.
-  if (!/^local function check\(key, now, cap, \w+, cost\)$/m.test(source) || !/^local function refund\(key, now, cap, \w+, cost, at\)$/m.test(source)) {
+  // A lease chunk (concurrency) also takes the lease's token, and defines release and renew.
+  const lease = /^local function release\(/m.test(source);
+  const wanted = lease
+    ? [/^local function check\(key, now, cap, \w+, cost, token\)$/m, /^local function refund\(key, now, cap, \w+, cost, at\)$/m, /^local function release\(key, now, cap, \w+, cost, token\)$/m, /^local function renew\(key, now, cap, \w+, cost, token\)$/m]
+    : [/^local function check\(key, now, cap, \w+, cost\)$/m, /^local function refund\(key, now, cap, \w+, cost, at\)$/m];
+  if (!wanted.every((re) => re.test(source))) {
     console.error(
-      `algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\` and \`local function refund(key, now, cap, period, cost, at)\`.`,
+      `algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\` and \`local function refund(key, now, cap, period, cost, at)\`` +
+        ' (a lease chunk: check(key, now, cap, period, cost, token), refund, release and renew(key, now, cap, period, cost, token)).',
     );
     process.exit(1);
   }

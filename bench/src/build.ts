@@ -9,7 +9,7 @@
 // and frameworks run exactly as installed.
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { build, type Plugin } from 'esbuild';
 import { BENCH_DIR, REPO_DIR } from './env';
 
@@ -21,7 +21,7 @@ const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 const PACKAGE_ENTRIES = ['index', 'http', 'internal'];
 
 /** Entry points of child processes, compiled to dist/<name>.js. */
-const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker'];
+const CHILDREN = ['server', 'core-worker', 'memory-worker', 'micro-worker', 'flood-worker'];
 
 function resolvesFromBench(specifier: string): boolean {
   try {
@@ -82,4 +82,20 @@ export async function buildChildren(options: { repoDir?: string; outDir?: string
   for (const name of options.children ?? CHILDREN) {
     await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(outDir, `${name}.js`), plugins: [externals(undefined)] });
   }
+}
+
+/** Where another checkout's build goes (`--against DIR`). */
+export const AGAINST_DIR = join(BENCH_DIR, 'dist-against');
+
+/**
+ * Builds another checkout's Floodgate packages (e.g. a worktree of an older commit, after `pnpm
+ * install`) with this bench's `children`, into dist-against/; returns its absolute path and that
+ * directory. A relative path is taken from where the command was typed (pnpm runs in bench/).
+ */
+export async function buildAgainst(against: string, children: readonly string[]): Promise<{ repoDir: string; outDir: string }> {
+  const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), against);
+  if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
+  mkdirSync(AGAINST_DIR, { recursive: true });
+  await buildChildren({ repoDir, outDir: AGAINST_DIR, children });
+  return { repoDir, outDir: AGAINST_DIR };
 }

@@ -30,6 +30,8 @@ export interface SpawnOptions {
   /** Longest wait for the child's first message. Default 30 s (a shared, busy machine starts slowly). */
   timeoutMs?: number;
   name: string;
+  /** Where the compiled entry is: dist/ (default), or another checkout's build (dist-against/). */
+  dir?: string;
 }
 
 export interface Child<M> {
@@ -52,7 +54,7 @@ export async function spawnChild<M>(entry: string, args: string[], options: Spaw
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(OUT_DIR, `${entry}.js`), ...args], {
+    child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(options.dir ?? OUT_DIR, `${entry}.js`), ...args], {
       cwd: BENCH_DIR,
       stdio: ['ignore', fd, fd, 'ipc'],
       env: { ...process.env, NODE_ENV: 'production' },

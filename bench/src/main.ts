@@ -9,6 +9,7 @@ import { buildChildren, OUT_DIR } from './build';
 import { againstSide, runMicro, type MicroSide } from './micro';
 import { childLogDir, killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, adapterExists, coreHasHotKeys, loadAverage, machine, redisVersion, versions } from './env';
+import { FULL as FLOOD_FULL, QUICK as FLOOD_QUICK, measureFlood, readFloodRuns, recordFloodRun, thisSide } from './flood';
 import { runMemoryStore, runRedisMemory } from './memory';
 import { profileServer } from './profile';
 import { Progress } from './progress';
@@ -20,7 +21,7 @@ import { renderSvg } from './svg';
 import { contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
 import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
 
-const SECTIONS = ['accuracy', 'ceiling', 'memory', 'micro', 'race', 'throughput'] as const;
+const SECTIONS = ['accuracy', 'ceiling', 'flood', 'memory', 'micro', 'race', 'throughput'] as const;
 type Section = (typeof SECTIONS)[number];
 
 const HELP = `Usage: pnpm bench [options]
@@ -127,6 +128,8 @@ export function parseConfig(argv: string[]): Config | 'help' {
 }
 
 function writeDocs(results: BenchResults): string[] {
+  // The Flood section shows every recorded run (bench/flood-runs.json), whether or not this run had one.
+  if (!results.flood?.length) results.flood = readFloodRuns();
   const docs = join(REPO_DIR, 'docs');
   mkdirSync(docs, { recursive: true });
   writeFileSync(join(docs, 'benchmarks.svg'), renderSvg(results));
@@ -192,6 +195,7 @@ function plannedMs(config: Config): number {
   if (config.sections.has('race')) ms += config.quick ? 10_000 : 45_000;
   if (config.sections.has('memory')) ms += config.quick ? 30_000 : 120_000;
   if (config.sections.has('micro')) ms += (config.quick ? 15_000 : 60_000) * (config.against ? 2 : 1);
+  if (config.sections.has('flood')) ms += config.quick ? 60_000 : 240_000;
   return ms;
 }
 
@@ -301,6 +305,12 @@ async function main(): Promise<number> {
       const sides: MicroSide[] = [{ label: 'this checkout', dir: OUT_DIR }];
       if (config.against) sides.unshift(await againstSide(config.against));
       results.micro = runMicro(sides, config.quick ? { ops: 5_000, samples: 3, only: [] } : { ops: 50_000, samples: 7, only: [] }, config.quick ? 1 : 3);
+    });
+    await section('flood', async () => {
+      // Its own redis-server and Cluster: a flood may leave the shared server busy with late calls.
+      const command = `pnpm bench${config.quick ? ' --quick' : ''}`;
+      const [run] = await measureFlood(config.quick ? FLOOD_QUICK : FLOOD_FULL, config.quick, command, [thisSide()], progress);
+      results.flood = config.docs ? recordFloodRun(run) : [...readFloodRuns(), run];
     });
     await section('race', async () => {
       results.race = await runRace(

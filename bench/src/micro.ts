@@ -6,10 +6,10 @@
 //                                          commit, after `pnpm install`), interleaved run by run
 //   pnpm bench:micro --only core,http --ops 50000 --samples 9 --rounds 3
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildChildren, OUT_DIR } from './build';
+import { buildAgainst, buildChildren, OUT_DIR } from './build';
 import { BENCH_DIR, loadAverage, machine } from './env';
 import type { MicroJob, MicroResult } from './micro-worker';
 import { microTable } from './report';
@@ -46,13 +46,8 @@ function runWorker(dir: string, job: MicroJob): MicroResult[] {
 
 /** Builds another checkout's Floodgate packages with this bench's micro worker: the side to compare with. */
 export async function againstSide(against: string): Promise<MicroSide> {
-  // pnpm runs this in bench/: a relative path is taken from where the command was typed.
-  const repoDir = resolve(process.env.INIT_CWD ?? process.cwd(), against);
-  if (!existsSync(join(repoDir, 'packages', 'core', 'src', 'index.ts'))) throw new Error(`${repoDir} is not a Floodgate checkout`);
-  const dir = join(BENCH_DIR, 'dist-against');
-  mkdirSync(dir, { recursive: true });
-  await buildChildren({ repoDir, outDir: dir, children: ['micro-worker'] });
-  return { label: `against ${against}`, dir };
+  const { outDir } = await buildAgainst(against, ['micro-worker']);
+  return { label: `against ${against}`, dir: outDir };
 }
 
 /** Every case on every side, `rounds` times, alternating which side goes first; medians over rounds. */

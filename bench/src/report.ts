@@ -1,4 +1,5 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
+import { floodSection } from './flood-report';
 import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
 import { ratio } from './stats';
 import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
@@ -459,6 +460,12 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         ),
       );
     }
+    out.push('');
+  }
+
+  const flood = floodSection(results.flood ?? []);
+  if (flood) {
+    out.push(flood);
     out.push('');
   }
 

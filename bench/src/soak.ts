@@ -1,4 +1,4 @@
-// The chaos soak: steady load through Express, Fastify and Koa on one real redis-server killed, paused, restarted and slowed at random (seeded), with its invariants checked.
+// The chaos soak: steady load through Express, Fastify and Koa on one real redis-server killed, paused, restarted and slowed at random (seeded), with floods of one hot caller and of many fresh callers between, and its invariants checked.
 import { Agent, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { runInThisContext } from 'node:vm';
@@ -11,26 +11,52 @@ import express from 'express';
 import fastify from 'fastify';
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
+import { DEADLINE_MARGIN_MS, overAdmissionBound } from './bounds';
+import { LoopWatch } from './loop-watch';
+
+export { DEADLINE_MARGIN_MS } from './bounds';
 
 /** The store deadline every decision must keep (RedisStore `timeoutMs`; Floodgate's default). */
 export const STORE_TIMEOUT_MS = 100;
 /**
- * The issue's margin over the deadline. A response may also be late by the time this process's
- * event loop stood still while it was in flight (measured, see `LoopWatch`): on a shared 2-core
- * machine a GC or a neighbour's jest run stalls the loop for tens, sometimes hundreds, of ms, and
- * no library can answer while its loop is stopped. A wait inside Floodgate (a hang on a paused
- * Redis, a draw behind another's timeout) does not stall the loop, so it still shows in full.
+ * Limit per fixed window of every route. The steady load comes from 127.0.0.1 (one subject per
+ * route); a flood's requests name their caller in CALLER_HEADER (the routes' `key`).
  */
-export const DEADLINE_MARGIN_MS = 50;
-/** Limit per fixed window of every route (one subject per route: every request comes from 127.0.0.1). */
 export const LIMIT = 20;
 export const WINDOW_MS = 1_000;
-/** `failMode: 'local'` shares: each instance admits LIMIT / INSTANCES from memory while Redis is out. */
+/** `failMode: 'local'` shares: each instance admits LIMIT / INSTANCES from memory while Redis is out. Also the hot-key routes' instances. */
 export const INSTANCES = 2;
-const ADAPTERS = ['express', 'fastify', 'koa'] as const;
-const ROUTES: readonly FailMode[] = ['open', 'closed', 'local'];
+/** Header a flood's requests name their caller in; without it the caller is the client IP. */
+export const CALLER_HEADER = 'x-caller';
+/**
+ * - open, closed, local: the failure modes by name.
+ * - default: no failure option at all (what an app that sets none gets).
+ * - hot: default failure options with hot-key mode on (`hotKeys: { instances: INSTANCES, threshold: HOT_THRESHOLD }`).
+ */
+export type SoakRoute = FailMode | 'default' | 'hot';
+const ROUTES: readonly SoakRoute[] = ['open', 'closed', 'local'];
+const OVERLOAD_ROUTES: readonly SoakRoute[] = ['default', 'hot'];
+/** Requests per second one instance must see for a subject before it leases quota for it: a flood's hot caller is, the steady load is not. */
+export const HOT_THRESHOLD = 50;
 export const FAULT_KINDS = ['kill', 'pause', 'slow'] as const;
-export type FaultKind = (typeof FAULT_KINDS)[number];
+/** Floods: one hot caller, or a fresh caller per request, FLOOD_IN_FLIGHT requests in flight all along, on the routes that keep a limit. */
+export const FLOOD_KINDS = ['flood-hot', 'flood-fresh'] as const;
+export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof FLOOD_KINDS)[number];
+export const FLOOD_IN_FLIGHT = 24;
+/** Routes a flood is aimed at: every route that keeps a limit ('open' admits everything while the store is away by design). */
+const FLOOD_ROUTES: readonly SoakRoute[] = ['closed', 'local', 'default', 'hot'];
+/** Issue 24: a fail-closed route serves from the store again within this long of the store answering. */
+export const RECOVERY_MS = 1_000;
+
+/**
+ * The most one caller may be admitted on a route in one window: its limit plus the documented
+ * over-admission bound (src/bounds.ts, the one place it is set) for the instances the route is
+ * configured with. One soak process is one instance: 'local' and 'hot' routes are told
+ * INSTANCES (their local share is then LIMIT / INSTANCES), the others learn or assume 1.
+ */
+export function admissionCeiling(route: SoakRoute): number {
+  return LIMIT + overAdmissionBound(LIMIT, route === 'local' || route === 'hot' ? INSTANCES : 1);
+}
 
 export interface SoakOptions {
   durationMs: number;
@@ -40,6 +66,13 @@ export interface SoakOptions {
   everyMs?: number;
   /** Progress lines. Default none. */
   log?: (line: string) => void;
+  /**
+   * Issue 24's overload phases and checks: the 'default' and 'hot' routes, floods (one hot caller,
+   * many fresh callers) beside the faults, and fail-closed routes back within RECOVERY_MS of the
+   * store answering. Default true (`pnpm soak`). The per-caller admission ceiling and the deadline
+   * are checked on every route either way.
+   */
+  overload?: boolean;
 }
 
 export interface SoakReport {
@@ -48,6 +81,7 @@ export interface SoakReport {
   requests: number;
   byOutcome: Record<string, number>;
   faults: Record<FaultKind | 'restart', number>;
+  overload: boolean;
   /** The first 100 violations, in full. */
   violations: string[];
   violationCount: number;
@@ -58,6 +92,11 @@ export interface SoakReport {
   lateWithoutStallAllowance: number;
   worstLoopStallMs: number;
   healthyWindowsChecked: number;
+  /** Caller windows judged against admissionCeiling (every route but 'open', every window, faults and floods included), and the most admitted in one. */
+  callerWindowsChecked: number;
+  worstAdmittedInWindow: { key: string; admitted: number; ceiling: number } | null;
+  /** Requests the floods sent. */
+  floodRequests: number;
   /** ms from Redis answering again to every closed route serving from the store, worst of all faults. */
   worstRecoveryMs: number;
   heapStartMb: number;
@@ -67,45 +106,25 @@ export interface SoakReport {
   firstFailureLines: number;
 }
 
-/** How long the event loop stood still, per 10 ms tick: what a response's lateness may owe to the process, not to Floodgate. */
-class LoopWatch {
-  private readonly ticks: { at: number; stall: number }[] = [];
-  private last = performance.now();
-  worst = 0;
-  private readonly timer = setInterval(() => {
-    const now = performance.now();
-    const stall = Math.max(0, now - this.last - 10);
-    this.last = now;
-    this.worst = Math.max(this.worst, stall);
-    this.ticks.push({ at: now, stall });
-    // Responses are judged within a second of their answer; keep a little more.
-    while (this.ticks.length > 0 && this.ticks[0].at < now - 15_000) this.ticks.shift();
-  }, 10);
-  /** The loop's stalls that ended within [from, to + 10]: time the process could not run at all. */
-  stalledWithin(from: number, to: number): number {
-    let sum = 0;
-    for (const t of this.ticks) if (t.at >= from && t.at <= to + 10) sum += t.stall;
-    return sum;
-  }
-  stop(): void {
-    clearInterval(this.timer);
-  }
-}
-
 interface App {
   name: string;
   port: number;
   close(): Promise<void>;
 }
 
-function options(store: RedisStore, prefix: string, logger: Logger) {
-  return { store, prefix, logger, algorithm: 'fixed-window' as const, limit: LIMIT, windowMs: WINDOW_MS, retryAfterJitterMs: 0 };
-}
-const perRoute = (mode: FailMode) => ({ failMode: mode, ...(mode === 'local' ? { instances: INSTANCES } : {}) });
+/** The caller a request names (floods), else undefined: the adapter's default identity (the client IP). */
+const callerKey = (request: { headers: Record<string, string | string[] | undefined> }) => {
+  const caller = request.headers[CALLER_HEADER];
+  return typeof caller === 'string' ? caller : undefined;
+};
 
-async function listen(server: Server): Promise<number> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return (server.address() as AddressInfo).port;
+function options(store: RedisStore, prefix: string, logger: Logger) {
+  return { store, prefix, logger, algorithm: 'fixed-window' as const, limit: LIMIT, windowMs: WINDOW_MS, retryAfterJitterMs: 0, key: callerKey };
+}
+function perRoute(route: SoakRoute) {
+  if (route === 'default') return {};
+  if (route === 'hot') return { hotKeys: { instances: INSTANCES, threshold: HOT_THRESHOLD } };
+  return { failMode: route, ...(route === 'local' ? { instances: INSTANCES } : {}) };
 }
 const closeServer = (server: Server) =>
   new Promise<void>((resolve) => {
@@ -113,20 +132,20 @@ const closeServer = (server: Server) =>
     server.close(() => resolve());
   });
 
-/** Three apps, one per adapter, each with /open, /closed and /local on the one store. */
-async function startApps(store: RedisStore, prefix: string, logger: Logger): Promise<App[]> {
+/** Three apps, one per adapter, each with a route per entry of `routes` (/open, /closed, /local, ...) on the one store. */
+async function startApps(store: RedisStore, prefix: string, logger: Logger, routes: readonly SoakRoute[]): Promise<App[]> {
   const e = express();
-  for (const mode of ROUTES) e.get(`/${mode}`, expressRateLimit({ ...options(store, `${prefix}e`, logger), ...perRoute(mode) }), (_req, res) => void res.send('ok'));
+  for (const mode of routes) e.get(`/${mode}`, expressRateLimit({ ...options(store, `${prefix}e`, logger), ...perRoute(mode) }), (_req, res) => void res.send('ok'));
   const eServer = e.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => eServer.once('listening', resolve));
 
   const f = fastify({ logger: false });
   await f.register(fastifyRateLimit, options(store, `${prefix}f`, logger));
-  for (const mode of ROUTES) f.get(`/${mode}`, { config: { rateLimit: perRoute(mode) } }, async () => 'ok');
+  for (const mode of routes) f.get(`/${mode}`, { config: { rateLimit: perRoute(mode) } }, async () => 'ok');
   await f.listen({ port: 0, host: '127.0.0.1' });
 
   const k = new Koa();
-  const koaRoutes = new Map(ROUTES.map((mode) => [`/${mode}`, koaRateLimit({ ...options(store, `${prefix}k`, logger), ...perRoute(mode) })]));
+  const koaRoutes = new Map(routes.map((mode) => [`/${mode}`, koaRateLimit({ ...options(store, `${prefix}k`, logger), ...perRoute(mode) })]));
   k.use(async (ctx, next) => {
     const limiter = koaRoutes.get(ctx.path);
     if (!limiter) return next();
@@ -149,9 +168,10 @@ interface Answer {
   limit: string | undefined;
 }
 
-function get(agent: Agent, port: number, path: string): Promise<Answer> {
+function get(agent: Agent, port: number, path: string, caller?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', agent }, (res) => {
+    const headers = caller === undefined ? undefined : { [CALLER_HEADER]: caller };
+    const req = httpRequest({ host: '127.0.0.1', port, path, method: 'GET', agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve({ status: res.statusCode ?? 0, limit: res.headers['ratelimit-limit'] as string | undefined }));
       res.on('error', reject);
@@ -165,7 +185,7 @@ function get(agent: Agent, port: number, path: string): Promise<Answer> {
  * What one answer was, from the outside: the store's word carries the limit in its headers; a
  * degraded one carries none (no made-up quota), so a 200 without them was admitted by a failure mode.
  */
-function outcome(route: FailMode, a: Answer): string {
+function outcome(route: SoakRoute, a: Answer): string {
   const fromStore = a.limit === String(LIMIT);
   if (a.limit !== undefined && !fromStore) return 'odd';
   if (a.status === 200) return fromStore ? 'store-admitted' : `fail-${route}-admitted`;
@@ -174,8 +194,52 @@ function outcome(route: FailMode, a: Answer): string {
   return `status-${a.status}`;
 }
 
+/** One answer with where it went and when: the steady load's and the floods' alike. */
+interface Sample extends Answer {
+  route: string;
+  /** The caller the request named; undefined for the steady load (the client IP). */
+  caller?: string;
+  firedAt: number;
+  ms: number;
+}
+
+/**
+ * Keeps `inFlight` requests in flight until `until` (performance.now()), each to the next of
+ * `targets` in turn, from `caller(i)`; every answer goes to `samples`, every failure to `errors`.
+ */
+async function flood(
+  agent: Agent,
+  targets: readonly { route: string; port: number; path: string }[],
+  caller: (i: number) => string,
+  inFlight: number,
+  until: number,
+  samples: Sample[],
+  errors: unknown[],
+): Promise<number> {
+  let sent = 0;
+  const lane = async () => {
+    while (performance.now() < until) {
+      const i = sent++;
+      const target = targets[i % targets.length];
+      const who = caller(i);
+      const firedAt = performance.now();
+      try {
+        const answer = await get(agent, target.port, target.path, who);
+        samples.push({ ...answer, route: target.route, caller: who, firedAt, ms: performance.now() - firedAt });
+      } catch (error) {
+        errors.push(error);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: inFlight }, lane));
+  return sent;
+}
+
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const log = opts.log ?? (() => undefined);
+  const overload = opts.overload ?? true;
+  const routes = overload ? [...ROUTES, ...OVERLOAD_ROUTES] : ROUTES;
+  const kinds: readonly FaultKind[] = overload ? [...FAULT_KINDS, ...FLOOD_KINDS] : FAULT_KINDS;
   const rnd = prng(opts.seed).next;
   const violations: string[] = [];
   let violationCount = 0;
@@ -194,23 +258,32 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const clients: Redis[] = [];
   const lines: string[] = [];
   const logger: Logger = { warn: (m) => void lines.push(m), error: (m) => void lines.push(m) };
-  const agent = new Agent({ keepAlive: true, maxSockets: 32 });
+  // Enough sockets that no request waits in the agent for one (that wait would be the client's, not Floodgate's).
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const floodAgent = new Agent({ keepAlive: true, maxSockets: FLOOD_IN_FLIGHT });
   const loop = new LoopWatch();
-  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, restart: 0 };
+  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, restart: 0 };
   const byOutcome: Record<string, number> = {};
+  // Store admissions per route and caller per window (the healthy-window check), and every admission (the ceiling).
   const windows = new Map<string, number>();
+  const admittedWindows = new Map<string, number>();
   // [from, to] (performance.now()) from each fault's start until limiting was seen again: no window overlapping one is judged.
   const unhealthy: [number, number][] = [];
   let requests = 0;
+  let floodRequests = 0;
   let worstMs = 0;
   let worstOver = -Infinity;
   let lateStrict = 0;
   let worstRecoveryMs = 0;
   const heap: number[] = [];
-  const lastStoreAnswer = new Map<string, number>();
+  // After a fault: the first answer from the store on each closed route once the store answered again.
+  let recoverySince = Infinity;
+  const recovered = new Map<string, number>();
   const prefix = `soak${opts.seed}x`;
   let apps: App[] = [];
   let load: ReturnType<typeof steadyLoad<Answer>> | undefined;
+  const floodSamples: Sample[] = [];
+  const floodErrors: unknown[] = [];
   try {
     const client = server.client({ autoResendUnfulfilledCommands: false });
     client.on('error', () => undefined); // expected: the soak kills this server on purpose
@@ -218,41 +291,61 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     clients.push(client, slower);
     await client.ping();
     const store = new RedisStore({ client, timeoutMs: STORE_TIMEOUT_MS });
-    apps = await startApps(store, prefix, logger);
+    apps = await startApps(store, prefix, logger, routes);
 
     const shots: Record<string, () => Promise<Answer>> = {};
-    for (const app of apps) for (const route of ROUTES) shots[`${app.name} ${route}`] = () => get(agent, app.port, `/${route}`);
+    for (const app of apps) for (const route of routes) shots[`${app.name} ${route}`] = () => get(agent, app.port, `/${route}`);
+    // Warm-up, not judged: each route's first requests compile its code paths and open its sockets, on a loaded machine in hundreds of ms.
+    for (let i = 0; i < 3; i++) await Promise.all(Object.values(shots).map((shot) => shot()));
+    await client.del(...(await client.keys(`${prefix}*`)), `${prefix}-none`);
     load = steadyLoad(shots, opts.everyMs ?? 30);
     const running = load;
+    const floodTargets = apps.flatMap((app) => FLOOD_ROUTES.filter((r) => routes.includes(r)).map((r) => ({ route: `${app.name} ${r}`, port: app.port, path: `/${r}` })));
 
     const origin = performance.timeOrigin;
-    const judge = () => {
-      // Drained as they come, so a run of any length keeps no answers.
-      for (const s of running.samples.splice(0)) {
-        requests++;
-        const [adapter, route] = s.route.split(' ') as [string, FailMode];
-        const kind = outcome(route, s);
-        byOutcome[kind] = (byOutcome[kind] ?? 0) + 1;
-        const answeredAt = s.firedAt + s.ms;
-        worstMs = Math.max(worstMs, s.ms);
-        const over = s.ms - STORE_TIMEOUT_MS - DEADLINE_MARGIN_MS;
-        if (over > 0) lateStrict++;
-        const excess = over - loop.stalledWithin(s.firedAt, answeredAt);
-        worstOver = Math.max(worstOver, excess);
-        if (excess > 0) violate(`${s.route}: answered in ${s.ms.toFixed(0)} ms, past ${STORE_TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms plus the loop's stall`);
-        // Each route answers only as its failMode allows: closed never admits without the store, open never refuses.
-        const allowed = ['store-admitted', 'store-limited', { open: 'fail-open-admitted', closed: 'fail-closed-refused', local: 'fail-local-admitted' }[route]];
-        if (route === 'local') allowed.push('fail-local-limited');
-        if (!allowed.includes(kind)) violate(`${s.route}: ${kind} (status ${s.status}, RateLimit-Limit ${s.limit ?? 'none'})`);
-        if (kind === 'store-admitted' || kind === 'store-limited') lastStoreAnswer.set(s.route, answeredAt);
-        if (kind !== 'store-admitted') continue;
-        // The window the script ran in, when the whole request lies inside one (Redis TIME and this clock are the host's; 5 ms of slack each side).
-        const from = Math.floor((origin + s.firedAt - 5) / WINDOW_MS);
-        const to = Math.floor((origin + answeredAt + 5) / WINDOW_MS);
-        if (from !== to) continue;
-        const key = `${adapter} ${route} ${from}`;
-        windows.set(key, (windows.get(key) ?? 0) + 1);
+    const soakStart = performance.now();
+    const judgeOne = (s: Sample) => {
+      requests++;
+      const [adapter, route] = s.route.split(' ') as [string, SoakRoute];
+      const kind = outcome(route, s);
+      byOutcome[kind] = (byOutcome[kind] ?? 0) + 1;
+      const answeredAt = s.firedAt + s.ms;
+      worstMs = Math.max(worstMs, s.ms);
+      const over = s.ms - STORE_TIMEOUT_MS - DEADLINE_MARGIN_MS;
+      if (over > 0) lateStrict++;
+      const stalled = loop.stalledWithin(s.firedAt, answeredAt);
+      const excess = over - stalled;
+      worstOver = Math.max(worstOver, excess);
+      if (excess > 0) {
+        violate(
+          `${s.route}${s.caller ? ` (${s.caller})` : ''}: ${kind} in ${s.ms.toFixed(0)} ms, ${((s.firedAt - soakStart) / 1000).toFixed(1)} s in, past ${STORE_TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms plus the loop's stall (${stalled.toFixed(0)} ms)`,
+        );
       }
+      // Each route answers only as its failMode allows: closed never admits without the store, open never refuses.
+      // The default and hot routes answer as whatever the defaults are: the admission ceiling judges them.
+      const named: Partial<Record<SoakRoute, string[]>> = {
+        open: ['fail-open-admitted'],
+        closed: ['fail-closed-refused'],
+        local: ['fail-local-admitted', 'fail-local-limited'],
+      };
+      const allowed = ['store-admitted', 'store-limited', ...(named[route] ?? [`fail-${route}-admitted`, `fail-${route}-limited`, `fail-${route}-refused`])];
+      if (!allowed.includes(kind)) violate(`${s.route}: ${kind} (status ${s.status}, RateLimit-Limit ${s.limit ?? 'none'})`);
+      if ((kind === 'store-admitted' || kind === 'store-limited') && route === 'closed' && answeredAt > recoverySince && !recovered.has(adapter)) {
+        recovered.set(adapter, answeredAt);
+      }
+      if (s.status !== 200) return;
+      // The window the request was decided in, when the whole request lies inside one (Redis TIME and this clock are the host's; 5 ms of slack each side).
+      const from = Math.floor((origin + s.firedAt - 5) / WINDOW_MS);
+      const to = Math.floor((origin + answeredAt + 5) / WINDOW_MS);
+      if (from !== to) return;
+      const key = `${adapter} ${route} ${s.caller ?? 'ip'} ${from}`;
+      if (route !== 'open') admittedWindows.set(key, (admittedWindows.get(key) ?? 0) + 1);
+      if (kind === 'store-admitted') windows.set(key, (windows.get(key) ?? 0) + 1);
+    };
+    // Drained as they come, so a run of any length keeps no answers.
+    const judge = () => {
+      for (const s of running.samples.splice(0)) judgeOne(s);
+      for (const s of floodSamples.splice(0)) judgeOne(s);
     };
     const judging = setInterval(judge, 200);
     const heapTimer = setInterval(() => heap.push(process.memoryUsage().heapUsed), 1_000);
@@ -262,14 +355,22 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       // Every kind once per round, in a seeded order: a short run still sees each.
       let round: FaultKind[] = [];
       // Until the end, and in any case until each kind has struck once (a loaded machine runs a short soak slowly).
-      const more = (leftMs: number) => performance.now() < end - leftMs || FAULT_KINDS.some((k) => faults[k] === 0);
+      const more = (leftMs: number) => performance.now() < end - leftMs || kinds.some((k) => faults[k] === 0);
       while (more(2_500)) {
         await sleep(800 + rnd() * 1_200);
         if (!more(2_000)) break;
-        if (round.length === 0) round = [...FAULT_KINDS].sort(() => rnd() - 0.5);
+        if (round.length === 0) round = [...kinds].sort(() => rnd() - 0.5);
         const kind = round.shift()!;
         const lengthMs = Math.round(300 + rnd() * 1_000);
         const from = performance.now();
+        log(`${((from - start) / 1000).toFixed(1)} s: ${kind} for ${lengthMs} ms`);
+        if (kind === 'flood-hot' || kind === 'flood-fresh') {
+          faults[kind]++;
+          const n = faults[kind];
+          const caller = kind === 'flood-hot' ? () => `hot-${n}` : (i: number) => `fresh-${n}-${i}`;
+          floodRequests += await flood(floodAgent, floodTargets, caller, FLOOD_IN_FLIGHT, from + lengthMs, floodSamples, floodErrors);
+          continue;
+        }
         let answeringAt: number;
         if (kind === 'kill') {
           await server.kill();
@@ -292,15 +393,25 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           await slower.call('DEBUG', 'SLEEP', (lengthMs / 1000).toFixed(3));
           answeringAt = performance.now();
         }
-        log(`${((from - start) / 1000).toFixed(1)} s: ${kind} for ${lengthMs} ms`);
         // Back when every closed route has had the store's word again.
+        recovered.clear();
+        recoverySince = answeringAt;
         await waitFor(
           `every closed route to be decided by the store after the ${kind}`,
-          () => apps.every((a) => (lastStoreAnswer.get(`${a.name} closed`) ?? 0) > answeringAt),
+          () => {
+            judge();
+            return apps.every((a) => recovered.has(a.name));
+          },
           15_000,
         ).catch((error: Error) => violate(error.message));
+        recoverySince = Infinity;
         const back = performance.now();
-        worstRecoveryMs = Math.max(worstRecoveryMs, back - answeringAt);
+        // The first store answer on the last closed route to get one: when limiting resumed.
+        const resumed = recovered.size === apps.length ? Math.max(...recovered.values()) : back;
+        worstRecoveryMs = Math.max(worstRecoveryMs, resumed - answeringAt);
+        if (overload && resumed - answeringAt > RECOVERY_MS) {
+          violate(`closed routes decided by the store again ${(resumed - answeringAt).toFixed(0)} ms after the ${kind} ended (Redis answering), past ${RECOVERY_MS} ms`);
+        }
         unhealthy.push([from, back]);
       }
       const left = end - performance.now();
@@ -311,19 +422,25 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       clearInterval(heapTimer);
     }
     judge();
-    const errors = running.errors.splice(0);
+    const errors = [...running.errors.splice(0), ...floodErrors.splice(0)];
     for (const error of errors.slice(0, 5)) violate(`request failed: ${error instanceof Error ? error.message : String(error)}`);
     if (errors.length > 5) violate(`${errors.length - 5} more requests failed`);
 
-    // Admitted within the limit in every window that no fault touched.
+    // Admitted by the store within the limit in every window that no fault touched.
     let healthyWindowsChecked = 0;
-    const origin2 = performance.timeOrigin;
-    const touched = (w: number) => unhealthy.some(([a, b]) => origin2 + a < (w + 1) * WINDOW_MS && origin2 + b >= w * WINDOW_MS);
+    const touched = (w: number) => unhealthy.some(([a, b]) => origin + a < (w + 1) * WINDOW_MS && origin + b >= w * WINDOW_MS);
     for (const [key, admitted] of windows) {
-      const w = Number(key.split(' ')[2]);
+      const w = Number(key.split(' ')[3]);
       if (touched(w)) continue;
       healthyWindowsChecked++;
       if (admitted > LIMIT) violate(`${key}: ${admitted} admitted by the store in one healthy window, limit ${LIMIT}`);
+    }
+    // Admitted by anyone (the store, a failure mode, a lease) within the limit plus the documented bound, in every window.
+    let worstAdmittedInWindow: SoakReport['worstAdmittedInWindow'] = null;
+    for (const [key, admitted] of admittedWindows) {
+      const ceiling = admissionCeiling(key.split(' ')[1] as SoakRoute);
+      if (!worstAdmittedInWindow || admitted - ceiling > worstAdmittedInWindow.admitted - worstAdmittedInWindow.ceiling) worstAdmittedInWindow = { key, admitted, ceiling };
+      if (admitted > ceiling) violate(`${key}: ${admitted} admitted in one window, past the limit ${LIMIT} plus the bound (${ceiling} in all)`);
     }
 
     // No key without a TTL.
@@ -347,7 +464,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     if (heapEnd - heapStart > 64) violate(`heap grew from ${heapStart.toFixed(0)} MB to ${heapEnd.toFixed(0)} MB`);
 
     const firstFailureLines = lines.filter((l) => l.includes('requests it cannot decide are now')).length;
-    const outages = faults.kill + faults.pause + faults.slow;
+    // A flood may time calls out too: it counts as a possible outage.
+    const outages = faults.kill + faults.pause + faults.slow + faults['flood-hot'] + faults['flood-fresh'];
     // Every fault is at least one outage, and each outage is announced once (a slow or short fault may end before a call fails: then none).
     if (firstFailureLines > outages * 2) violate(`${firstFailureLines} first-failure lines for ${outages} faults`);
 
@@ -357,6 +475,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       requests,
       byOutcome,
       faults,
+      overload,
       violations,
       violationCount,
       worstMs,
@@ -364,6 +483,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       lateWithoutStallAllowance: lateStrict,
       worstLoopStallMs: loop.worst,
       healthyWindowsChecked,
+      callerWindowsChecked: admittedWindows.size,
+      worstAdmittedInWindow,
+      floodRequests,
       worstRecoveryMs,
       heapStartMb: heapStart,
       heapEndMb: heapEnd,
@@ -376,6 +498,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     await load?.stop().catch(() => undefined);
     for (const app of apps) await app.close();
     agent.destroy();
+    floodAgent.destroy();
     for (const c of clients) c.disconnect();
     await server.stop();
     host.off('unhandledRejection', onUnhandled);
@@ -385,12 +508,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 
 /** The report as the lines `pnpm soak` prints. */
 export function formatReport(r: SoakReport): string {
+  const w = r.worstAdmittedInWindow;
   return [
-    `soak: seed ${r.seed}, ${(r.durationMs / 1000).toFixed(0)} s, Express + Fastify + Koa, routes open/closed/local, one redis-server`,
+    `soak: seed ${r.seed}, ${(r.durationMs / 1000).toFixed(0)} s, Express + Fastify + Koa, routes open/closed/local${r.overload ? '/default/hot' : ''}, one redis-server`,
     `requests: ${r.requests} (${Object.entries(r.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ')})`,
-    `faults injected: ${r.faults.kill} kill (+${r.faults.restart} restart), ${r.faults.pause} pause (SIGSTOP/SIGCONT), ${r.faults.slow} slow (DEBUG SLEEP)`,
+    `faults injected: ${r.faults.kill} kill (+${r.faults.restart} restart), ${r.faults.pause} pause (SIGSTOP/SIGCONT), ${r.faults.slow} slow (DEBUG SLEEP)` +
+      (r.overload ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers (${r.floodRequests} requests, ${FLOOD_IN_FLIGHT} in flight)` : ''),
     `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
-    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= ${LIMIT} per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered`,
+    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= ${LIMIT} per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS} ms)` : ''}`,
+    `caller windows checked: ${r.callerWindowsChecked} (all admissions <= the limit plus the bound, src/bounds.ts); most admitted in one: ${w ? `${w.admitted} of ${w.ceiling} (${w.key})` : 'none'}`,
     `keys checked for a TTL: ${r.keysChecked}; heap ${r.heapStartMb.toFixed(0)} MB -> ${r.heapEndMb.toFixed(0)} MB; log lines ${r.logLines} (first-failure ${r.firstFailureLines})`,
     `violations: ${r.violationCount}`,
     ...r.violations.map((v) => `  ${v}`),

@@ -271,4 +271,92 @@ export interface BenchResults {
   profiles: ProfileRow[];
   /** The micro section (`pnpm bench:micro`'s cases); null or absent when not run. */
   micro?: MicroRun | null;
+  /** The flood section: every recorded run (bench/flood-runs.json), before / after; absent when none. */
+  flood?: FloodRun[];
+}
+
+/** Where a flood ran: one redis-server, or a real 3-master Redis Cluster. */
+export type FloodTopology = 'single' | 'cluster';
+export const FLOOD_TOPOLOGIES: readonly FloodTopology[] = ['single', 'cluster'];
+
+/** One burst scenario of the flood section, over its repetitions (`pnpm bench:flood`, src/flood.ts). */
+export interface FloodScenarioRow {
+  id: string;
+  topology: FloodTopology;
+  /** 'one': every decision on one subject; 'fresh': a fresh subject per decision. */
+  subjects: 'one' | 'fresh';
+  /** 'default': no `coalesce` option; 'off': `coalesce: false`. */
+  coalesce: 'default' | 'off';
+  algorithm: AlgorithmName;
+  processes: number;
+  inFlight: number;
+  limit: number;
+  repetitions: number;
+  /** Decisions answered, over every repetition. */
+  decisions: number;
+  /** Admitted per repetition: on the one subject ('one'), or in all ('fresh'). */
+  admittedPerRepetition: number[];
+  /** The most any one subject was admitted in one repetition, and the sum over subjects of what each got past the limit. */
+  maxAdmittedPerSubject: number;
+  overLimitTotal: number;
+  /** Decisions by reason, over every repetition. */
+  byReason: Record<string, number>;
+  /** Decisions the store did not make: `degraded` ones (fail-open, fail-local, ...), and block-cache denials. */
+  degraded: number;
+  withoutStore: number;
+  /** RedisStore's deadline in the checkout measured. */
+  deadlineMs: number;
+  p99WaitMs: number;
+  maxWaitMs: number;
+  /** Answers later than deadline + 50 ms + their process's loop stall meanwhile, and the worst excess (negative: none late). */
+  overAllowance: number;
+  worstExcessMs: number;
+  /** The longest stall of any child's event loop during the bursts. */
+  maxLoopStallMs: number;
+  /** Calls that rejected instead of answering (a bug if ever above 0). */
+  rejected: number;
+}
+
+/** The outage run: a caller floods while Redis is killed (or paused) for `outageMs`, default options. */
+export interface FloodOutageRow {
+  fault: 'kill' | 'pause';
+  outageMs: number;
+  processes: number;
+  limit: number;
+  /** Decisions per second the caller sent, over all processes. */
+  ratePerSecond: number;
+  decisions: number;
+  /** The caller's admissions answered while Redis was out, and after it answered again (till the run's end). */
+  admittedDuringOutage: number;
+  admittedAfter: number;
+  afterMs: number;
+  /** The bound the run is judged against (src/bounds.ts) for this many processes. */
+  bound: number;
+  byReason: Record<string, number>;
+  degraded: number;
+  deadlineMs: number;
+  p99WaitMs: number;
+  maxWaitMs: number;
+  overAllowance: number;
+  worstExcessMs: number;
+  maxLoopStallMs: number;
+  rejected: number;
+}
+
+/** One recorded run of the flood bench, labelled (e.g. 'before', 'after') with the commit it measured. */
+export interface FloodRun {
+  label: string;
+  commit: string;
+  /** Packages differed from that commit when measured (uncommitted changes). */
+  dirty: boolean;
+  date: string;
+  command: string;
+  mode: 'quick' | 'full';
+  durationS: number;
+  machine: string;
+  loadAverageStart: number[];
+  loadAverageEnd: number[];
+  scenarios: FloodScenarioRow[];
+  outages: FloodOutageRow[];
+  notes: string[];
 }

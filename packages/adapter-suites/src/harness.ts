@@ -49,6 +49,18 @@ export interface AppSpec {
    * 200), so that a suite can tell the limiter how a request turned out (`countOnly`).
    */
   readonly statusFromHeader?: boolean;
+  /**
+   * Every route waits the ms its request asks for in its `x-delay` header (default 0, at most
+   * 10_000) before it answers, so that a suite can hold requests in flight (`concurrency`).
+   */
+  readonly delayFromHeader?: boolean;
+}
+
+/** The wait a route takes under `delayFromHeader`: the request's `x-delay` ms, else 0. */
+export function askedDelay(spec: AppSpec, headers: Record<string, string | string[] | undefined>): Promise<void> {
+  const asked = spec.delayFromHeader ? Number(headers['x-delay']) : 0;
+  const ms = Number.isInteger(asked) && asked > 0 ? Math.min(asked, 10_000) : 0;
+  return ms === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** The status a route answers under `statusFromHeader`: the request's `x-status`, else 200. */

@@ -1,5 +1,5 @@
 // @floodgate/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
-export { askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
+export { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';
@@ -7,3 +7,4 @@ export { runAttackSuite } from './attacks';
 export { runDirectResponseSuite } from './direct-response';
 export { runAuthRouteSuite } from './auth-routes';
 export { expectServedInOneTurn, turnMarker } from './same-turn';
+export { runConcurrencySuite } from './concurrency';

@@ -1,6 +1,7 @@
 // The Decision: what the limiter answers for one request. A limit is a resolved Decision, never a rejection.
 import type { LimitResult } from './algorithms/types';
 import type { ResolvedLimit } from './limit';
+import type { Lease } from './concurrency';
 
 export type DecisionReason =
   /** Admitted by the store. */
@@ -18,7 +19,9 @@ export type DecisionReason =
   /** Store failed; the failure mode refused the request (503). */
   | 'fail-closed'
   /** Store failed; this instance limited the request from memory with its local share. */
-  | 'fail-local';
+  | 'fail-local'
+  /** Shed: this instance is overloaded and the route's priority class is shed (503, option `shedding`). */
+  | 'shed';
 
 /** One limit's view of the request. */
 export interface LimitDecision {
@@ -30,6 +33,8 @@ export interface LimitDecision {
   readonly resetMs: number;
   /** 0 when admitted; -1 when this cost can never be admitted. */
   readonly retryAfterMs: number;
+  /** Set for the in-flight limit (option `concurrency`): `limit` counts requests in flight, and `windowMs` is the lease's length. */
+  readonly quotaUnit?: 'concurrent-requests';
 }
 
 export interface Decision {
@@ -53,6 +58,11 @@ export interface Decision {
    * to give the units back; a decision without it charged nothing there.
    */
   readonly at?: number;
+  /**
+   * The slots this request holds in flight (option `concurrency`), set when it was admitted with
+   * a lease: call `release()` when the request ends (the HTTP adapters do, on finish or close).
+   */
+  readonly lease?: Lease;
 }
 
 /** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. `at`: see Decision.at. */
@@ -80,9 +90,14 @@ export function toDecision(
       resetMs: r.resetMs,
       retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
     };
+    if (l.algorithm === 'concurrency') (d as { quotaUnit?: string }).quotaUnit = 'concurrent-requests';
     perLimit[i] = d;
     if (pick === undefined) pick = d;
     else if (allowed) {
+      // An admitted request's single-policy figures (draft-6, legacy) are a rate limit's: slots in
+      // flight free when requests end, not at a reset a client could pace on.
+      if (d.quotaUnit !== undefined) continue;
+      if (pick.quotaUnit !== undefined) pick = d;
       if (d.remaining < pick.remaining || (d.remaining === pick.remaining && d.resetMs > pick.resetMs)) pick = d;
     } else if (!d.allowed && (pick.allowed || rank(d.retryAfterMs) > rank(pick.retryAfterMs))) {
       pick = d;

@@ -1,4 +1,5 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
+import type { SheddingStats } from './shedding/load-shedder';
 import type { BreakerState, CircuitBreaker } from './failure/breaker';
 import { STORE_ERROR_KINDS, storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
@@ -36,6 +37,8 @@ export interface Health {
   readonly blockCacheHits: number;
   /** Hot-key mode's counts, summed over the limiters that use it; absent when none does. */
   readonly hotKeys?: Readonly<HotKeyCounts>;
+  /** Worker utilisation shedding (option `shedding`): its level, last sample and requests shed by class; absent when off. */
+  readonly shedding?: Readonly<SheddingStats>;
   /** API-key cache and resolveKey lookups (HTTP limiters with `resolveKey`); absent otherwise. */
   readonly keyLookups?: Readonly<KeyLookupCounts>;
 }

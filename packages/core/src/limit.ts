@@ -1,9 +1,10 @@
 // One limit as the limiter enforces it: parsed by options.ts, read by decisions, the failure policy and the stores.
-import type { AlgorithmName, StoreLimit } from './algorithms/registry';
+import type { LimitKind, StoreLimit } from './algorithms/registry';
 
 export interface ResolvedLimit {
   readonly name: string;
-  readonly algorithm: AlgorithmName;
+  /** An algorithm, or 'concurrency' for the in-flight limit (option `concurrency`). */
+  readonly algorithm: LimitKind;
   /** The limit (window algorithms) or burst (token-bucket, gcra). */
   readonly limit: number;
   /** The window; for token-bucket and gcra, the time to refill a full burst. */

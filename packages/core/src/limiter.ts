@@ -10,6 +10,7 @@ import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterO
 import { FloodgateError } from './errors';
 import type { Store, StoreLockout, StoreRequest, StoreResult } from './stores/store';
 import { HotKeyStore, withHotKeys } from './hot-keys/hot-key-store';
+import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
 import { isCost, refundAt, requestCost } from './validate';
 import { healthOf, monitorFor, recordFailure, type Health, type HealthSource } from './health';
 import { ATTR, DecisionTally, metricsFor, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind, type StoreMonitor } from './metrics';
@@ -97,7 +98,10 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
-  const { prefix, limits, maxCost, blockCacheSize, lockout } = resolved;
+  const { prefix, blockCacheSize, lockout, concurrency } = resolved;
+  // The in-flight limit is the last limit: decided with the rate limits in one atomic store call.
+  const limits = concurrency ? [...resolved.limits, concurrency] : resolved.limits;
+  const maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
   const storeLimits = limits.map((l) => l.store);
   const clock = resolved.clock ?? monotonic;
   const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
@@ -123,9 +127,11 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
   // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
   const book = callBookkeeping(shared.name, breaker, failure.failMode, monitor, meter);
-  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys, { clock: resolved.clock, instances: failure.instances });
+  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys);
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
+  const leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+  const leaseIndex = limits.length - 1;
   const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats, warnings: shared.warnings };
   if (shared.warnings?.length && !warned.has(shared)) {
     warned.add(shared);
@@ -206,8 +212,10 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const hit = fromBlock(base, cost);
       if (hit) return counted(hit, scope);
     }
-    const request: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
+    let request: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
     const drew = mode === 'consume';
+    // An acquire names its lease, so that it can be released (and renewed) later.
+    if (leases && drew) return leased({ ...request, token: newLeaseToken() }, base, cost, scope);
     if (syncStore) return settled(decideNow(request, syncStore), base, cost, scope, consume, drew);
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return store.evaluate(request).then(
@@ -216,11 +224,38 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     );
   }
 
+  /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
+  function leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
+    const book = leases!;
+    const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
+      decision = settled(decision, base, cost, scope, true, true);
+      if (!decision.allowed || !site) return decision;
+      return { ...decision, lease: book.hold([request.keys[leaseIndex]], cost, request.token!, site) };
+    };
+    const local = fallback.leases;
+    if (syncStore) {
+      try {
+        return withLease(fromResult(request, syncStore(request)), store);
+      } catch {
+        const decision = fallback.decide(request);
+        return withLease(decision, decision.reason === 'fail-local' ? local : undefined);
+      }
+    }
+    return store.evaluate(request).then(
+      (result) => withLease(fromResult(request, result), store),
+      () => {
+        const decision = fallback.decide(request);
+        return withLease(decision, decision.reason === 'fail-local' ? local : undefined);
+      },
+    );
+  }
+
   /** Counts a consume's decision and caches the shared store's denials. */
   function settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
     if (consume) counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
-    if (blocks && drew && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0) {
+    // Nor a denial by the in-flight limit: a slot frees when a request ends, not at a known time.
+    if (blocks && drew && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!leases || decision.limits[leaseIndex]?.allowed !== false)) {
       blocks.set(base, cost, decision.retryAfterMs, decision);
     }
     return decision;

@@ -123,12 +123,18 @@ export interface StoreMonitor {
   lastSuccessAt: number | undefined;
 }
 
-/** Counts kept as plain numbers by their owners, read only when a metric reader collects. */
+// Counts kept as plain numbers by their owners, read only when a metric reader collects.
+/** What hot-key mode did (HotKeyStore.stats): counters that only grow. */
 export interface HotKeyCounts {
+  /** Requests answered from a lease, with no store call. */
   local: number;
+  /** Leases drawn (store calls of cost leaseSize that were admitted). */
   leases: number;
+  /** Lease draws the store denied (the rest is held by other instances, or the limit is reached). */
   deniedLeases: number;
+  /** Requests denied from the last denied lease, with no store call, until a whole lease fits again. */
   localDenials: number;
+  /** Requests sent to the store unchanged (cold subject, peek, or a cost of a whole lease or more). */
   passThrough: number;
 }
 export interface KeyLookupCounts {

@@ -3,13 +3,14 @@ import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry
 import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
-import type { HotKeyOptions } from './hot-keys/hot-key-store';
+import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
+import { resolveConcurrency, type ConcurrencyOptions } from './concurrency';
 import type { ResolvedLimit } from './limit';
-import type { Store } from './stores/store';
+import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { checkOptionNames, clockOption, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
 
 export type { ResolvedLimit } from './limit';
 
@@ -42,6 +43,12 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
    * the defaults `{ after: 3, baseMs: '1m', maxMs: '1h', forgetMs: '1d' }`. Default: off.
    */
   lockout?: LockoutOptions;
+  /**
+   * An in-flight limit per subject, decided with the rate limits in the same atomic step: an
+   * admitted request holds a lease (`Decision.lease`) until it is released (the HTTP adapters
+   * release it when the response finishes or the connection closes) or expires. Default: off.
+   */
+  concurrency?: ConcurrencyOptions;
 }
 
 /** Everything `createLimiter` takes. */
@@ -76,9 +83,11 @@ export interface ResolvedLimiterOptions {
   /** Monotonic ms for local caches and the breaker; undefined: the shared default clock. */
   readonly clock: (() => number) | undefined;
   /** Hot-key options (checked by the hot-key store when the limiter is built); undefined: off. */
-  readonly hotKeys: HotKeyOptions | undefined;
+  readonly hotKeys: ResolvedHotKeyOptions | undefined;
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
+  /** The in-flight limit, a limit of the lease kind the limiter adds to `limits` (plans' included); undefined: off. */
+  readonly concurrency: ResolvedLimit | undefined;
   /** Where metrics go; undefined: the global provider. */
   readonly meterProvider: MeterProvider | undefined;
 }
@@ -94,6 +103,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'prefix',
   'limits',
   'lockout',
+  'concurrency',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -179,10 +189,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('options', options, 'an object');
   if (checkNames) checkOptionNames(`${where} options`, options, LIMITER_OPTION_NAMES);
   const prefix = keyPrefix('prefix', options.prefix ?? 'fg');
-  const store = options.store ?? new MemoryStore();
-  if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
-    invalidOption('store', store, 'a Store such as new MemoryStore() or new RedisStore({ client })');
-  }
+  const store = options.store === undefined ? new MemoryStore() : storeOption('store', options.store);
   let limits: ResolvedLimit[];
   if (options.limits !== undefined) {
     if (options.limit !== undefined || options.burst !== undefined) {
@@ -196,11 +203,15 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
-  const clock = options.clock;
-  if (clock !== undefined && typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
+  const clock = clockOption('clock', options.clock);
+  const failure = resolveFailureOptions(options, store);
   const blockCacheSize = options.blockCacheSize === undefined ? 10_000 : wholeNumber('blockCacheSize', options.blockCacheSize, 0, 100_000_000);
-  if (options.hotKeys !== undefined && (!options.hotKeys || typeof options.hotKeys !== 'object' || Array.isArray(options.hotKeys))) {
-    invalidOption('hotKeys', options.hotKeys, 'an object such as { instances: 4 }');
+  const concurrency = resolveConcurrency(options.concurrency);
+  if (concurrency && options.hotKeys !== undefined) {
+    invalidOption('hotKeys', options.hotKeys, 'no hotKeys with `concurrency`: a lease is held per request in the store, never leased out in blocks');
+  }
+  if (concurrency && limits.some((l) => l.name === concurrency.name)) {
+    invalidOption('concurrency.name', concurrency.name, 'a name no limit in `limits` has');
   }
   const meterProvider = options.meterProvider;
   if (meterProvider !== undefined && (!meterProvider || typeof meterProvider.getMeter !== 'function')) {
@@ -210,12 +221,13 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     store,
     prefix,
     limits,
-    maxCost: maxCostOf(limits),
+    maxCost: maxCostOf(concurrency ? [...limits, concurrency] : limits),
     meterProvider,
-    failure: resolveFailureOptions(options, store),
+    failure,
     blockCacheSize,
     clock,
-    hotKeys: options.hotKeys,
+    hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
+    concurrency,
   };
 }

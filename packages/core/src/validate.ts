@@ -1,8 +1,11 @@
 // Option validators: one check and one message per kind of value, shared by every entry point that takes options.
 import { FloodgateError, invalidOption } from './errors';
+import type { Logger } from './logger';
 
 /** The most units a limit, a burst or a cost can be. */
 export const MAX_UNITS = 1_000_000_000;
+/** The most instances (processes, pods) that can share a limit (`instances`, `hotKeys.instances`). */
+export const MAX_INSTANCES = 10_000;
 
 /** A whole number within [min, max], or FG_INVALID_OPTION naming the option. */
 export function wholeNumber(option: string, value: unknown, min: number, max: number): number {
@@ -37,6 +40,25 @@ export function optionsObject<T extends object>(option: string, value: T | undef
   if (value === undefined) return {} as T;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) invalidOption(option, value, what);
   return value;
+}
+
+/**
+ * A clock option (a limiter's, a store's, hot-key mode's, identity's, RedisStore's test clock): a
+ * function, or undefined for the caller's default.
+ */
+export function clockOption(option: string, value: unknown): (() => number) | undefined {
+  if (value !== undefined && typeof value !== 'function') invalidOption(option, value, 'a function returning the time in ms, never going back');
+  return value as (() => number) | undefined;
+}
+
+/** A Logger (warn and error), console when undefined. */
+export function loggerOption(option: string, value: unknown): Logger {
+  if (value === undefined) return console;
+  const logger = value as Logger | null;
+  if (!logger || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
+    invalidOption(option, value, 'an object with warn(message) and error(message) functions, such as console');
+  }
+  return logger;
 }
 
 /** True when `value` is a valid cost: a whole number from 0 to MAX_UNITS. The one definition of a cost. */
@@ -77,6 +99,16 @@ export function refundAt(value: unknown): number {
 /** A key prefix: `[A-Za-z0-9_.-]{1,32}`, so it needs no escaping in a key, a Redis glob or an ACL key pattern. */
 export function keyPrefix(option: string, value: unknown): string {
   if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(value)) invalidOption(option, value, 'a string matching [A-Za-z0-9_.-]{1,32}');
+  return value;
+}
+
+const TOKEN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
+
+/** A lease's id, as the stores take it (it becomes part of a ZSET member: no ':' ',' or '.'). */
+export function leaseToken(value: unknown): string {
+  if (typeof value !== 'string' || !TOKEN.test(value)) {
+    throw new FloodgateError('FG_INVALID_OPTION', `Invalid lease token ${JSON.stringify(value)}: expected [A-Za-z][A-Za-z0-9_-]{0,63}.`);
+  }
   return value;
 }
 

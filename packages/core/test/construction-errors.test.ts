@@ -1,7 +1,7 @@
 // Bad options throw at construction: FloodgateError FG_INVALID_OPTION naming the option, the value given and the valid range.
 import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
-import { createLimiter, FloodgateError, MemoryStore, RedisStore } from '../src';
+import { createIdentify, createLimiter, FloodgateError, HotKeyStore, MemoryStore, RedisStore } from '../src';
 import type { CreateLimiterOptions, MemoryStoreOptions, RedisStoreOptions } from '../src';
 
 interface Row {
@@ -19,6 +19,10 @@ interface Row {
 const UNITS = 'a whole number from 1 to 1000000000';
 const DURATION = 'a whole number of milliseconds from 1 to 31536000000';
 const RATE = 'a number above 0 and at most 1000000';
+// One message for every clock, store and logger option, wherever it is given.
+const CLOCK = 'a function returning the time in ms, never going back';
+const STORE = 'a Store such as new MemoryStore() or new RedisStore({ client })';
+const LOGGER = 'an object with warn(message) and error(message) functions, such as console';
 
 const limiter = (options: unknown) => () => createLimiter(options as CreateLimiterOptions);
 const memory = (options: unknown) => () => new MemoryStore(options as MemoryStoreOptions);
@@ -71,22 +75,29 @@ const ROWS: Row[] = [
   { label: 'a bad window inside limits', build: limiter({ limits: [{ limit: 5, windowMs: '5 s' }, { limit: 5, windowMs: 'soon' }] }), option: 'limits[1].windowMs', shown: '"soon"', range: DURATION },
   { label: 'duplicate limit names', build: limiter({ limits: [{ name: 'a', limit: 5 }, { name: 'a', limit: 9 }] }), option: 'limits', shown: '"a"', range: 'unique `name`s' },
   { label: 'top-level limit with limits', build: limiter({ limit: 5, limits: [{ limit: 5 }] }), option: 'limit', shown: '5', range: 'when `limits` is given' },
-  { label: 'a store that is not one', build: limiter({ limit: 5, store: {} }), option: 'store', shown: '{}', range: 'a Store such as new MemoryStore()' },
+  { label: 'a store that is not one', build: limiter({ limit: 5, store: {} }), option: 'store', shown: '{}', range: STORE },
+  { label: 'HotKeyStore store that is not one', build: () => new HotKeyStore({ store: {} } as never), option: 'store', shown: '{}', range: STORE },
+  { label: 'logger without error', build: limiter({ limit: 5, logger: { warn: () => undefined } }), option: 'logger', shown: '{}', range: LOGGER },
+  { label: 'identity logger without error', build: () => createIdentify({ logger: { warn: () => undefined } as never }), option: 'logger', shown: '{}', range: LOGGER },
   { label: 'unknown failMode', build: limiter({ limit: 5, failMode: 'sideways' }), option: 'failMode', shown: '"sideways"', range: 'one of open, closed, local' },
   { label: 'instances 0', build: limiter({ limit: 5, instances: 0 }), option: 'instances', shown: '0', range: 'a whole number from 1 to 10000' },
   { label: 'negative blockCacheSize', build: limiter({ limit: 5, blockCacheSize: -1 }), option: 'blockCacheSize', shown: '-1', range: 'a whole number from 0' },
   { label: 'fractional blockCacheSize', build: limiter({ limit: 5, blockCacheSize: 1.5 }), option: 'blockCacheSize', shown: '1.5', range: 'a whole number from 0' },
   { label: 'blockCacheSize as a string', build: limiter({ limit: 5, blockCacheSize: 'big' }), option: 'blockCacheSize', shown: '"big"', range: 'a whole number from 0' },
-  { label: 'clock not a function', build: limiter({ limit: 5, clock: 'now' }), option: 'clock', shown: '"now"', range: 'a function' },
+  { label: 'clock not a function', build: limiter({ limit: 5, clock: 'now' }), option: 'clock', shown: '"now"', range: CLOCK },
+  { label: 'hotKeys clock not a function', build: limiter({ limit: 5, hotKeys: { clock: 5 } }), option: 'hotKeys.clock', shown: '5', range: CLOCK },
+  { label: 'hotKeys threshold 0', build: limiter({ limit: 5, hotKeys: { threshold: 0 } }), option: 'hotKeys.threshold', shown: '0', range: UNITS },
+  { label: 'HotKeyStore clock not a function', build: () => new HotKeyStore({ store: new MemoryStore(), clock: 5 } as never), option: 'clock', shown: '5', range: CLOCK },
+  { label: 'identity clock not a function', build: () => createIdentify({ clock: 5 as never }), option: 'clock', shown: '5', range: CLOCK },
   { label: 'MemoryStore maxKeys 0', build: memory({ maxKeys: 0 }), option: 'maxKeys', shown: '0', range: 'a whole number from 1 to 100000000' },
   { label: 'MemoryStore fractional maxKeys', build: memory({ maxKeys: 2.5 }), option: 'maxKeys', shown: '2.5', range: 'a whole number from 1 to 100000000' },
-  { label: 'MemoryStore clock not a function', build: memory({ clock: 5 }), option: 'clock', shown: '5', range: 'a function returning the time in ms' },
+  { label: 'MemoryStore clock not a function', build: memory({ clock: 5 }), option: 'clock', shown: '5', range: CLOCK },
   { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient' },
   { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient' },
   { label: 'RedisStore timeoutMs 0', build: redis({ client: idle, timeoutMs: 0 }), option: 'timeoutMs', shown: '0', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs above a minute', build: redis({ client: idle, timeoutMs: 60_001 }), option: 'timeoutMs', shown: '60001', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs not a duration', build: redis({ client: idle, timeoutMs: 'soon' }), option: 'timeoutMs', shown: '"soon"', range: 'from 1 to 60000' },
-  { label: 'RedisStore test clock not a function', build: redis({ client: idle, UNSAFE_testClock: 5 }), option: 'UNSAFE_testClock', shown: '5', range: 'a function returning ms' },
+  { label: 'RedisStore test clock not a function', build: redis({ client: idle, UNSAFE_testClock: 5 }), option: 'UNSAFE_testClock', shown: '5', range: CLOCK },
 ];
 
 afterAll(() => idle.disconnect());

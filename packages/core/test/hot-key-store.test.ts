@@ -12,6 +12,7 @@ import {
   type StoreRequest,
   type StoreResult,
 } from '../src';
+import { resolveLimiterOptions } from '../src/internal';
 
 /** Counts the calls that reach the shared store (the real MemoryStore underneath). */
 class CountingStore implements Store {
@@ -79,6 +80,13 @@ describe('HotKeyStore options', () => {
     expect(() => createLimiter({ limit: 10, hotKeys: true as never })).toThrow(
       expect.objectContaining({ code: 'FG_INVALID_OPTION', option: 'hotKeys' }),
     );
+  });
+
+  it('parses hotKeys with the limiter\'s other options, at construction: what a limiter is built from is already checked', () => {
+    const clock = () => 7;
+    const parsed = resolveLimiterOptions({ limit: 10, instances: 3, clock, hotKeys: { threshold: 5, leaseMs: '2s' } }).hotKeys;
+    expect(parsed).toEqual({ instances: 3, threshold: 5, leaseSize: undefined, leaseMs: 2000, maxSubjects: 10_000, clock });
+    expect(resolveLimiterOptions({ limit: 10 }).hotKeys).toBeUndefined();
   });
 });
 

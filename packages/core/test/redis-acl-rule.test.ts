@@ -1,4 +1,6 @@
 // aclRule: the least-privilege ACL rule, derived from the scripts' own redis.call commands, validated like every option.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { aclRule, FloodgateError } from '../src';
 import { SCRIPTS } from '../src/stores/redis-protocol';
 
@@ -22,6 +24,11 @@ describe('aclRule', () => {
     expect(scripts.has('zadd')).toBe(true);
     expect([...granted].sort()).toEqual([...new Set([...scripts, 'evalsha', 'eval', 'del', 'ping'])].sort());
     expect(aclRule()).toBe(rule);
+  });
+
+  it('is the rule docs/production-redis.md prints for the default prefix (the docs cannot drift either)', () => {
+    const docs = readFileSync(join(__dirname, '..', '..', '..', 'docs', 'production-redis.md'), 'utf8');
+    expect(docs).toContain(`\n${aclRule({ prefix: 'fg' })}\n`);
   });
 
   it('takes several prefixes, each its own key pattern', () => {

@@ -1,5 +1,5 @@
 // The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
-import { askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import express5, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit } from '../src';
 
@@ -35,9 +35,11 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       if (limiter) app.use(limiter);
       const router = express.Router();
       for (const route of spec.routes) {
-        const handler = (req: Request, res: Response) => {
+        const answer = (req: Request, res: Response) => {
           res.status(askedStatus(spec, req.headers)).json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
         };
+        // Only with delayFromHeader does the route wait: the same-turn suite needs an answer at once.
+        const handler = spec.delayFromHeader ? (req: Request, res: Response) => void askedDelay(spec, req.headers).then(() => answer(req, res)) : answer;
         router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
       }
       app.use(router);

@@ -1,6 +1,6 @@
 // The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
 import type { AddressInfo } from 'node:net';
-import { askedStatus, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Fastify from 'fastify';
 import { rateLimit } from '../src';
 
@@ -34,6 +34,7 @@ export const fastifyHarness: AdapterHarness = {
           url: route.path,
           config: route.options === undefined ? {} : { rateLimit: route.options },
           handler: async (request, reply) => {
+            if (spec.delayFromHeader) await askedDelay(spec, request.headers);
             reply.code(askedStatus(spec, request.headers));
             return { route: route.path, remaining: request.rateLimit?.remaining ?? null, reason: request.rateLimit?.reason ?? null };
           },

@@ -89,6 +89,11 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
   const settle = result.settle;
   if (!settle) return headers.length === 0 ? next() : next().then(() => keepHeaders(c, headers));
+  // A client that goes away mid-handler settles at once (an in-flight slot is freed then, not when
+  // the handler ends); settle runs once, so the handler's end changes nothing after.
+  const signal = c.req.raw.signal;
+  if (signal?.aborted) settle(undefined);
+  else signal?.addEventListener('abort', () => settle(undefined), { once: true });
   return next().then(
     () => {
       keepHeaders(c, headers);

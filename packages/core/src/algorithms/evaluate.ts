@@ -1,9 +1,9 @@
 // Runs the in-memory twins over N limits, all-or-nothing (or a refund over all of them): the same steps as lua/main.lua.
-import { ALGORITHM, ALGORITHMS, type AlgorithmName, type StoreLimit } from './registry';
+import { ALGORITHM, LIMIT_KINDS, type LimitKind, type StoreLimit } from './registry';
 import type { LimitResult, Twin, TwinCheck, TwinWrite } from './types';
 
 /** Each algorithm's twin, by name (from the registry). */
-export const TWINS = Object.fromEntries(ALGORITHMS.map((name) => [name, ALGORITHM[name].twin])) as Readonly<Record<AlgorithmName, Twin<unknown>>>;
+export const TWINS = Object.fromEntries(LIMIT_KINDS.map((name) => [name, ALGORITHM[name].twin])) as Readonly<Record<LimitKind, Twin<unknown>>>;
 
 export interface TwinEvaluation {
   allowed: boolean;
@@ -16,13 +16,14 @@ export function evaluateTwins(
   limits: readonly StoreLimit[],
   cost: number,
   now: number,
+  token?: string,
 ): TwinEvaluation {
   // A plain loop: every decision on the memory store runs it.
   let allowed = true;
   const checks: TwinCheck<unknown>[] = new Array(limits.length);
   for (let i = 0; i < limits.length; i++) {
     const limit = limits[i];
-    const check = TWINS[limit.algorithm].check(states[i], now, limit, cost);
+    const check = TWINS[limit.algorithm].check(states[i], now, limit, cost, token);
     if (!check.allowed) allowed = false;
     checks[i] = check;
   }
@@ -43,6 +44,25 @@ export function refundTwins(states: readonly unknown[], limits: readonly StoreLi
     const w = writes[i];
     const left = w === undefined ? states[i] : w === null ? undefined : w.state;
     const { remaining, resetMs } = TWINS[limit.algorithm].check(left, now, limit, 0);
+    return { allowed: true, remaining, resetMs, retryAfterMs: 0 };
+  });
+  return { writes, results };
+}
+
+/**
+ * Releases or renews the `cost` slots leased under `token` in every limit (all of a lease family:
+ * the limiter sends these to its lease limits only); the figures are a cost-0 check of the state left.
+ */
+export function leaseTwins(states: readonly unknown[], limits: readonly StoreLimit[], cost: number, now: number, token: string, op: 'release' | 'renew'): TwinRefund {
+  const writes = limits.map((limit, i) => {
+    const twin = TWINS[limit.algorithm];
+    const apply = op === 'release' ? twin.release : twin.renew;
+    if (!apply) throw new Error(`${limit.algorithm} holds no leases: a ${op} goes to lease limits only`);
+    return apply(states[i], now, limit, cost, token);
+  });
+  const results = limits.map((limit, i) => {
+    const w = writes[i];
+    const { remaining, resetMs } = TWINS[limit.algorithm].check(w === undefined ? states[i] : w.state, now, limit, 0);
     return { allowed: true, remaining, resetMs, retryAfterMs: 0 };
   });
   return { writes, results };

@@ -5,6 +5,7 @@ import { slidingWindowLogAlgorithm } from './sliding-window-log';
 import { slidingWindowCounterAlgorithm } from './sliding-window-counter';
 import { tokenBucketAlgorithm } from './token-bucket';
 import { gcraAlgorithm } from './gcra';
+import { concurrencyAlgorithm } from './concurrency';
 import type { AlgorithmDescriptor } from './types';
 
 /**
@@ -20,8 +21,16 @@ const REGISTRY = [
   gcraAlgorithm,
 ] as const;
 
+/**
+ * Limit kinds that are not an `algorithm` option's value, with ids after the algorithms': the
+ * in-flight lease (option `concurrency`). They share the script protocol, the twins and the stores,
+ * so a lease is decided in the same atomic step as the request's rate limits.
+ */
+const LEASES = [concurrencyAlgorithm] as const;
+const KINDS = [...REGISTRY, ...LEASES] as const;
+
 /** A descriptor as the registry hands it out: with its numeric id, sent to Lua in ARGV. */
-export interface RegisteredAlgorithm extends AlgorithmDescriptor<AlgorithmName> {
+export interface RegisteredAlgorithm extends AlgorithmDescriptor<LimitKind> {
   readonly id: number;
 }
 
@@ -33,20 +42,24 @@ export const ALGORITHMS = REGISTRY.map((d) => d.name) as unknown as Names<typeof
 
 export type AlgorithmName = (typeof ALGORITHMS)[number];
 
-/** Each algorithm's registered descriptor, by name. */
+/** Every limit kind a store decides: the algorithms, then the leases. */
+export const LIMIT_KINDS = KINDS.map((d) => d.name) as unknown as Names<typeof KINDS>;
+export type LimitKind = (typeof LIMIT_KINDS)[number];
+
+/** Each kind's registered descriptor, by name. */
 export const ALGORITHM = Object.fromEntries(
-  REGISTRY.map((d, i): [AlgorithmName, RegisteredAlgorithm] => [d.name, { ...d, id: i + 1 }]),
-) as Readonly<Record<AlgorithmName, RegisteredAlgorithm>>;
+  KINDS.map((d, i): [LimitKind, RegisteredAlgorithm] => [d.name, { ...d, id: i + 1 }]),
+) as Readonly<Record<LimitKind, RegisteredAlgorithm>>;
 
 // Two descriptors sharing a name or a key suffix would read and write each other's state.
 for (const field of ['name', 'keySuffix'] as const) {
-  const seen = new Set(REGISTRY.map((d) => d[field]));
-  if (seen.size !== REGISTRY.length) throw new Error(`algorithms/registry.ts: two algorithms share a ${field}`);
+  const seen = new Set(KINDS.map((d) => d[field]));
+  if (seen.size !== KINDS.length) throw new Error(`algorithms/registry.ts: two algorithms share a ${field}`);
 }
 
 /** One limit as the store sees it; a twin reads the same without `algorithm`. */
 export interface StoreLimit {
-  readonly algorithm: AlgorithmName;
+  readonly algorithm: LimitKind;
   /** The limit (window algorithms) or the burst (rate algorithms). */
   readonly capacity: number;
   /** The algorithm's family says the unit: the window in ms ('window'), or units per second ('rate'). */

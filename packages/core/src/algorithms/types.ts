@@ -26,7 +26,8 @@ export const EPSILON = 1e-9;
  * order so that both decide identically for the same state, clock and cost.
  */
 export interface Twin<S> {
-  check(state: S | undefined, now: number, limit: TwinLimit, cost: number): TwinCheck<S>;
+  /** `token`: the lease's id, for a lease family (concurrency); rate and window twins ignore it. */
+  check(state: S | undefined, now: number, limit: TwinLimit, cost: number, token?: string): TwinCheck<S>;
   /**
    * Gives back `cost` units charged by a consume decided at `at` (store clock, ms), as if it had not
    * happened: never below zero, never past a full limit. Returns the state to write, `null` when the
@@ -34,6 +35,10 @@ export interface Twin<S> {
    * written, as on a missing key). The script's `refund` takes the same steps.
    */
   refund(state: S | undefined, now: number, limit: TwinLimit, cost: number, at: number): TwinWrite<S> | null | undefined;
+  /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
+  release?(state: S | undefined, now: number, limit: TwinLimit, cost: number, token: string): TwinWrite<S> | undefined;
+  /** Lease family only: a lease still held runs `period` ms from now again (the script's `renew`). */
+  renew?(state: S | undefined, now: number, limit: TwinLimit, cost: number, token: string): TwinWrite<S> | undefined;
 }
 
 /** A state to write and its time to live (ms). */
@@ -51,8 +56,10 @@ export interface TwinCheck<S> extends LimitResult {
  * Which options an algorithm takes, and so what `period` means to it:
  * - 'window': `limit` per `windowMs`; `period` is the window in ms.
  * - 'rate': `burst` and `refillPerSecond`; `period` is the refill rate in units per second.
+ * - 'lease': `limit` slots in flight (option `concurrency`); `period` is the lease's length in ms.
+ *   Its chunk also defines `release` and `renew`, and it is not an `algorithm` option's value.
  */
-export type AlgorithmFamily = 'window' | 'rate';
+export type AlgorithmFamily = 'window' | 'rate' | 'lease';
 
 /**
  * Everything core knows about one algorithm, in its folder (algorithms/<name>/index.ts). The
@@ -83,7 +90,8 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
   readonly maxLimit?: number;
   /**
    * The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`
-   * and `local function refund(key, now, cap, period, cost, at)`.
+   * and `local function refund(key, now, cap, period, cost, at)`; a lease chunk's check takes a
+   * sixth argument, `token`, and it also defines `release` and `renew(key, now, cap, period, cost, token)`.
    */
   readonly lua: string;
 }

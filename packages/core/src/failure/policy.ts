@@ -5,7 +5,7 @@ import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
 import type { ResolvedLimit } from '../limit';
 import type { Logger } from '../logger';
-import { optionNames } from '../validate';
+import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
 import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type BreakerTransition, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
@@ -86,10 +86,7 @@ export interface ResolvedFailureOptions {
 export function resolveFailureOptions(options: FailureOptions, store: Store): ResolvedFailureOptions {
   const failMode = options.failMode ?? 'open';
   if (!FAIL_MODES.includes(failMode)) invalidOption('failMode', failMode, `one of ${FAIL_MODES.join(', ')}`);
-  const instances = options.instances ?? 1;
-  if (typeof instances !== 'number' || !Number.isInteger(instances) || instances < 1 || instances > 10_000) {
-    invalidOption('instances', instances, 'a whole number from 1 to 10000');
-  }
+  const instances = wholeNumber('instances', options.instances ?? 1, 1, MAX_INSTANCES);
   let timeoutMs: number | undefined;
   if (typeof store.timeoutMs === 'number') {
     if (options.timeoutMs !== undefined) {
@@ -102,10 +99,7 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
   if (onStoreError !== undefined && typeof onStoreError !== 'function') {
     invalidOption('onStoreError', onStoreError, 'a function (event) => void');
   }
-  const logger = options.logger ?? console;
-  if (!logger || typeof logger.warn !== 'function' || typeof logger.error !== 'function') {
-    invalidOption('logger', logger, 'an object with warn(message) and error(message) functions, such as console');
-  }
+  const logger = loggerOption('logger', options.logger);
   return { failMode, instances, timeoutMs, breaker: resolveBreakerOptions(options.breaker), onStoreError, logger };
 }
 
@@ -124,6 +118,8 @@ export function localLimits(limits: readonly ResolvedLimit[], instances: number)
 /** What a request gets when the store could not decide it: a degraded Decision, per the failure mode. */
 export interface Fallback {
   decide(request: StoreRequest): Decision;
+  /** failMode 'local': where a lease taken from memory is released and renewed; undefined otherwise. */
+  readonly leases?: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets a subject's local counts (failMode 'local'), with the limiter's reset(). */
   reset(keys: readonly string[]): void;
 }
@@ -145,12 +141,14 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
       return {
         decide(request) {
           // Same keys as the shared store, so a subject's local bucket is the one it has there.
-          const result = memory.evaluateSync({ keys: request.keys, limits: storeLimits, cost: request.cost, mode: request.mode });
+          const result = memory.evaluateSync({ keys: request.keys, limits: storeLimits, cost: request.cost, mode: request.mode, token: request.token });
           const decision = toDecision(local, result.allowed, result.results, request.cost, 'fail-local', true);
           // A cost above the local share may well fit the shared limit once the store is back.
           return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
         },
         reset: (keys) => void memory.reset(keys),
+        // A lease's release and renewal name only the lease limit (its length is all they read).
+        leases: { evaluate: (request) => Promise.resolve(memory.evaluateSync(request)) },
       };
     }
   }

@@ -74,6 +74,8 @@ function draft6(d: Decision, out: HeaderPair[]): void {
  */
 function draft10(d: Decision): HeaderPair[] {
   const policy = d.limits.map((l) => {
+    // An in-flight limit has no window: its quota unit says what q counts (draft-10 s2.1, `qu`).
+    if (l.quotaUnit === 'concurrent-requests') return `${sfString(l.policy)};q=${count(l.limit)};qu="concurrent-requests"`;
     const w = l.windowMs % 1000 === 0 && l.windowMs > 0 ? `;w=${seconds(l.windowMs)}` : '';
     return `${sfString(l.policy)};q=${count(l.limit)}${w}`;
   });

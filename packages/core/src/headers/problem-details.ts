@@ -4,6 +4,8 @@ import type { Decision } from '../decision';
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** draft-ietf-httpapi-ratelimit-headers-10 s5.1. */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+/** draft-ietf-httpapi-ratelimit-headers-10 s5.2: a request refused because the service sheds load. */
+export const TEMPORARY_REDUCED_CAPACITY_TYPE = 'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
 
 export interface ProblemDetails {
   readonly type: string;
@@ -26,6 +28,14 @@ export function problemDetails(decision: Decision, cost: number, retryAfterSecon
       title: 'Service Unavailable',
       status: 503,
       detail: `Rate limiting is unavailable, so this endpoint refuses requests for now; retry in ${retryAfterSeconds ?? 1} seconds.`,
+    };
+  }
+  if (decision.reason === 'shed') {
+    return {
+      type: TEMPORARY_REDUCED_CAPACITY_TYPE,
+      title: 'Temporary Reduced Capacity',
+      status: 503,
+      detail: `The service is shedding load, lower priority requests first; retry in ${retryAfterSeconds ?? 1} seconds.`,
     };
   }
   const violated = decision.limits.filter((l) => !l.allowed).map((l) => l.policy);

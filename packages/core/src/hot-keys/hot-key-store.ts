@@ -5,8 +5,9 @@ import type { LimitResult } from '../algorithms/types';
 import { parseDuration, type Duration } from '../duration';
 import { FloodgateError, invalidOption } from '../errors';
 import { withDeadline } from '../deadline';
-import { checkOptionNames, optionNames } from '../validate';
-import type { Store, StoreRequest, StoreResult } from '../stores/store';
+import type { HotKeyCounts } from '../metrics';
+import { checkOptionNames, clockOption, MAX_INSTANCES, MAX_UNITS, optionNames, optionsObject, wholeNumber } from '../validate';
+import { storeOption, type Store, type StoreRequest, type StoreResult } from '../stores/store';
 
 /**
  * Hot-key mode. A subject this instance sees at `threshold` requests per second or more is served
@@ -46,22 +47,50 @@ export interface HotKeyStoreOptions extends HotKeyOptions {
   store: Store;
 }
 
+/** Hot-key options after parsing: every field set but `leaseSize` (sized from the limits when unset). */
+export interface ResolvedHotKeyOptions {
+  readonly instances: number;
+  readonly threshold: number;
+  readonly leaseSize: number | undefined;
+  readonly leaseMs: number;
+  readonly maxSubjects: number;
+  readonly clock: () => number;
+}
+
 const HOT_KEY_OPTION_NAMES = optionNames<HotKeyOptions>()(['instances', 'threshold', 'leaseSize', 'leaseMs', 'maxSubjects', 'clock']);
 const HOT_KEY_STORE_OPTION_NAMES = optionNames<HotKeyStoreOptions>()([...(HOT_KEY_OPTION_NAMES as readonly (keyof HotKeyOptions)[]), 'store']);
 
-/** What the wrapper did, for logs, metrics and tests. Counters only grow. */
-export interface HotKeyStats {
-  /** Requests answered from a lease, with no store call. */
-  local: number;
-  /** Leases drawn (store calls of cost leaseSize that were admitted). */
-  leases: number;
-  /** Lease draws the store denied (the rest is held by other instances, or the limit is reached). */
-  deniedLeases: number;
-  /** Requests denied from the last denied lease, with no store call, until a whole lease fits again. */
-  localDenials: number;
-  /** Requests sent to the store unchanged (cold subject, peek, or a cost of a whole lease or more). */
-  passThrough: number;
+/**
+ * Parses hot-key options once: a limiter's `hotKeys` at its construction (`where` 'hotKeys', its
+ * fields named `hotKeys.threshold`, ...; `defaults` the limiter's clock and instances), or a
+ * HotKeyStore's own (`where` 'HotKeyStore'). Names are checked by the caller.
+ */
+export function resolveHotKeyOptions(
+  options: HotKeyOptions,
+  where: 'hotKeys' | 'HotKeyStore',
+  defaults: { clock?: () => number; instances?: number } = {},
+): ResolvedHotKeyOptions {
+  const o = (name: string) => (where === 'hotKeys' ? `hotKeys.${name}` : name);
+  return {
+    instances: wholeNumber(o('instances'), options.instances ?? defaults.instances ?? 1, 1, MAX_INSTANCES),
+    threshold: wholeNumber(o('threshold'), options.threshold ?? 100, 1, MAX_UNITS),
+    leaseSize: options.leaseSize === undefined ? undefined : wholeNumber(o('leaseSize'), options.leaseSize, 1, MAX_UNITS),
+    leaseMs: parseDuration(o('leaseMs'), options.leaseMs ?? 1000, 1, 3_600_000),
+    maxSubjects: wholeNumber(o('maxSubjects'), options.maxSubjects ?? 10_000, 1, 10_000_000),
+    clock: clockOption(o('clock'), options.clock) ?? defaults.clock ?? (() => performance.now()),
+  };
 }
+
+/** A limiter's `hotKeys` option, parsed with its other options: undefined when hot-key mode is off. */
+export function resolveHotKeysOption(value: unknown, defaults: { clock?: () => number; instances?: number }): ResolvedHotKeyOptions | undefined {
+  if (value === undefined) return undefined;
+  const options = optionsObject<HotKeyOptions>('hotKeys', value as HotKeyOptions, 'an object such as { instances: 4 }');
+  checkOptionNames('hotKeys', options, HOT_KEY_OPTION_NAMES);
+  return resolveHotKeyOptions(options, 'hotKeys', defaults);
+}
+
+/** What the wrapper did, for logs, metrics and tests: the counts metrics.ts reads. Counters only grow. */
+export type HotKeyStats = HotKeyCounts;
 
 /** A lease the store denied: its figures (for `size` units), when, and how long until `size` fits. */
 interface DeniedLease {
@@ -97,16 +126,6 @@ interface Subject {
   drawing: Promise<void> | undefined;
 }
 
-const MAX_INSTANCES = 10_000;
-const MAX_UNITS = 1_000_000_000;
-
-function whole(option: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    invalidOption(option, value, `a whole number from ${min} to ${max}`);
-  }
-  return value;
-}
-
 function sameLimits(a: readonly StoreLimit[], b: readonly StoreLimit[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
@@ -126,26 +145,31 @@ export class HotKeyStore implements Store {
   private readonly budgetMs: number | undefined;
   private readonly subjects: LRUCache<string, Subject>;
 
-  constructor(options: HotKeyStoreOptions, optionPrefix = '') {
-    if (!options || typeof options !== 'object') invalidOption('HotKeyStore', options, 'an options object { store, instances }');
-    if (!optionPrefix) checkOptionNames('HotKeyStore options', options, HOT_KEY_STORE_OPTION_NAMES);
-    const store = options.store;
-    if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
-      invalidOption(`${optionPrefix}store`, store, 'a Store such as new RedisStore({ client })');
+  /**
+   * `options` as given (checked and parsed here), or a store and hot-key options already parsed
+   * (a limiter's `hotKeys`, parsed with its other options: see withHotKeys).
+   */
+  constructor(options: HotKeyStoreOptions);
+  constructor(store: Store, parsed: ResolvedHotKeyOptions);
+  constructor(options: HotKeyStoreOptions | Store, parsed?: ResolvedHotKeyOptions) {
+    let store: Store;
+    if (parsed === undefined) {
+      if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('HotKeyStore', options, 'an options object { store, instances }');
+      const given = options as HotKeyStoreOptions;
+      checkOptionNames('HotKeyStore options', given, HOT_KEY_STORE_OPTION_NAMES);
+      store = storeOption('store', given.store);
+      parsed = resolveHotKeyOptions(given, 'HotKeyStore');
+    } else {
+      store = options as Store;
     }
-    const o = (name: string) => `${optionPrefix}${name}`;
     this.store = store;
     this.name = `hot-keys:${store.name}`;
-    this.instances = whole(o('instances'), options.instances ?? 1, 1, MAX_INSTANCES);
-    this.threshold = whole(o('threshold'), options.threshold ?? 100, 1, MAX_UNITS);
-    this.leaseSize = options.leaseSize === undefined ? undefined : whole(o('leaseSize'), options.leaseSize, 1, MAX_UNITS);
-    this.leaseMs = parseDuration(o('leaseMs'), options.leaseMs ?? 1000, 1, 3_600_000);
-    const maxSubjects = whole(o('maxSubjects'), options.maxSubjects ?? 10_000, 1, 10_000_000);
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      invalidOption(o('clock'), options.clock, 'a function returning monotonic ms');
-    }
-    this.clock = options.clock ?? (() => performance.now());
-    this.subjects = new LRUCache<string, Subject>({ max: maxSubjects });
+    this.instances = parsed.instances;
+    this.threshold = parsed.threshold;
+    this.leaseSize = parsed.leaseSize;
+    this.leaseMs = parsed.leaseMs;
+    this.clock = parsed.clock;
+    this.subjects = new LRUCache<string, Subject>({ max: parsed.maxSubjects });
     this.budgetMs = store.timeoutMs || undefined;
   }
 
@@ -373,20 +397,7 @@ function smallestRemaining(results: readonly LimitResult[]): number {
   return smallest;
 }
 
-/**
- * createLimiter's hook: the store wrapped for hot-key mode, or the store itself when `options` is
- * undefined. `defaults` (the limiter's clock and instances) apply where the hot-key options are silent.
- */
-export function withHotKeys(
-  store: Store,
-  options: HotKeyOptions | undefined,
-  defaults: Pick<HotKeyOptions, 'clock' | 'instances'> = {},
-): Store {
-  if (options === undefined) return store;
-  if (!options || typeof options !== 'object') invalidOption('hotKeys', options, 'an object such as { instances: 4 }');
-  checkOptionNames('hotKeys', options, HOT_KEY_OPTION_NAMES);
-  return new HotKeyStore(
-    { ...options, store, clock: options.clock ?? defaults.clock, instances: options.instances ?? defaults.instances },
-    'hotKeys.',
-  );
+/** createLimiter's hook: the store wrapped for hot-key mode (options parsed at construction), or the store itself when it is off. */
+export function withHotKeys(store: Store, options: ResolvedHotKeyOptions | undefined): Store {
+  return options === undefined ? store : new HotKeyStore(store, options);
 }

@@ -5,7 +5,7 @@ import { costOf } from './cost';
 import { decide } from './decide';
 import { exemptionOf } from './exemption';
 import { identityOf } from './request-identity';
-import { SKIPPED } from './responses';
+import { shed, SKIPPED } from './responses';
 import type { HttpResult, Identified, Pipeline, RequestContext } from './types';
 
 /**
@@ -17,11 +17,18 @@ export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request
   try {
     const exempt = exemptionOf(pipe.o, facts, request);
     if (exempt === true) return SKIPPED;
-    if (exempt === false) return counted(contextOf(pipe, facts, request));
-    return exempt.then((yes) => (yes ? SKIPPED : counted(contextOf(pipe, facts, request))));
+    if (exempt === false) return shedOrCounted(pipe, facts, request);
+    return exempt.then((yes) => (yes ? SKIPPED : shedOrCounted(pipe, facts, request)));
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/** Cheapest first: an overloaded instance sheds the route's class before any lookup or store call. */
+function shedOrCounted<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
+  const shedder = pipe.family.shedder;
+  if (shedder && shedder.sheds(pipe.o.priority)) return shed(pipe, shedder.retryAfterMs);
+  return counted(contextOf(pipe, facts, request));
 }
 
 /** A request's context, every field present from the start (one object shape for every request). */

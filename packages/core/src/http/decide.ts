@@ -31,6 +31,7 @@ export function decide<Req>(ctx: Identified<Req>): HttpResult | Promise<HttpResu
 function unknownKey<Req>(ctx: Identified<Req>, chosen: EngineLimiter): Promise<HttpResult> {
   return chosen.consume(ctx.identity.subject, ctx).then((decision) => {
     if (!decision.allowed && !decision.degraded) return respond(ctx, decision);
+    void decision.lease?.release(); // the 401 holds no slot
     return unauthorized(ctx.pipe);
   });
 }

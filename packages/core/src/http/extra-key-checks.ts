@@ -24,13 +24,19 @@ export async function checkExtraKeys<Req>(ctx: Identified<Req>, main: Decision, 
       if (decision.at !== undefined) charges.push({ limiter: extra.limiter, subject, scope, at: decision.at, name: extra.name });
       if (!decision.allowed) {
         refundAll(charges, cost);
+        void main.lease?.release();
         return respond(ctx, decision);
       }
     }
   } catch (error) {
     refundAll(charges, cost); // a failing key function must not leave units charged
+    void main.lease?.release();
     throw error;
   }
   const result = await respond(ctx, main);
-  return pipe.o.countOnly && charges.length > 0 ? { ...result, settle: settlerOf(ctx, charges) } : result;
+  if (!pipe.o.countOnly || charges.length === 0) return result;
+  // countOnly's settle, and the in-flight slot's release (respond's settle) when the request holds one.
+  const counting = settlerOf(ctx, charges);
+  const releasing = result.settle;
+  return { ...result, settle: releasing ? (status) => (counting(status), releasing(status)) : counting };
 }

@@ -4,10 +4,14 @@ import { identifyFrom, type Identify } from '../identity';
 import type { EngineLimiter } from '../limiter';
 import { metricsFor, type KeyLookupCounts } from '../metrics';
 import type { ResolvedHttpOptions } from './resolve-http-options';
+import type { LoadShedder } from '../shedding/load-shedder';
 
 export class Family {
   private readonly sources = new Set<HealthSource>();
   private readonly keyLookups = new Set<KeyLookupCounts>();
+
+  /** `shedding`: one shedder for the app-level limiter and every route made from it. */
+  constructor(readonly shedder?: LoadShedder) {}
 
   /** Counts this limiter in the snapshot; returns it. */
   join(limiter: EngineLimiter): EngineLimiter {
@@ -29,6 +33,7 @@ export class Family {
   }
 
   health(): Health {
-    return healthOf(this.sources, this.keyLookups);
+    const health = healthOf(this.sources, this.keyLookups);
+    return this.shedder ? { ...health, shedding: this.shedder.stats } : health;
   }
 }

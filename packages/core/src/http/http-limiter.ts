@@ -4,6 +4,7 @@ import { limiterFrom } from '../limiter';
 import { callSite } from './bucket-claims';
 import { handleNow } from './chain';
 import { Family } from './family';
+import { LoadShedder } from '../shedding/load-shedder';
 import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
@@ -18,6 +19,9 @@ export type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
 export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
   const settle = result.settle;
   if (!settle) return;
+  // The client may have gone while the decision was made (a store round trip): 'close' has been
+  // and will not come again, so the outcome is known now (an in-flight slot must not stay held).
+  if (res.destroyed || res.socket?.destroyed) return settle(undefined);
   res.once('finish', () => settle(res.statusCode));
   res.once('close', () => {
     if (!res.writableFinished) settle(undefined);
@@ -33,7 +37,7 @@ export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<R
   // Only when no store was given; the store is set after parsing so that errors name what the app wrote.
   const global = options.store === undefined ? { ...options, store: resolved.limiter.store } : options;
   const label = context.label ?? `rateLimit() at ${callSite() ?? 'an unknown place'}`;
-  const family = new Family();
+  const family = new Family(resolved.shedding && new LoadShedder(resolved.shedding));
   return build(global, resolved, { limiter: family.join(limiterFrom(resolved.limiter)), identify: family.identify(resolved), family }, label);
 }
 

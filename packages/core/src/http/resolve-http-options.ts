@@ -3,6 +3,7 @@ import type { Decision } from '../decision';
 import { invalidOption } from '../errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
+import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
 import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
@@ -119,6 +120,18 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
   onLimited?: (event: RateLimitEvent<Req>) => void;
   /** Called for every decision. Default: none. */
   onDecision?: (event: RateLimitEvent<Req>) => void;
+  /**
+   * The route's class for load shedding (`shedding`): 'background' is shed first, then 'default';
+   * 'critical' never. Default 'default'.
+   */
+  priority?: Priority;
+  /**
+   * Worker utilisation shedding, set once on the app-level limiter: this instance watches its own
+   * event loop and, while it is overloaded, answers 503 (problem type temporary-reduced-capacity)
+   * to the lowest priority classes first, with hysteresis, before any identity lookup or store
+   * call. `true` takes the defaults. See docs/concurrency.md. Default: off.
+   */
+  shedding?: boolean | SheddingOptions;
 }
 
 export interface ResolvedHttpOptions<Req = unknown> {
@@ -144,6 +157,9 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly handler: HttpRateLimitOptions<Req>['handler'];
   readonly onLimited: HttpRateLimitOptions<Req>['onLimited'];
   readonly onDecision: HttpRateLimitOptions<Req>['onDecision'];
+  readonly priority: Priority;
+  /** Set on the app-level options only (a route cannot set it). */
+  readonly shedding: ResolvedShedding | undefined;
 }
 
 /** The limit when none is given: 60 requests per minute per caller per route. */
@@ -168,6 +184,8 @@ export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'handler',
   'onLimited',
   'onDecision',
+  'priority',
+  'shedding',
 ]);
 /** Identity options the HTTP layer passes on; `logger` and `clock` are the limiter's, shared. */
 const IDENTITY_ONLY = IDENTITY_OPTION_NAMES.filter((k) => k !== 'logger' && k !== 'clock');
@@ -215,6 +233,7 @@ export function resolveHttpOptions<Req = unknown>(
   }
   checkOptionNames(`${where} options`, global, ALL_HTTP_OPTION_NAMES);
   if (route) checkOptionNames(`${where} route options`, route, ALL_HTTP_OPTION_NAMES);
+  if (route?.shedding !== undefined) invalidOption('shedding', route.shedding, 'no `shedding` on a route: set it once on the app-level limiter, and `priority` per route');
   const merged: Record<string, unknown> = { ...global };
   if (route) {
     if (route.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
@@ -268,5 +287,7 @@ export function resolveHttpOptions<Req = unknown>(
     handler: optionalFunction('handler', options.handler),
     onLimited: optionalFunction('onLimited', options.onLimited),
     onDecision: optionalFunction('onDecision', options.onDecision),
+    priority: resolvePriority(options.priority),
+    shedding: resolveShedding(options.shedding),
   };
 }

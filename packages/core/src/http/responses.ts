@@ -1,5 +1,5 @@
 // Step: a decision as the adapter's answer: hooks, headers, status and body (the default problem+json rendered once per distinct body).
-import type { Decision } from '../decision';
+import { bareDecision, type Decision } from '../decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
 import { Memo } from '../memo';
@@ -16,6 +16,15 @@ const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length
 export function unauthorized<Req>(pipe: Pipeline<Req>): HttpResult {
   const direct = pipe.o.respondDirectly ? UNAUTHORIZED_HEAD : undefined;
   return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
+}
+
+/** A request shed by an overloaded instance (option `shedding`): 503 with Retry-After and the problem type the draft names for it. */
+export function shed<Req>(pipe: Pipeline<Req>, retryAfterMs: number): HttpResult {
+  const decision = bareDecision(false, 'shed', retryAfterMs);
+  const headers = formatHeaders(decision, pipe.o.dialects, pipe.enforced);
+  const retryAfter = headers.find(([name]) => name === 'Retry-After');
+  const { body, length } = problemBody(decision, 1, retryAfter ? Number(retryAfter[1]) : undefined);
+  return { decision, status: 503, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: pipe.o.respondDirectly ? directHead(headers, length) : undefined };
 }
 
 /** The flat header list of a response written directly: the rate-limit headers, then the body's type and length. */
@@ -35,9 +44,9 @@ function problemBody(decision: Decision, cost: number, retryAfter: number | unde
     return { body, length: String(Buffer.byteLength(body)) };
   };
   // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
-  if (decision.reason !== 'fail-closed' && decision.retryAfterMs < 0) return render();
-  let key = `${decision.reason === 'fail-closed' ? 'c' : decision.reason === 'locked' ? 'l' : 'r'}${retryAfter ?? ''}`;
-  if (decision.reason !== 'fail-closed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
+  if (decision.reason !== 'fail-closed' && decision.reason !== 'shed' && decision.retryAfterMs < 0) return render();
+  let key = `${decision.reason === 'fail-closed' ? 'c' : decision.reason === 'shed' ? 's' : decision.reason === 'locked' ? 'l' : 'r'}${retryAfter ?? ''}`;
+  if (decision.reason !== 'fail-closed' && decision.reason !== 'shed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
   let hit = bodies.get(key);
   if (hit === undefined) bodies.set(key, (hit = render()));
   return hit;
@@ -59,7 +68,11 @@ export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResu
 
   const enforce = !decision.allowed && !o.shadow;
   const headers = formatHeaders(decision, o.dialects, enforce ? ctx.pipe.enforced : ctx.pipe.served);
-  if (!enforce) return { decision, status: 'next', headers };
+  if (!enforce) {
+    // An in-flight slot (option `concurrency`) is held until the response finishes or the connection closes (settleOnFinish).
+    const lease = decision.lease;
+    return lease ? { decision, status: 'next', headers, settle: () => void lease.release() } : { decision, status: 'next', headers };
+  }
   const status = decision.reason === 'fail-closed' ? 503 : 429;
   if (status === 429 && o.handler) {
     const handler = o.handler;

@@ -1,7 +1,7 @@
 // Identity options: parsed once, at construction, into ResolvedIdentityOptions (each option one check, one message).
 import { parseDuration } from '../duration';
 import { invalidOption } from '../errors';
-import { checkOptionNames, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
+import { checkOptionNames, clockOption, loggerOption, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
 import type { IdentityOptions, IdentityWarning, ResolvedIdentityOptions } from './types';
 
 const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
@@ -75,17 +75,13 @@ export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames
   }
   const cache = optionsObject('keyCache', options.keyCache, 'an object { max?, unknownMax?, ttlMs?, unknownTtlMs?, lookupsPerIp?, lookupWindowMs? }');
   checkOptionNames('keyCache', cache, KEY_CACHE_OPTION_NAMES);
-  const logger = options.logger ?? console;
-  if (!logger || typeof logger.warn !== 'function') {
-    invalidOption('logger', options.logger, 'an object with a warn(message) method, such as console');
-  }
+  const logger = loggerOption('logger', options.logger);
   const warningOptions = optionsObject('warnings', options.warnings, 'an object such as { FG_IP_MISSING: false }');
   for (const [name, on] of Object.entries(warningOptions)) {
     if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
     if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
   }
-  const clock = options.clock ?? (() => performance.now());
-  if (typeof clock !== 'function') invalidOption('clock', clock, 'a function returning monotonic ms');
+  const clock = clockOption('clock', options.clock) ?? (() => performance.now());
   return {
     headers,
     ipv6Subnet: wholeNumber('ipv6Subnet', options.ipv6Subnet ?? 64, 1, 128),

@@ -1,11 +1,13 @@
--- Floodgate main: consume, peek or refund N limits of one subject, for one or more requests in
--- arrival order, each all-or-nothing and each seeing the writes of the ones before it.
+-- Floodgate main: consume, peek or refund N limits of one subject (or release or renew its leases),
+-- for one or more requests in arrival order, each all-or-nothing and each seeing the writes of the
+-- ones before it.
 -- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
 -- (encodeCall writes them, parseReply reads the reply); change them there and here together.
 -- Clock     redis.call('TIME'), unless ARGV[1] has the flag 'T' and the last ARGV carries the UNSAFE
 --           test clock (tests only). The reply
 --           starts with it, so a caller can later refund a consume at the ms it was decided.
--- Writes    for a request every limit admits, in mode 'c'; for every refund, in mode 'r', where it
+-- Writes    for a request every limit admits, in mode 'c'; for every refund, in mode 'r', and every
+--           lease release ('x') or renewal ('n'), where it
 --           changes a state; the lock key for a strike (a consume the limits deny, lock-out on);
 --           every write sets its expiry here (hash and string state is written once per key, at
 --           the end: see the prelude's cache).
@@ -45,17 +47,19 @@ while pos do
   local sep = string.find(costs, ',', pos, true)
   local c = string.sub(costs, pos, (sep or 0) - 1)
   pos = sep and sep + 1
-  local cost, at = tonumber(c), nil
-  if mode == 'r' then
-    local colon = string.find(c, ':', 1, true)
-    cost, at = tonumber(string.sub(c, 1, colon - 1)), tonumber(string.sub(c, colon + 1))
+  -- An entry is `cost`, or `cost:x`: x is a refund's `at`, or a lease's token (consume, release, renew).
+  local cost, at, token = tonumber(c), nil, nil
+  local colon = string.find(c, ':', 1, true)
+  if colon then
+    cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
+    if mode == 'r' then at = tonumber(token) end
   end
   local head = n + 1
   out[head] = 1
   out[head + 1] = 0
   n = head + 1
   local strikes, lockedMs = 0, 0
-  if lock and not at then
+  if lock and (mode == 'c' or mode == 'p') then
     -- Strikes still remembered, and ms left locked (0: not locked).
     local s = hmget(lock.key, 's', 'u', 'l')
     if s[1] then
@@ -66,13 +70,16 @@ while pos do
   for i = 1, limits do
     local base = i * 3
     local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
-    if at then
-      -- A refund is always applied; its figures are those of the state it leaves (a cost-0 check).
-      REFUND[id](KEYS[i], now, cap, period, cost, at)
+    if mode == 'r' or mode == 'x' or mode == 'n' then
+      -- A refund, release or renewal is always applied; its figures are those of the state it
+      -- leaves (a cost-0 check). Release and renewal are sent to lease limits only.
+      if mode == 'r' then REFUND[id](KEYS[i], now, cap, period, cost, at)
+      elseif mode == 'x' then RELEASE[id](KEYS[i], now, cap, period, cost, token)
+      else RENEW[id](KEYS[i], now, cap, period, cost, token) end
       local _, remaining, reset = CHECK[id](KEYS[i], now, cap, period, 0)
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
     else
-      local allowed, remaining, reset, retry, commit = CHECK[id](KEYS[i], now, cap, period, cost)
+      local allowed, remaining, reset, retry, commit = CHECK[id](KEYS[i], now, cap, period, cost, token)
       if allowed == 0 then out[head] = 0 end
       if commits then commits[i] = commit else commit1 = commit end
       out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry

@@ -1,8 +1,8 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { evaluateTwins, refundTwins } from '../algorithms/evaluate';
+import { evaluateTwins, leaseTwins, refundTwins } from '../algorithms/evaluate';
 import { invalidOption } from '../errors';
-import { checkOptionNames, optionNames, refundAt } from '../validate';
+import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../validate';
 import { lockView, strike, type LockState } from '../lockout';
 import type { LimitResult } from '../algorithms/types';
 import type { Store, StoreRequest, StoreResult } from './store';
@@ -34,15 +34,9 @@ export class MemoryStore implements Store {
   constructor(options: MemoryStoreOptions = {}) {
     if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('MemoryStore', options, 'an options object { maxKeys?, clock? }');
     checkOptionNames('MemoryStore options', options, MEMORY_STORE_OPTION_NAMES);
-    const maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isInteger(maxKeys) || maxKeys < 1 || maxKeys > 1e8) {
-      invalidOption('maxKeys', options.maxKeys, 'a whole number from 1 to 100000000');
-    }
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      invalidOption('clock', options.clock, 'a function returning the time in ms');
-    }
+    const maxKeys = wholeNumber('maxKeys', options.maxKeys ?? 100_000, 1, 100_000_000);
     this.entries = new LRUCache<string, Entry>({ max: maxKeys });
-    this.clock = options.clock ?? Date.now;
+    this.clock = clockOption('clock', options.clock) ?? Date.now;
   }
 
   async evaluate(request: StoreRequest): Promise<StoreResult> {
@@ -56,6 +50,13 @@ export class MemoryStore implements Store {
     const { keys, limits, cost } = request;
     const states: unknown[] = new Array(keys.length);
     for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
+    if (request.mode === 'release' || request.mode === 'renew') {
+      const { writes, results } = leaseTwins(states, limits, cost, now, leaseToken(request.token), request.mode);
+      writes.forEach((write, i) => {
+        if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+      });
+      return { at: now, allowed: true, results };
+    }
     if (at !== undefined) {
       const { writes, results } = refundTwins(states, limits, cost, now, at);
       writes.forEach((write, i) => {
@@ -64,7 +65,7 @@ export class MemoryStore implements Store {
       });
       return { at: now, allowed: true, results };
     }
-    const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now);
+    const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now, request.token);
     // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
     // the limits deny is a strike.
     const lock = request.lockout;

@@ -1,9 +1,9 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, ALGORITHMS, type AlgorithmName, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, LIMIT_KINDS, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
-import { refundAt } from '../validate';
+import { leaseToken, refundAt } from '../validate';
 import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from './store';
 
@@ -13,11 +13,13 @@ import type { StoreRequest, StoreResult } from './store';
  *
  *   KEYS[i]   state key of limit i; all keys of one subject share one {hash tag}; with lock-out,
  *             the lock key last
- *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund; then flags for
+ *   ARGV[1]   mode: 'c' consume, 'p' peek (evaluate only, never write), 'r' refund, 'x' release
+ *             and 'n' renew a lease (lease limits only: algorithms/concurrency); then flags for
  *             what follows the limits: 'L' a lock-out spec, 'T' the UNSAFE test clock ('c', 'cL',
  *             'pT', 'rLT'). Production calls without lock-out carry none: no empty ARGV to pass.
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
- *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000')
+ *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000');
+ *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x')
  *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period
  *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
@@ -28,8 +30,8 @@ import type { StoreRequest, StoreResult } from './store';
  * encodeCall writes KEYS and ARGV, parseReply reads the reply; runScript sends them.
  */
 
-/** One script per algorithm, run when every limit of a call uses it, and `all` for mixed limits. */
-export type ScriptName = AlgorithmName | 'all';
+/** One script per limit kind, run when every limit of a call uses it, a pair's (made when first used), and `all` for mixed limits. */
+export type ScriptName = LimitKind | 'all' | `${LimitKind}+${LimitKind}`;
 
 export interface Script {
   readonly name: ScriptName;
@@ -51,20 +53,38 @@ function preludeFor(chunks: string): string {
 
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
-  const chunks = algorithms.map((a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\nend\n`);
+  const chunks = algorithms.map(
+    (a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : ''}end\n`,
+  );
   const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
 }
 
 export const SCRIPTS = Object.fromEntries([
-  ...ALGORITHMS.map((name) => [name, compose(name, [ALGORITHM[name]])]),
-  ['all', compose('all', ALGORITHMS.map((name) => ALGORITHM[name]))],
+  ...LIMIT_KINDS.map((name) => [name, compose(name, [ALGORITHM[name]])]),
+  ['all', compose('all', LIMIT_KINDS.map((name) => ALGORITHM[name]))],
 ]) as Readonly<Record<ScriptName, Script>>;
 
-/** The smallest script that holds every limit's algorithm: a single algorithm's own, else `all`. */
+// A rate algorithm with a lease (a route with `concurrency`): that pair's own script, made once,
+// rather than `all`, whose every chunk Redis would run through on each call.
+const PAIRS = new Map<string, Script>();
+
+/** The smallest script that holds every limit's algorithm: a single algorithm's own, an algorithm and the lease, else `all`. */
 export function scriptFor(limits: readonly StoreLimit[]): Script {
   const first = limits[0].algorithm;
-  return SCRIPTS[limits.every((l) => l.algorithm === first) ? first : 'all'];
+  let other: LimitKind | undefined;
+  for (let i = 1; i < limits.length; i++) {
+    const kind = limits[i].algorithm;
+    if (kind === first || kind === other) continue;
+    if (other !== undefined) return SCRIPTS.all;
+    other = kind;
+  }
+  if (other === undefined) return SCRIPTS[first];
+  const pair = [ALGORITHM[first], ALGORITHM[other]].sort((a, b) => a.id - b.id);
+  const name = `${pair[0].name}+${pair[1].name}`;
+  let script = PAIRS.get(name);
+  if (!script) PAIRS.set(name, (script = compose(name as ScriptName, pair)));
+  return script;
 }
 
 /** One script call, encoded: what to run, on which keys, with which ARGV, and the reply's expected size. */
@@ -76,11 +96,13 @@ export interface ScriptCall {
   readonly requestCount: number;
 }
 
-const MODE = { consume: 'c', peek: 'p', refund: 'r' } as const;
+const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n' } as const;
 
-/** A request's entry in ARGV[2]: its cost, or for a refund `cost:at`. */
+/** A request's entry in ARGV[2]: its cost, for a refund `cost:at`, and with a lease `cost:token`. */
 function costArg(request: StoreRequest): string | number {
-  return request.mode === 'refund' ? `${request.cost}:${refundAt(request.at)}` : request.cost;
+  if (request.mode === 'refund') return `${request.cost}:${refundAt(request.at)}`;
+  if (request.mode === 'release' || request.mode === 'renew') return `${request.cost}:${leaseToken(request.token)}`;
+  return request.mode === 'consume' && request.token !== undefined ? `${request.cost}:${leaseToken(request.token)}` : request.cost;
 }
 
 /**

@@ -3,7 +3,7 @@ import { FloodgateError, invalidOption } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
-import { checkOptionNames, optionNames, refundAt } from '../validate';
+import { checkOptionNames, clockOption, optionNames, refundAt } from '../validate';
 import { withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeCall, parseReply, runScript } from './redis-protocol';
@@ -186,10 +186,7 @@ export class RedisStore implements Store {
     this.client = client;
     this.raw = options.client as RedisStore['raw'];
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
-    if (options.UNSAFE_testClock !== undefined && typeof options.UNSAFE_testClock !== 'function') {
-      invalidOption('UNSAFE_testClock', options.UNSAFE_testClock, 'a function returning ms');
-    }
-    this.testClock = options.UNSAFE_testClock;
+    this.testClock = clockOption('UNSAFE_testClock', options.UNSAFE_testClock);
     if (options.coalesce !== undefined && !COALESCE_MODES.includes(options.coalesce)) {
       invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }

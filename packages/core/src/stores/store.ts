@@ -1,6 +1,7 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
 import type { StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
+import { invalidOption } from '../errors';
 import type { ResolvedLockout } from '../lockout';
 
 /** Progressive lock-out for one subject: its lock key (same {hash tag} as the limits' keys) and its rules. */
@@ -18,10 +19,17 @@ export interface StoreRequest {
    * `consume` draws `cost` from every limit, all-or-nothing; `peek` evaluates and never writes;
    * `refund` gives `cost` back to every limit as if the consume decided at `at` had not happened
    * (never below zero, never past a full limit; a missing key stays missing) and is always allowed.
+   * `release` and `renew` (lease limits only, with `token`): give back the `cost` slots leased
+   * under `token`, or run a lease still held for its length from now again; always allowed.
    */
-  readonly mode: 'consume' | 'peek' | 'refund';
+  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew';
   /** `refund` only, and required there: the store-clock ms at which the refunded consume was decided (its StoreResult.at). */
   readonly at?: number;
+  /**
+   * The lease's id, when the limits hold leases (concurrency): required by `release` and `renew`,
+   * and by a `consume` whose limits include a lease. `[A-Za-z0-9_-]`, starting with a letter.
+   */
+  readonly token?: string;
   /**
    * Progressive lock-out, read and written in the same atomic step as the limits: `consume` and
    * `peek` are denied while the subject is locked (nothing charged); a `consume` the limits deny is a
@@ -74,4 +82,13 @@ export interface Store {
   evaluateSync?(request: StoreRequest): StoreResult;
   /** Deletes the state under these keys. */
   reset(keys: readonly string[]): Promise<void>;
+}
+
+/** A store option (a limiter's `store`, HotKeyStore's `store`): anything with `evaluate` and `reset`, checked by shape. */
+export function storeOption(option: string, value: unknown): Store {
+  const store = value as Store | undefined;
+  if (!store || typeof store.evaluate !== 'function' || typeof store.reset !== 'function') {
+    invalidOption(option, value, 'a Store such as new MemoryStore() or new RedisStore({ client })');
+  }
+  return store;
 }

@@ -704,4 +704,82 @@ export const SCENARIOS: readonly Scenario[] = [
       },
     }),
   ),
+
+  {
+    name: 'concurrency: `limit` leases in flight; a denial charges no rate limit and waits min(1 s, the earliest expiry); release and expiry free slots',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 100, windowMs: 60_000, concurrency: { limit: 3, leaseMs: 10_000 } });
+      const held: NonNullable<Decision['lease']>[] = [];
+      for (let k = 1; k <= 3; k++) {
+        const d = await expectDecision(`lease ${k}`, l.consume('s'), { allowed: true, policy: 'default', remaining: 100 - k });
+        expect(limitOf(d, 'concurrency')).toMatchObject({ allowed: true, remaining: 3 - k, quotaUnit: 'concurrent-requests' });
+        expect(d.lease?.token).toMatch(/^L/);
+        held.push(d.lease!);
+      }
+      let d = await expectDecision('4th in flight', l.consume('s'), { allowed: false, reason: 'limited', policy: 'concurrency', remaining: 0, retryAfterMs: 1000 });
+      expect(d.lease).toBeUndefined();
+      expect(limitOf(d, 'default')).toMatchObject({ allowed: true, remaining: 97 });
+      expect(await held[0].release()).toBe(true);
+      expect(await held[0].release()).toBe(false); // once only
+      ctx.clock.advance(1_000);
+      d = await expectDecision('after a release, 1 s later', l.consume('s'), { allowed: true, remaining: 96 });
+      held.push(d.lease!);
+      await expectDecision('full again', l.peek('s'), { allowed: false, policy: 'concurrency' });
+      // The two leases left from T0 expire at T0 + 10 s: 9.6 s in, the earliest is 400 ms away.
+      ctx.clock.advance(8_600);
+      await expectDecision('the earliest lease 400 ms from its expiry', l.peek('s'), { allowed: false, policy: 'concurrency', retryAfterMs: 400 });
+      ctx.clock.advance(400);
+      // The holders of the T0 leases never released them (a crashed instance): expired, they free two slots.
+      d = await expectDecision('two leases expired', l.consume('s', { cost: 2 }), { allowed: true, remaining: 94 });
+      held.push(d.lease!);
+      await expectDecision('the lease from T0 + 1 s still held', l.peek('s'), { allowed: false, policy: 'concurrency' });
+      for (const lease of held) await lease.release();
+    },
+  },
+  {
+    name: 'concurrency composes all-or-nothing with a rate limit: a rate denial takes no slot, a slot denial takes no unit; cost takes that many slots',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 2, windowMs: 60_000, concurrency: { limit: 3, leaseMs: 10_000 } });
+      const a = await expectDecision('1', l.consume('s'), { allowed: true });
+      const b = await expectDecision('2', l.consume('s'), { allowed: true, remaining: 0 });
+      let d = await expectDecision('3: the rate limit denies', l.consume('s'), { allowed: false, policy: 'default' });
+      expect(limitOf(d, 'concurrency')).toMatchObject({ allowed: true, remaining: 1 });
+      expect(d.lease).toBeUndefined();
+      await a.lease!.release();
+      d = await expectDecision('peek after a release', l.peek('s'), { allowed: false, policy: 'default' });
+      expect(limitOf(d, 'concurrency')).toMatchObject({ allowed: true, remaining: 2 });
+      const m = ctx.limiter({ limit: 10, windowMs: 60_000, concurrency: { limit: 3, leaseMs: 10_000 } });
+      const two = await expectDecision('cost 2', m.consume('t', { cost: 2 }), { allowed: true, remaining: 8 });
+      d = await expectDecision('cost 2 more: one slot left', m.consume('t', { cost: 2 }), { allowed: false, policy: 'concurrency', remaining: 1 });
+      expect(limitOf(d, 'default')).toMatchObject({ allowed: true, remaining: 8 });
+      await expectDecision('cost 4 never fits 3 slots', m.consume('t', { cost: 4 }), { allowed: false, reason: 'cost-exceeds-limit', retryAfterMs: -1 });
+      await two.lease!.release();
+      const three = await expectDecision('cost 3 after the release', m.consume('t', { cost: 3 }), { allowed: true, remaining: 5 });
+      await three.lease!.release();
+      await b.lease!.release();
+    },
+  },
+  {
+    name: 'concurrency: a renewal runs a held lease leaseMs from now again; an expired lease is not brought back; the reply counts what is held',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 100, windowMs: 60_000, concurrency: { limit: 2, leaseMs: 10_000 } });
+      const a = await expectDecision('a', l.consume('s'), { allowed: true });
+      ctx.clock.advance(5_000);
+      const b = await expectDecision('b', l.consume('s'), { allowed: true });
+      const key = `${subjectKey(l.options.prefix, '', 's')}:concurrency.cc`;
+      const limits = [{ algorithm: 'concurrency' as const, capacity: 2, period: 10_000 }];
+      ctx.clock.advance(4_000); // a expires at T0 + 10 s, b at T0 + 15 s
+      const renewed = await ctx.store.evaluate({ keys: [key], limits, cost: 1, mode: 'renew', token: a.lease!.token });
+      expect(renewed.results[0]).toMatchObject({ allowed: true, remaining: 0 });
+      ctx.clock.advance(2_000); // T0 + 11 s: a renewed until T0 + 19 s, so still held
+      await expectDecision('a renewed, b held', l.peek('s'), { allowed: false, policy: 'concurrency' });
+      ctx.clock.advance(5_000); // T0 + 16 s: b expired
+      const late = await ctx.store.evaluate({ keys: [key], limits, cost: 1, mode: 'renew', token: b.lease!.token });
+      expect(late.results[0]).toMatchObject({ allowed: true, remaining: 1 });
+      const c = await expectDecision('b is not brought back', l.consume('s'), { allowed: true });
+      const released = await ctx.store.evaluate({ keys: [key], limits, cost: 1, mode: 'release', token: a.lease!.token });
+      expect(released.results[0]).toMatchObject({ allowed: true, remaining: 1 });
+      for (const lease of [a.lease, b.lease, c.lease]) await lease?.release();
+    },
+  },
 ];

@@ -1,0 +1,65 @@
+// Worker utilisation shedding: under a CPU-bound overload of this very process, background is shed before default, critical never; calm brings them back.
+import { MemoryStore } from '../src';
+import { createHttpLimiter, type HttpLimiter } from '../src/http';
+import { pollUntil } from '@floodgate/testing';
+
+const silent = { warn() {}, error() {} };
+const facts = { ip: '127.0.0.1', headers: {}, method: 'GET', route: '/r' };
+
+/** Keeps the event loop busy for `ms`: the overload a CPU-bound handler makes. */
+function spin(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // busy
+  }
+}
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+async function statusOf(http: HttpLimiter, priority: 'critical' | 'default' | 'background'): Promise<number | 'next'> {
+  const route = http.route({ priority });
+  return (await route!.handle(facts, {})).status;
+}
+
+it('sheds background first, then default, never critical, and comes back with hysteresis once calm', async () => {
+  const http = createHttpLimiter({ store: new MemoryStore(), logger: silent, limit: 1_000_000, shedding: { utilization: 0.9, delayMs: 100, sampleMs: 50 } });
+  const routes = { critical: http.route({ priority: 'critical' })!, default: http.route({ priority: 'default' })!, background: http.route({ priority: 'background' })! };
+  const firstShed: Record<string, number> = {};
+  const timeline: string[] = [];
+  for (let step = 0; step < 60 && firstShed.default === undefined; step++) {
+    spin(60); // the loop is busy all through each 50 ms sample
+    await turn(); // let the sampler's timer run
+    const shedNow: string[] = [];
+    for (const [name, route] of Object.entries(routes)) {
+      const result = await route.handle(facts, {});
+      if (result.status === 503) {
+        shedNow.push(name);
+        firstShed[name] ??= step;
+        expect(result.decision?.reason).toBe('shed');
+        expect(JSON.parse(result.body as string)).toMatchObject({ status: 503, type: expect.stringContaining('temporary-reduced-capacity') });
+        expect(result.headers.find(([n]) => n === 'Retry-After')).toBeDefined();
+      }
+    }
+    timeline.push(shedNow.join('+') || '-');
+    // critical is never shed, and default only while background is shed too.
+    expect(shedNow).not.toContain('critical');
+    if (shedNow.includes('default')) expect(shedNow).toContain('background');
+  }
+  expect(firstShed.background).toBeDefined();
+  expect(firstShed.default).toBeDefined();
+  expect(firstShed.background).toBeLessThan(firstShed.default);
+  expect(http.health().shedding).toMatchObject({ level: 2 });
+  expect(http.health().shedding!.shed.background).toBeGreaterThan(0);
+  // Calm: the level steps down one class at a time, after 3 calm samples each.
+  await pollUntil(async () => ((await statusOf(http, 'default')) === 'next' ? true : undefined), { timeoutMs: 5_000, what: 'default served again' });
+  await pollUntil(async () => ((await statusOf(http, 'background')) === 'next' ? true : undefined), { timeoutMs: 5_000, what: 'background served again' });
+  expect(http.health().shedding!.level).toBe(0);
+  console.log(`shedding timeline (one step = 60 ms busy): ${timeline.join(' ')}`);
+});
+
+it('refuses shedding on a route and a priority it does not know, naming the option', () => {
+  const http = createHttpLimiter({ logger: silent, shedding: true });
+  expect(() => http.route({ shedding: true })).toThrow(/`shedding`.*app-level limiter/);
+  expect(() => createHttpLimiter({ priority: 'low' as never })).toThrow(/`priority`: got "low"; expected one of 'critical', 'default', 'background'/);
+  expect(() => createHttpLimiter({ shedding: { utilization: 2 } })).toThrow(/`shedding.utilization`: got 2; expected a number from 0.5 to 1/);
+  expect(() => createHttpLimiter({ shedding: { util: 0.8 } as never })).toThrow(/util/);
+});

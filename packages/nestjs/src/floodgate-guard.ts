@@ -1,0 +1,27 @@
+// FloodgateGuard: the guard that limits each HTTP request on its handler's route, global (APP_GUARD) or per controller (@UseGuards).
+import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
+import { FloodgateService } from './floodgate-service';
+import { routePattern, type PlatformRequest, type PlatformResponse } from './platform';
+
+/**
+ * Limits each HTTP request on its handler's bucket (method + the route pattern Nest registered,
+ * e.g. 'GET /users/:id'), with the handler's and its controller's `@RateLimit()` options over
+ * FloodgateModule's. Admits (headers set, `req.rateLimit` the decision) or throws
+ * RateLimitException (429, 503 or 401) for Nest's exception filters. Guards run before
+ * interceptors and pipes: a denied request reaches neither. Other contexts (RPC, WebSocket) pass.
+ */
+@Injectable()
+export class FloodgateGuard implements CanActivate {
+  constructor(@Inject(FloodgateService) private readonly floodgate: FloodgateService) {}
+
+  canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const controller = context.getClass();
+    const handler = context.getHandler();
+    const limiter = this.floodgate.limiterFor(controller, handler);
+    if (!limiter) return true;
+    const http = context.switchToHttp();
+    const req = http.getRequest<PlatformRequest>();
+    return this.floodgate.decide(limiter, req, http.getResponse<PlatformResponse>(), routePattern(req, controller, handler));
+  }
+}

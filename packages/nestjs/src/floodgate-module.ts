@@ -1,0 +1,79 @@
+// FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built and 404s are limited.
+import { Inject, Module, type DynamicModule, type InjectionToken, type ModuleMetadata, type OnModuleInit, type OptionalFactoryDependency } from '@nestjs/common';
+import { PATH_METADATA } from '@nestjs/common/constants';
+import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
+import { FloodgateGuard } from './floodgate-guard';
+import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
+import { rejectThrottlerNames } from './peer-names';
+import { limitUnmatched } from './unmatched';
+
+/** The token of the module's options (forRoot's object, or what forRootAsync's factory returned). */
+export const FLOODGATE_OPTIONS = Symbol.for('floodgate.nestjs.options');
+
+export interface FloodgateModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
+  /** Providers handed to `useFactory`, e.g. a ConfigService or your Redis client's token. */
+  inject?: (InjectionToken | OptionalFactoryDependency)[];
+  /** Builds the options, e.g. `(config) => ({ store: new RedisStore({ client: new Redis(config.get('REDIS_URL')) }) })`. */
+  useFactory: (...args: any[]) => FloodgateModuleOptions | Promise<FloodgateModuleOptions>;
+}
+
+const serviceFrom = {
+  provide: FloodgateService,
+  inject: [FLOODGATE_OPTIONS],
+  useFactory: (options: FloodgateModuleOptions) => new FloodgateService(options),
+};
+
+/**
+ * Rate limiting for a Nest app on the Express or the Fastify platform. Import it once, with
+ * `FloodgateModule.forRoot({ limit, windowMs, store })` or `forRootAsync({ imports, inject,
+ * useFactory })`; it is global. Then register FloodgateGuard as APP_GUARD (every route) or with
+ * `@UseGuards(FloodgateGuard)`, and set per-handler options with `@RateLimit()` / `@SkipRateLimit()`.
+ */
+@Module({})
+export class FloodgateModule implements OnModuleInit {
+  constructor(
+    @Inject(FloodgateService) private readonly floodgate: FloodgateService,
+    @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
+    @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
+    @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
+  ) {}
+
+  static forRoot(options: FloodgateModuleOptions = {}): DynamicModule {
+    // @nestjs/throttler's names fail here, where the app author wrote them; the rest when the app starts.
+    rejectThrottlerNames(options, 'FloodgateModule.forRoot()');
+    return FloodgateModule.with([{ provide: FLOODGATE_OPTIONS, useValue: options }], []);
+  }
+
+  static forRootAsync(options: FloodgateModuleAsyncOptions): DynamicModule {
+    return FloodgateModule.with([{ provide: FLOODGATE_OPTIONS, inject: options.inject ?? [], useFactory: options.useFactory }], options.imports ?? []);
+  }
+
+  private static with(providers: DynamicModule['providers'] & object, imports: NonNullable<ModuleMetadata['imports']>): DynamicModule {
+    return {
+      module: FloodgateModule,
+      global: true,
+      imports: [DiscoveryModule, ...imports],
+      providers: [...providers, serviceFrom, FloodgateGuard],
+      exports: [FLOODGATE_OPTIONS, FloodgateService, FloodgateGuard],
+    };
+  }
+
+  /**
+   * Runs after Nest registered the routes and before its 404 handler: every handler's limiter is
+   * built now (a bad `@RateLimit()` option fails the app's start, not its first request), and the
+   * hook for requests that match no route goes in.
+   */
+  onModuleInit(): void {
+    for (const wrapper of this.discovery.getControllers()) {
+      const controller = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
+      if (!controller || typeof controller !== 'function') continue;
+      const proto = controller.prototype as Record<string, unknown>;
+      for (const name of this.scanner.getAllMethodNames(proto)) {
+        const handler = proto[name];
+        if (typeof handler === 'function' && Reflect.getMetadata(PATH_METADATA, handler) !== undefined) this.floodgate.limiterFor(controller, handler);
+      }
+    }
+    const adapter = this.adapterHost?.httpAdapter;
+    if (adapter && this.floodgate.limitsUnmatched) limitUnmatched(adapter, this.floodgate);
+  }
+}

@@ -1,0 +1,110 @@
+// One app's limiter: built once from FloodgateModule's options, with a route limiter per handler built once from its decorators.
+import { createHttpLimiter, FloodgateError, invalidOption, settleOnFinish, type Health, type HttpLimiter, type HttpResult } from '@floodgate/core/http';
+import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
+import { rejectThrottlerNames } from './peer-names';
+import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse } from './platform';
+import { RateLimitException } from './rate-limit-exception';
+
+/** FloodgateModule's options: every `@RateLimit()` option (the defaults of every route), plus these. */
+export interface FloodgateModuleOptions<Req = any> extends RateLimitOptions<Req> {
+  /**
+   * Limit requests that match no route (Nest answers them 404 before any guard runs) in one
+   * '<unmatched>' bucket per caller with these options, so scanning for URLs costs quota without
+   * minting buckets. Default true.
+   */
+  unmatched?: boolean;
+}
+
+/** The options a single limit is made of: a handler that sets `limits` drops its controller's (and the reverse). */
+const SINGLE_LIMIT = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
+
+/** The handler's options over its controller's, as core merges a route's over the global ones. */
+function mergeLevels(controller: RateLimitOptions, handler: RateLimitOptions): RateLimitOptions {
+  const merged: Record<string, unknown> = { ...controller };
+  if (handler.limits !== undefined) for (const k of SINGLE_LIMIT) delete merged[k];
+  if (handler.limit !== undefined || handler.burst !== undefined) delete merged.limits;
+  return { ...merged, ...handler } as RateLimitOptions;
+}
+
+const DECIDED = Symbol('floodgate.decided');
+type Controller = abstract new (...args: never[]) => unknown;
+
+export class FloodgateService {
+  /** The module-level pipeline; route limiters are built from it, on its store. */
+  readonly http: HttpLimiter<any>;
+  /** Whether requests that match no route are limited (the `unmatched` option). */
+  readonly limitsUnmatched: boolean;
+  /** Route limiters by controller, then handler; null for an exempt handler. */
+  private readonly routes = new Map<Controller, Map<Function, HttpLimiter<any> | null>>();
+
+  constructor(options: FloodgateModuleOptions = {}) {
+    rejectThrottlerNames(options, 'FloodgateModule options');
+    const { unmatched, ...rest } = options;
+    if (unmatched !== undefined && typeof unmatched !== 'boolean') invalidOption('unmatched', unmatched, 'true or false');
+    this.limitsUnmatched = unmatched ?? true;
+    // Through Nest's exception filters unless the app asks for the direct write.
+    this.http = createHttpLimiter({ ...rest, respondDirectly: rest.respondDirectly ?? false }, { label: 'FloodgateModule options' });
+  }
+
+  /** The health snapshot of this module's limiters (every route's), for a `/healthz` route (docs/operations.md). */
+  health(): Health {
+    return this.http.health();
+  }
+
+  /** The limiter of one handler, from its and its controller's decorators, built on first use (FloodgateModule builds every route's at init). */
+  limiterFor(controller: Controller, handler: Function): HttpLimiter<any> | null {
+    let byHandler = this.routes.get(controller);
+    if (!byHandler) this.routes.set(controller, (byHandler = new Map()));
+    const known = byHandler.get(handler);
+    if (known !== undefined) return known;
+    const built = this.build(controller, handler);
+    byHandler.set(handler, built);
+    return built;
+  }
+
+  private build(controller: Controller, handler: Function): HttpLimiter<any> | null {
+    const own = Reflect.getMetadata(RATE_LIMIT_OPTIONS, handler) as RateLimitOptions | undefined;
+    if (Reflect.getMetadata(SKIP_RATE_LIMIT, handler) === true) return null;
+    if (own === undefined && Reflect.getMetadata(SKIP_RATE_LIMIT, controller) === true) return null;
+    const shared = Reflect.getMetadata(RATE_LIMIT_OPTIONS, controller) as RateLimitOptions | undefined;
+    const options = mergeLevels(shared ?? {}, own ?? {});
+    // No options of its own: the module's limiter itself (one block cache, one bucket definition).
+    if (Object.keys(options).length === 0) return this.http;
+    const label = `@RateLimit() on ${controller.name}.${handler.name}`;
+    try {
+      return this.http.route(options, label);
+    } catch (error) {
+      // Core's message names the option and the value; this names the handler they were written on.
+      if (error instanceof FloodgateError && !error.message.startsWith(label)) error.message = `${label}: ${error.message}`;
+      throw error;
+    }
+  }
+
+  /**
+   * Decides one request and applies the result: true to serve it (headers set), or throws
+   * RateLimitException. Synchronous when nothing had to wait. A request already decided (the guard
+   * both global and on the controller) passes without counting twice.
+   */
+  decide(limiter: HttpLimiter<any>, req: PlatformRequest, res: PlatformResponse, route: string | undefined): true | Promise<true> {
+    const marked = req as PlatformRequest & { [DECIDED]?: true };
+    if (marked[DECIDED]) return true;
+    marked[DECIDED] = true;
+    const result = limiter.handleNow(facts(req, route), req);
+    return result instanceof Promise ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
+  }
+}
+
+/** Headers on the response, then serve, or throw the exception Nest's filters answer. */
+function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse): true {
+  req.rateLimit = result.decision;
+  if (result.direct) {
+    writeDirect(res, result);
+    throw new RateLimitException(result, true);
+  }
+  setHeaders(res, result.headers);
+  if (result.status === 'next') {
+    settleOnFinish(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
+    return true;
+  }
+  throw new RateLimitException(result);
+}

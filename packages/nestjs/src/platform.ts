@@ -1,0 +1,71 @@
+// What differs between Nest's Express and Fastify platforms: the request's facts, setting headers, the raw response, a direct write.
+import type { ServerResponse } from 'node:http';
+import { PATH_METADATA } from '@nestjs/common/constants';
+import type { HttpResult, RequestFacts } from '@floodgate/core/http';
+
+/** The platform request: Express `req` or Fastify `request`, read structurally. */
+export interface PlatformRequest {
+  ip?: string;
+  method: string;
+  headers: Record<string, string | string[] | undefined>;
+  /** Express: the route the request matched, its path the full pattern Nest registered. */
+  route?: { path?: unknown };
+  /** Fastify: the matched route's options, `url` its pattern. */
+  routeOptions?: { url?: string };
+  rateLimit?: unknown;
+}
+
+/** The platform response: Express `res` (a ServerResponse) or Fastify `reply` (its ServerResponse on `raw`). */
+export type PlatformResponse = ServerResponse | FastifyReplyLike;
+interface FastifyReplyLike {
+  raw: ServerResponse;
+  header(name: string, value: string): unknown;
+  getHeaders(): Record<string, unknown>;
+  hijack(): unknown;
+}
+
+const isFastify = (res: PlatformResponse): res is FastifyReplyLike => (res as FastifyReplyLike).raw !== undefined && typeof (res as FastifyReplyLike).hijack === 'function';
+
+/** Node's response under either platform. */
+export const rawResponse = (res: PlatformResponse): ServerResponse => (isFastify(res) ? res.raw : res);
+
+/**
+ * The pattern the platform matched (never the URL): the full path Nest registered, global prefix
+ * and version included. Without one (another adapter), the controller's and the handler's paths
+ * from Nest's metadata.
+ */
+export function routePattern(req: PlatformRequest, controller: object, handler: object): string {
+  const matched = req.route?.path ?? req.routeOptions?.url;
+  if (typeof matched === 'string') return matched;
+  const path = [Reflect.getMetadata(PATH_METADATA, controller), Reflect.getMetadata(PATH_METADATA, handler)]
+    .map((part) => (Array.isArray(part) ? part[0] : part))
+    .filter((part): part is string => typeof part === 'string' && part !== '' && part !== '/')
+    .map((part) => part.replace(/^\/+|\/+$/g, ''));
+  return `/${path.join('/')}`;
+}
+
+export function facts(req: PlatformRequest, route: string | undefined): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route };
+}
+
+/** Sets the result's headers: through Fastify's reply (its own lower-case names), or on Node's response. */
+export function setHeaders(res: PlatformResponse, headers: HttpResult['headers']): void {
+  if (isFastify(res)) for (let i = 0; i < headers.length; i++) res.header(headers[i][0], headers[i][1]);
+  else for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
+}
+
+/**
+ * `respondDirectly: true`: Floodgate's own problem+json straight to Node, skipping Nest's reply path
+ * (headers set earlier on the response, e.g. by CORS, go out too; Fastify's reply is hijacked so
+ * that Fastify sends nothing more).
+ */
+export function writeDirect(res: PlatformResponse, result: HttpResult): void {
+  const raw = rawResponse(res);
+  if (isFastify(res)) {
+    const earlier = res.getHeaders();
+    for (const name of Object.keys(earlier)) if (earlier[name] !== undefined) raw.setHeader(name, earlier[name] as string);
+    res.hijack();
+  }
+  raw.writeHead(result.status as number, result.direct as string[]);
+  raw.end(result.body as string);
+}
