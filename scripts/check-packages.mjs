@@ -1,4 +1,4 @@
-// Builds the four published packages, then checks each as pnpm packs it: publint, and attw on that very tarball.
+// Builds the five published packages, then checks each as pnpm packs it: publint, and attw on that very tarball.
 // `attw --pack .` packs with npm, which ignores publishConfig; the tarball pnpm publishes is the one to judge.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGES = ['core', 'express', 'fastify', 'koa'];
+const PACKAGES = ['core', 'express', 'fastify', 'koa', 'client'];
 const BIN = (name) => join(ROOT, 'node_modules', '.bin', name);
 
 function run(cmd, args, cwd) {

@@ -36,6 +36,13 @@ export const CALLER_HEADER = 'x-caller';
 export type SoakRoute = FailMode | 'default' | 'hot';
 const ROUTES: readonly SoakRoute[] = ['open', 'closed', 'local'];
 const OVERLOAD_ROUTES: readonly SoakRoute[] = ['default', 'hot'];
+/**
+ * The 'default' and 'hot' routes' limit per window: below the steady load's 33 requests per window,
+ * so that during every fault the steady caller alone tests what the default failure behaviour
+ * admits (a flood on one loaded machine, in the same process as the apps, cannot send much more).
+ */
+export const OVERLOAD_LIMIT = 5;
+const limitOf = (route: SoakRoute) => (route === 'default' || route === 'hot' ? OVERLOAD_LIMIT : LIMIT);
 /** Requests per second one instance must see for a subject before it leases quota for it: a flood's hot caller is, the steady load is not. */
 export const HOT_THRESHOLD = 50;
 export const FAULT_KINDS = ['kill', 'pause', 'slow'] as const;
@@ -45,17 +52,20 @@ export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof FLOOD_KINDS)[numb
 export const FLOOD_IN_FLIGHT = 24;
 /** Routes a flood is aimed at: every route that keeps a limit ('open' admits everything while the store is away by design). */
 const FLOOD_ROUTES: readonly SoakRoute[] = ['closed', 'local', 'default', 'hot'];
+/** The steady load runs this long before its answers are judged and the first fault: the first second of a loaded machine is JIT and connection setup. */
+const WARM_UP_MS = 1_500;
 /** Issue 24: a fail-closed route serves from the store again within this long of the store answering. */
 export const RECOVERY_MS = 1_000;
 
 /**
  * The most one caller may be admitted on a route in one window: its limit plus the documented
- * over-admission bound (src/bounds.ts, the one place it is set) for the instances the route is
- * configured with. One soak process is one instance: 'local' and 'hot' routes are told
- * INSTANCES (their local share is then LIMIT / INSTANCES), the others learn or assume 1.
+ * over-admission bound (src/bounds.ts, the one place it is set). One soak process is one
+ * instance: the 'local' route is told INSTANCES (its local share is LIMIT / INSTANCES), the others
+ * set no `instances` and have the fleet of one they run in.
  */
 export function admissionCeiling(route: SoakRoute): number {
-  return LIMIT + overAdmissionBound(LIMIT, route === 'local' || route === 'hot' ? INSTANCES : 1);
+  const limit = limitOf(route);
+  return limit + overAdmissionBound(limit, route === 'local' ? INSTANCES : 1);
 }
 
 export interface SoakOptions {
@@ -80,7 +90,8 @@ export interface SoakReport {
   durationMs: number;
   requests: number;
   byOutcome: Record<string, number>;
-  faults: Record<FaultKind | 'restart', number>;
+  /** Faults by kind, restarts, and how many kill / pause / slow faults a hot caller flooded through. */
+  faults: Record<FaultKind | 'restart' | 'floodsDuringFaults', number>;
   overload: boolean;
   /** The first 100 violations, in full. */
   violations: string[];
@@ -122,8 +133,8 @@ function options(store: RedisStore, prefix: string, logger: Logger) {
   return { store, prefix, logger, algorithm: 'fixed-window' as const, limit: LIMIT, windowMs: WINDOW_MS, retryAfterJitterMs: 0, key: callerKey };
 }
 function perRoute(route: SoakRoute) {
-  if (route === 'default') return {};
-  if (route === 'hot') return { hotKeys: { instances: INSTANCES, threshold: HOT_THRESHOLD } };
+  if (route === 'default') return { limit: OVERLOAD_LIMIT };
+  if (route === 'hot') return { limit: OVERLOAD_LIMIT, hotKeys: { instances: INSTANCES, threshold: HOT_THRESHOLD } };
   return { failMode: route, ...(route === 'local' ? { instances: INSTANCES } : {}) };
 }
 const closeServer = (server: Server) =>
@@ -145,7 +156,8 @@ async function startApps(store: RedisStore, prefix: string, logger: Logger, rout
   await f.listen({ port: 0, host: '127.0.0.1' });
 
   const k = new Koa();
-  const koaRoutes = new Map(routes.map((mode) => [`/${mode}`, koaRateLimit({ ...options(store, `${prefix}k`, logger), ...perRoute(mode) })]));
+  // Koa has no route patterns (no router): each route's limiter gets a prefix of its own, else they would share one bucket.
+  const koaRoutes = new Map(routes.map((mode) => [`/${mode}`, koaRateLimit({ ...options(store, `${prefix}k-${mode}`, logger), ...perRoute(mode) })]));
   k.use(async (ctx, next) => {
     const limiter = koaRoutes.get(ctx.path);
     if (!limiter) return next();
@@ -186,7 +198,7 @@ function get(agent: Agent, port: number, path: string, caller?: string): Promise
  * degraded one carries none (no made-up quota), so a 200 without them was admitted by a failure mode.
  */
 function outcome(route: SoakRoute, a: Answer): string {
-  const fromStore = a.limit === String(LIMIT);
+  const fromStore = a.limit === String(limitOf(route));
   if (a.limit !== undefined && !fromStore) return 'odd';
   if (a.status === 200) return fromStore ? 'store-admitted' : `fail-${route}-admitted`;
   if (a.status === 429) return fromStore ? 'store-limited' : `fail-${route}-limited`;
@@ -262,7 +274,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
   const floodAgent = new Agent({ keepAlive: true, maxSockets: FLOOD_IN_FLIGHT });
   const loop = new LoopWatch();
-  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, restart: 0 };
+  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, restart: 0, floodsDuringFaults: 0 };
   const byOutcome: Record<string, number> = {};
   // Store admissions per route and caller per window (the healthy-window check), and every admission (the ceiling).
   const windows = new Map<string, number>();
@@ -295,15 +307,21 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 
     const shots: Record<string, () => Promise<Answer>> = {};
     for (const app of apps) for (const route of routes) shots[`${app.name} ${route}`] = () => get(agent, app.port, `/${route}`);
-    // Warm-up, not judged: each route's first requests compile its code paths and open its sockets, on a loaded machine in hundreds of ms.
+    // Warm-up, not judged: each route's first requests compile its code paths and open its sockets,
+    // on a loaded machine with stalls of a second; then the steady load a while, its answers dropped.
     for (let i = 0; i < 3; i++) await Promise.all(Object.values(shots).map((shot) => shot()));
-    await client.del(...(await client.keys(`${prefix}*`)), `${prefix}-none`);
+    const soakStart = performance.now();
     load = steadyLoad(shots, opts.everyMs ?? 30);
     const running = load;
-    const floodTargets = apps.flatMap((app) => FLOOD_ROUTES.filter((r) => routes.includes(r)).map((r) => ({ route: `${app.name} ${r}`, port: app.port, path: `/${r}` })));
+    await sleep(WARM_UP_MS);
+
+    const targetsOn = (names: readonly SoakRoute[]) =>
+      apps.flatMap((app) => names.filter((r) => routes.includes(r)).map((r) => ({ route: `${app.name} ${r}`, port: app.port, path: `/${r}` })));
+    const floodTargets = targetsOn(FLOOD_ROUTES);
+    // Through a fault, the flood aims at the routes on default failure options: what the defaults do for an attacker's moment.
+    const duringTargets = targetsOn(['default', 'hot']);
 
     const origin = performance.timeOrigin;
-    const soakStart = performance.now();
     const judgeOne = (s: Sample) => {
       requests++;
       const [adapter, route] = s.route.split(' ') as [string, SoakRoute];
@@ -343,15 +361,17 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (kind === 'store-admitted') windows.set(key, (windows.get(key) ?? 0) + 1);
     };
     // Drained as they come, so a run of any length keeps no answers.
+    // Answers to requests fired in the warm-up are not judged, however late they come.
+    const judgeFrom = soakStart + WARM_UP_MS;
     const judge = () => {
-      for (const s of running.samples.splice(0)) judgeOne(s);
+      for (const s of running.samples.splice(0)) if (s.firedAt >= judgeFrom) judgeOne(s);
       for (const s of floodSamples.splice(0)) judgeOne(s);
     };
     const judging = setInterval(judge, 200);
     const heapTimer = setInterval(() => heap.push(process.memoryUsage().heapUsed), 1_000);
     try {
       const start = performance.now();
-      const end = start + opts.durationMs;
+      const end = soakStart + opts.durationMs;
       // Every kind once per round, in a seeded order: a short run still sees each.
       let round: FaultKind[] = [];
       // Until the end, and in any case until each kind has struck once (a loaded machine runs a short soak slowly).
@@ -371,6 +391,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           floodRequests += await flood(floodAgent, floodTargets, caller, FLOOD_IN_FLIGHT, from + lengthMs, floodSamples, floodErrors);
           continue;
         }
+        // Half the faults (seeded) come with a hot caller flooding through them: the attacker's moment.
+        const during = overload && rnd() < 0.5 ? (faults.floodsDuringFaults++, faults.floodsDuringFaults) : 0;
+        const flooding = during
+          ? flood(floodAgent, duringTargets, () => `hot-during-${during}`, FLOOD_IN_FLIGHT, from + lengthMs, floodSamples, floodErrors)
+          : Promise.resolve(0);
         let answeringAt: number;
         if (kind === 'kill') {
           await server.kill();
@@ -393,6 +418,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           await slower.call('DEBUG', 'SLEEP', (lengthMs / 1000).toFixed(3));
           answeringAt = performance.now();
         }
+        floodRequests += await flooding;
         // Back when every closed route has had the store's word again.
         recovered.clear();
         recoverySince = answeringAt;
@@ -433,14 +459,15 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const w = Number(key.split(' ')[3]);
       if (touched(w)) continue;
       healthyWindowsChecked++;
-      if (admitted > LIMIT) violate(`${key}: ${admitted} admitted by the store in one healthy window, limit ${LIMIT}`);
+      const limit = limitOf(key.split(' ')[1] as SoakRoute);
+      if (admitted > limit) violate(`${key}: ${admitted} admitted by the store in one healthy window, limit ${limit}`);
     }
     // Admitted by anyone (the store, a failure mode, a lease) within the limit plus the documented bound, in every window.
     let worstAdmittedInWindow: SoakReport['worstAdmittedInWindow'] = null;
     for (const [key, admitted] of admittedWindows) {
       const ceiling = admissionCeiling(key.split(' ')[1] as SoakRoute);
       if (!worstAdmittedInWindow || admitted - ceiling > worstAdmittedInWindow.admitted - worstAdmittedInWindow.ceiling) worstAdmittedInWindow = { key, admitted, ceiling };
-      if (admitted > ceiling) violate(`${key}: ${admitted} admitted in one window, past the limit ${LIMIT} plus the bound (${ceiling} in all)`);
+      if (admitted > ceiling) violate(`${key}: ${admitted} admitted in one window, past the limit ${limitOf(key.split(' ')[1] as SoakRoute)} plus the bound (${ceiling} in all)`);
     }
 
     // No key without a TTL.
@@ -513,9 +540,11 @@ export function formatReport(r: SoakReport): string {
     `soak: seed ${r.seed}, ${(r.durationMs / 1000).toFixed(0)} s, Express + Fastify + Koa, routes open/closed/local${r.overload ? '/default/hot' : ''}, one redis-server`,
     `requests: ${r.requests} (${Object.entries(r.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `faults injected: ${r.faults.kill} kill (+${r.faults.restart} restart), ${r.faults.pause} pause (SIGSTOP/SIGCONT), ${r.faults.slow} slow (DEBUG SLEEP)` +
-      (r.overload ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers (${r.floodRequests} requests, ${FLOOD_IN_FLIGHT} in flight)` : ''),
+      (r.overload
+        ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${FLOOD_IN_FLIGHT} in flight)`
+        : ''),
     `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
-    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= ${LIMIT} per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS} ms)` : ''}`,
+    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= the route's limit, ${LIMIT} or ${OVERLOAD_LIMIT}, per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS} ms)` : ''}`,
     `caller windows checked: ${r.callerWindowsChecked} (all admissions <= the limit plus the bound, src/bounds.ts); most admitted in one: ${w ? `${w.admitted} of ${w.ceiling} (${w.key})` : 'none'}`,
     `keys checked for a TTL: ${r.keysChecked}; heap ${r.heapStartMb.toFixed(0)} MB -> ${r.heapEndMb.toFixed(0)} MB; log lines ${r.logLines} (first-failure ${r.firstFailureLines})`,
     `violations: ${r.violationCount}`,

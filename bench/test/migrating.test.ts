@@ -5,12 +5,16 @@ import { randomUUID } from 'node:crypto';
 import { createLimiter, RedisStore } from '@floodgate/core';
 import { rateLimit as floodgateExpress } from '@floodgate/express';
 import { rateLimit as floodgateFastify } from '@floodgate/fastify';
+import { rateLimit as floodgateHono, type RateLimitOptions } from '@floodgate/hono';
 import { rateLimit as floodgateKoa } from '@floodgate/koa';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import express, { type Express } from 'express';
 import Fastify from 'fastify';
 import type { Redis } from 'ioredis';
 import Koa from 'koa';
+import { getRequestListener } from '@hono/node-server';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 
 // The peers, as their own READMEs wire them (CommonJS; installed for the benchmarks).
 /* eslint-disable @typescript-eslint/no-require-imports */
@@ -19,6 +23,7 @@ const { RedisStore: RateLimitRedisStore } = require('rate-limit-redis');
 const fastifyRateLimit = require('@fastify/rate-limit');
 const koaRatelimit = require('koa-ratelimit');
 const { RateLimiterRedis } = require('rate-limiter-flexible');
+const { rateLimiter: honoRateLimiter, RedisStore: HonoRateLimiterRedisStore } = require('hono-rate-limiter');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 /** Every pair's limit, as in the guide's snippets. */
@@ -146,5 +151,96 @@ describe('docs/migrating.md: each before/after pair limits the same way', () => 
     const a = await admitted(await listen(after));
     expect(b).toEqual({ admitted: LIMIT, refused: SENT - LIMIT });
     expect(a).toEqual(b);
+  });
+});
+
+/**
+ * hono-rate-limiter's RedisStore takes a client of the shape `{ scriptLoad, evalsha(sha, keys,
+ * args), decr, del }` (its README's `client` configuration; @upstash/redis and @vercel/kv have it
+ * as they are). An app on a self-hosted Redis with ioredis hands it this shim.
+ */
+function honoRateLimiterClient(redis: Redis) {
+  return {
+    scriptLoad: (script: string) => redis.script('LOAD', script) as Promise<string>,
+    evalsha: (sha: string, keys: string[], args: unknown[]) => redis.evalsha(sha, keys.length, ...keys, ...(args as string[])),
+    decr: (key: string) => redis.decr(key),
+    del: (key: string) => redis.del(key),
+  };
+}
+
+describe('docs/migrating.md: hono-rate-limiter -> @floodgate/hono, row by row', () => {
+  /** A Hono app with `limiter` on every route; GET / answers the status its request's x-status asks for. */
+  async function honoApp(limiter: MiddlewareHandler): Promise<string> {
+    const app = new Hono();
+    app.use(limiter);
+    app.get('/', (c) => c.text('ok', (Number(c.req.header('x-status')) || 200) as 200));
+    return listen(getRequestListener(app.fetch));
+  }
+  const before = (options: Record<string, unknown>) =>
+    honoRateLimiter({
+      windowMs: 60_000,
+      limit: LIMIT,
+      keyGenerator: (c: Context) => getConnInfo(c).remote.address ?? '',
+      store: new HonoRateLimiterRedisStore({ client: honoRateLimiterClient(client), prefix: `${fresh('hrl')}:` }),
+      ...options,
+    });
+  const after = (options: RateLimitOptions) => floodgateHono({ windowMs: '1m', limit: LIMIT, getConnInfo, prefix: fresh('fg'), store: new RedisStore({ client }), ...options });
+  /** The statuses (and draft-6 headers) of one request per entry of `asked` (the x-status each asks for). */
+  async function replies(url: string, asked: number[]) {
+    const out: { status: number; limit: string | null; remaining: string | null }[] = [];
+    for (const status of asked) {
+      const res = await fetch(url, { headers: { 'x-status': String(status) } });
+      await res.text();
+      out.push({ status: res.status, limit: res.headers.get('ratelimit-limit'), remaining: res.headers.get('ratelimit-remaining') });
+    }
+    return out;
+  }
+
+  it('windowMs, limit, keyGenerator (the client IP), store (RedisStore), standardHeaders draft-6: the same admissions and quota headers', async () => {
+    const b = await admitted(await honoApp(before({ standardHeaders: 'draft-6' })));
+    const a = await admitted(await honoApp(after({ headers: 'draft-6' })));
+    expect(b).toEqual({ admitted: LIMIT, refused: SENT - LIMIT });
+    expect(a).toEqual(b);
+    const asked = Array(5).fill(200);
+    const [rb, ra] = [await replies(await honoApp(before({ limit: 3 })), asked), await replies(await honoApp(after({ limit: 3 })), asked)];
+    expect(ra).toEqual(rb);
+    expect(ra.map((r) => r.status)).toEqual([200, 200, 200, 429, 429]);
+  });
+
+  it('skipSuccessfulRequests -> countOnly: failed; skipFailedRequests -> countOnly: succeeded', async () => {
+    const asked = [200, 401, 200, 401, 200, 401, 401, 200];
+    for (const [peer, ours] of [
+      [{ skipSuccessfulRequests: true }, { countOnly: 'failed' }],
+      [{ skipFailedRequests: true }, { countOnly: 'succeeded' }],
+    ] as const) {
+      const rb = await replies(await honoApp(before({ limit: 2, ...peer })), asked);
+      const ra = await replies(await honoApp(after({ limit: 2, ...ours })), asked);
+      expect(ra.map((r) => r.status)).toEqual(rb.map((r) => r.status));
+    }
+  });
+
+  it('skip -> skip; message and statusCode -> handler (the status stays 429)', async () => {
+    const skip = (c: Context) => c.req.header('x-internal') === 'yes';
+    for (const app of [before({ limit: 1, skip }), after({ limit: 1, skip })]) {
+      const url = await honoApp(app as MiddlewareHandler);
+      const statuses = [];
+      for (const internal of ['yes', 'yes', 'yes', 'no', 'no']) statuses.push((await fetch(url, { headers: { 'x-internal': internal } })).status);
+      expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    }
+    const bodies = [];
+    for (const app of [before({ limit: 1, message: { error: 'slow down' } }), after({ limit: 1, handler: () => ({ error: 'slow down' }) })]) {
+      const url = await honoApp(app as MiddlewareHandler);
+      await fetch(url);
+      const res = await fetch(url);
+      bodies.push({ status: res.status, body: await res.json() });
+    }
+    expect(bodies[1]).toEqual(bodies[0]);
+  });
+
+  it("refuses hono-rate-limiter's option names, naming the Floodgate one", () => {
+    expect(() => floodgateHono({ keyGenerator: () => 'k' } as never)).toThrow(/did you mean `key`\?/);
+    expect(() => floodgateHono({ standardHeaders: 'draft-6' } as never)).toThrow(/did you mean `headers`\?/);
+    expect(() => floodgateHono({ skipSuccessfulRequests: true } as never)).toThrow(/did you mean `countOnly`\?/);
+    expect(() => floodgateHono({ message: 'no' } as never)).toThrow(/did you mean `handler`\?/);
   });
 });

@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WEB_DIR, bundleWeb } from './bundle';
+import { CLIENTS_LIMIT, CLIENTS_PATH, createClientsApp } from './clients';
 import { LIVE_ROUTES, createLiveApps, describeLiveLimit } from './live';
 import { RACE_COMMAND, RACE_HINT, createRace } from './race';
 
@@ -75,11 +76,13 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     readFile(join(WEB_DIR, 'style.css')),
   ]);
   const live = await createLiveApps();
+  const clients = createClientsApp();
   const race = createRace(options.redisUrl, log);
   const info = {
     live: LIVE_ROUTES.map(({ framework, title, path, usage }) => ({ framework, title, path, usage })),
     liveLimit: describeLiveLimit(),
     race: { enabled: race.enabled, target: race.target, hint: RACE_HINT, command: RACE_COMMAND },
+    clients: { path: CLIENTS_PATH, ...CLIENTS_LIMIT },
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -87,6 +90,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     const method = req.method ?? 'GET';
     const app = live.handlerFor(path);
     if (app) return app(req, res);
+    if (path.startsWith('/api/clients/')) return clients(req, res);
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/' || path === '/index.html') return send(res, 200, 'text/html; charset=utf-8', html);
       if (path === '/app.js') return send(res, 200, 'text/javascript; charset=utf-8', script);

@@ -1,4 +1,4 @@
-// The playground in real Chromium: the boundary preset, the live panel's headers and the race panel, read from the page.
+// The playground in real Chromium: the boundary preset, the live panel's headers, the clients panel and the race panel, read from the page.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -121,6 +121,31 @@ describe('playground in Chromium', () => {
       expect(await card.locator('[data-header="ratelimit-remaining"] dd').textContent()).toBe('0');
       expect(Number(await card.locator('[data-header="retry-after"] dd').textContent())).toBeGreaterThanOrEqual(1);
     }
+  });
+
+  it('clients panel: the well-behaved client gets no 429 and does its work; the hot loop sends far more for no more work', async () => {
+    await page.locator('#clients[data-clients-state="ready"]').waitFor();
+    await page.selectOption('#clients-seconds', '4');
+    await page.locator('#clients-run').click();
+    await page.locator('#clients[data-clients-state="done"]').waitFor({ timeout: 30_000 });
+    const stats = async (name: string) => {
+      const card = page.locator(`.client-card[data-client="${name}"]`);
+      return {
+        sent: Number(await card.getAttribute('data-sent')),
+        tooMany: Number(await card.getAttribute('data-too-many')),
+        done: Number(await card.getAttribute('data-done')),
+      };
+    };
+    const polite = await stats('well-behaved');
+    const hot = await stats('hot-loop');
+    // 4 s at 5 per 2 s: two or three windows' worth for each, whatever it sends.
+    expect(polite.tooMany).toBe(0);
+    expect(polite.done).toBeGreaterThanOrEqual(5);
+    expect(polite.sent).toBe(polite.done);
+    expect(hot.tooMany).toBeGreaterThan(polite.sent);
+    expect(hot.sent).toBe(hot.done + hot.tooMany);
+    expect(hot.done).toBeLessThanOrEqual(polite.done + 5);
+    expect(await page.locator('.client-card[data-client="hot-loop"] [data-stat="too-many"] b').textContent()).toBe(String(hot.tooMany));
   });
 
   it('race panel: the naive limiter over-admits, Floodgate admits exactly the limit', async () => {

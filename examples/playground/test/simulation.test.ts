@@ -75,7 +75,7 @@ describe('runScenario', () => {
   it('token-bucket and gcra refill at limit / window, the library default', () => {
     const sim = new Simulation({ limit: 10, windowMs: 10_000, ratePerSecond: 1 });
     const tb = sim.lanes.find((l) => l.algorithm === 'token-bucket')!;
-    expect(tb.storeLimit).toEqual({ algorithm: 'token-bucket', capacity: 10, period: 1 });
+    expect(tb.storeLimit).toEqual({ algorithm: 'token-bucket', capacity: 10, refillPerSecond: 1 });
   });
 
   it('rejects bad settings with the library option error', () => {

@@ -1,4 +1,5 @@
-// The playground page's script: plays the simulation, drives the live adapter panel and the Redis race panel.
+// The playground page's script: plays the simulation, drives the live adapter panel, the clients panel and the Redis race panel.
+import { hotLoop, wellBehaved, HOT_LOOP_MAX_REQUESTS, type ClientName, type ClientStats } from './clients';
 import {
   BOUNDS,
   DEFAULT_SETTINGS,
@@ -299,6 +300,7 @@ interface Info {
   live: { framework: string; title: string; path: string; usage: string }[];
   liveLimit: { limit: number; windowMs: number; algorithm: string };
   race: { enabled: boolean; target?: string; hint: string; command: string };
+  clients: { path: string; limit: number; windowMs: number };
 }
 
 const SHOWN_HEADER = /^(ratelimit|x-ratelimit|retry-after)/i;
@@ -439,6 +441,78 @@ function setupRace(info: Info): void {
   });
 }
 
+// ---------------------------------------------------------------- clients panel
+
+const CLIENT_TEXT: Record<ClientName, { title: string; about: string }> = {
+  'well-behaved': {
+    title: 'Well-behaved: pacedFetch',
+    about: 'Reads the RateLimit fields and waits for the reset when the quota runs out (@floodgate/client).',
+  },
+  'hot-loop': {
+    title: 'Hot loop: plain fetch',
+    about: `Knows nothing of the limit: a 429 is tried again at once (at most ${HOT_LOOP_MAX_REQUESTS} requests a run).`,
+  },
+};
+
+function setupClients(info: Info): void {
+  const panel = byId('clients');
+  const { limit, windowMs, path } = info.clients;
+  byId('clients-text').textContent =
+    `Both clients call ${path}, limited to ${limit} requests per ${formatSeconds(windowMs)}, each with a bucket of its own, ` +
+    'for the same time. Count what each sent, how many 429s it got back, and how much work got done.';
+  const seconds = el('select', { id: 'clients-seconds' }, ...[4, 6, 10, 20].map((n) => el('option', { value: String(n), ...(n === 6 ? { selected: '' } : {}) }, `${n} s`)));
+  const go = el('button', { type: 'button', id: 'clients-run', class: 'primary' }, 'Run both');
+  const left = el('span', { class: 'muted', id: 'clients-left' });
+  const cards = el('div', { class: 'cards clients-cards' });
+  const views = new Map<ClientName, HTMLElement>();
+  for (const name of ['well-behaved', 'hot-loop'] as const) {
+    const stat = (key: string, label: string) => el('div', { class: 'stat', 'data-stat': key }, el('b', {}, '0'), el('span', {}, label));
+    const card = el(
+      'div',
+      { class: 'card client-card', 'data-client': name, 'data-sent': '0', 'data-too-many': '0', 'data-done': '0' },
+      el('h3', {}, CLIENT_TEXT[name].title),
+      el('p', { class: 'muted' }, CLIENT_TEXT[name].about),
+      el('div', { class: 'stats' }, stat('sent', 'requests sent'), stat('too-many', '429s received'), stat('done', 'useful work')),
+    );
+    views.set(name, card);
+    cards.append(card);
+  }
+  const show = (name: ClientName, s: ClientStats) => {
+    const card = views.get(name)!;
+    card.dataset.sent = String(s.sent);
+    card.dataset.tooMany = String(s.tooMany);
+    card.dataset.done = String(s.done);
+    card.querySelector('[data-stat="sent"] b')!.textContent = String(s.sent);
+    card.querySelector('[data-stat="too-many"] b')!.textContent = String(s.tooMany);
+    card.querySelector('[data-stat="done"] b')!.textContent = String(s.done);
+  };
+  byId('clients-body').replaceChildren(el('div', { class: 'fields' }, el('label', {}, 'Run for ', seconds), go, left), cards);
+  panel.dataset.clientsState = 'ready';
+  go.addEventListener('click', async () => {
+    go.disabled = true;
+    panel.dataset.clientsState = 'running';
+    const ms = Number(seconds.value) * 1000;
+    const stop = new AbortController();
+    const end = performance.now() + ms;
+    const tick = setInterval(() => (left.textContent = `${Math.max(0, Math.ceil((end - performance.now()) / 1000))} s left`), 250);
+    setTimeout(() => stop.abort(), ms);
+    try {
+      await Promise.all([
+        wellBehaved(path, stop.signal, (s) => show('well-behaved', s)),
+        hotLoop(path, stop.signal, (s) => show('hot-loop', s)),
+      ]);
+      panel.dataset.clientsState = 'done';
+      left.textContent = 'done';
+    } catch (error) {
+      left.textContent = error instanceof Error ? error.message : String(error);
+      panel.dataset.clientsState = 'error';
+    } finally {
+      clearInterval(tick);
+      go.disabled = false;
+    }
+  });
+}
+
 // ---------------------------------------------------------------- start
 
 setupSimulation();
@@ -446,6 +520,7 @@ fetch('/api/info')
   .then((res) => res.json() as Promise<Info>)
   .then((info) => {
     setupLive(info);
+    setupClients(info);
     setupRace(info);
   })
   .catch((error: unknown) => {

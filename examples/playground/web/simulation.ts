@@ -181,11 +181,12 @@ export function runScenario(preset: PresetName, settings: Settings): { scenario:
 
 /** How each algorithm reads the settings, in words. */
 export function describeLimit(limit: StoreLimit): string {
-  if (limit.algorithm === 'token-bucket' || limit.algorithm === 'gcra') {
-    const rate = Number.isInteger(limit.period) ? String(limit.period) : limit.period.toFixed(2);
+  if ('refillPerSecond' in limit) {
+    const rate = Number.isInteger(limit.refillPerSecond) ? String(limit.refillPerSecond) : limit.refillPerSecond.toFixed(2);
     return `burst ${limit.capacity}, refill ${rate}/s`;
   }
-  return `${limit.capacity} per ${formatSeconds(limit.period)}`;
+  if ('leaseMs' in limit) return `${limit.capacity} in flight, each held ${formatSeconds(limit.leaseMs)}`;
+  return `${limit.capacity} per ${formatSeconds(limit.windowMs)}`;
 }
 
 export function formatSeconds(ms: number): string {

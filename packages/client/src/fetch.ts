@@ -51,7 +51,9 @@ export function pacedFetch(fetchImpl: FetchLike = globalThis.fetch, options: Pac
       fetchInit = rest;
     }
     const isRequest = typeof Request !== 'undefined' && input instanceof Request;
-    const url = new URL(isRequest ? (input as Request).url : String(input));
+    // A relative URL is the page's to resolve (fetch in a browser takes one): against its location.
+    const base = (globalThis as { location?: { href?: string } }).location?.href;
+    const url = new URL(isRequest ? (input as Request).url : String(input), base);
     const method = (fetchInit?.method ?? (isRequest ? (input as Request).method : 'GET')).toUpperCase();
     const signal = fetchInit?.signal ?? (isRequest ? (input as Request).signal : undefined) ?? undefined;
     const scope = pacer.scopeOf(url);

@@ -74,6 +74,38 @@ describe('pacing before the limit', () => {
     expect([...reasons]).toEqual(['concurrency']);
     expect(pacer.snapshot(new URL(server.url).origin).inFlight).toBe(0);
   });
+  it('after a reset sends one request and waits for its answer: a reset need not restore the whole quota', async () => {
+    const server = await serve((_req, n) => ({
+      delayMs: 50,
+      headers: { 'ratelimit-limit': '10', 'ratelimit-remaining': n === 0 ? '0' : '9', 'ratelimit-reset': '1' },
+    }));
+    const fetch = pacedFetch(globalThis.fetch, { jitterMs: 0 });
+    await fetch(server.url);
+    await Promise.all(Array.from({ length: 4 }, () => fetch(server.url).then((r) => r.text())));
+    expect(server.seen).toHaveLength(5);
+    // The first after the reset goes alone; the other three go once its answer (9 left) is in.
+    expect(server.seen[2].at - server.seen[1].at).toBeGreaterThanOrEqual(45);
+    expect(server.seen[4].at - server.seen[2].at).toBeLessThan(45);
+  });
+
+  it('learns the rate of a server that sends only Retry-After from its first 429, and takes no second one', async () => {
+    let start = -Infinity;
+    let used = 0;
+    const server = await serve(() => {
+      const t = performance.now();
+      if (t >= start + 1000) {
+        start = t;
+        used = 0;
+      }
+      if (used >= 3) return { status: 429, headers: { 'retry-after': String(Math.ceil((start + 1000 - t) / 1000)) } };
+      used++;
+      return {};
+    });
+    const fetch = pacedFetch(globalThis.fetch, { jitterMs: 0 });
+    for (let i = 0; i < 10; i++) expect((await fetch(server.url)).status).toBe(200);
+    expect(server.seen.filter((s) => s.status === 429)).toHaveLength(1);
+    expect(fetch.pacer.snapshot(new URL(server.url).origin).learnedSpacingMs).toBeGreaterThanOrEqual(1000 / 2);
+  });
 });
 
 describe('429 and 503 with Retry-After', () => {

@@ -134,15 +134,18 @@ describe('X-RateLimit-*: the reset as delta seconds, Unix seconds or Unix ms', (
     };
     const info = parseRateLimit(headers, { nowMs: NOW });
     expect(info.quotas[0].resetConvention).toBe('epoch-seconds');
-    expect(info.quotas[0].resetMs).toBe(2000); // 1.5 s rounded up to the second, from a Date rounded down
+    // 1.5 s, sent rounded up to the second (2 s), read as the end of that second: never early.
+    expect(info.quotas[0].resetMs).toBe(3000);
   });
 
   it('reads a Unix time in seconds against the client clock when there is no Date field', () => {
     const info = parseRateLimit({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String((NOW + 7000) / 1000) }, { nowMs: NOW });
-    expect(info.quotas[0]).toMatchObject({ resetMs: 7000, resetConvention: 'epoch-seconds' });
+    expect(info.quotas[0]).toMatchObject({ resetMs: 8000, resetConvention: 'epoch-seconds' });
+    // Fractional Unix seconds name a moment (koa-ratelimit's memory driver): taken as they are.
+    expect(parseRateLimit({ 'x-ratelimit-reset': String((NOW + 7250) / 1000), 'x-ratelimit-remaining': '0' }, { nowMs: NOW }).quotas[0].resetMs).toBe(7250);
   });
 
-  it('reads a Unix time in ms (koa-ratelimit on Redis)', () => {
+  it('reads a Unix time in ms (some APIs send milliseconds)', () => {
     const info = parseRateLimit({ 'X-RateLimit-Remaining': '3', 'X-RateLimit-Reset': String(NOW + 1234), 'X-RateLimit-Limit': '10' }, { nowMs: NOW });
     expect(info.quotas[0]).toMatchObject({ resetMs: 1234, resetConvention: 'epoch-ms', remaining: 3 });
   });
@@ -160,9 +163,10 @@ describe('resetToMs: the rule that tells delta seconds from Unix times', () => {
   ])('%d is delta seconds', (value, ms, convention) => {
     expect(resetToMs(value, NOW)).toEqual({ ms, convention });
   });
-  it('1e9 and above is a Unix time in seconds, 1e12 and above in ms', () => {
-    expect(resetToMs(NOW / 1000 + 10, NOW).convention).toBe('epoch-seconds');
-    expect(resetToMs(NOW / 1000 + 10, NOW).ms).toBeCloseTo(10_000, 3);
+  it('1e9 and above is a Unix time in seconds (a whole one read as the end of that second), 1e12 and above in ms', () => {
+    expect(resetToMs(NOW / 1000 + 10, NOW)).toEqual({ ms: 11_000, convention: 'epoch-seconds' });
+    // Rounded down by the server (koa-ratelimit): the moment was up to a second later; never early.
+    expect(resetToMs(Math.floor((NOW + 10_700) / 1000), NOW).ms).toBeGreaterThanOrEqual(10_700);
     expect(resetToMs(NOW + 10, NOW)).toEqual({ ms: 10, convention: 'epoch-ms' });
   });
 });

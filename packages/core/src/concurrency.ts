@@ -31,7 +31,7 @@ export function resolveConcurrency(raw: ConcurrencyOptions | undefined, option =
   const leaseMs = parseDuration(`${option}.leaseMs`, raw.leaseMs ?? 30_000, 1_000, 3_600_000);
   const name = raw.name ?? 'concurrency';
   if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]{1,64}$/.test(name)) invalidOption(`${option}.name`, name, 'a string matching [A-Za-z0-9_.-]{1,64}');
-  return { name, algorithm: 'concurrency', limit, windowMs: leaseMs, store: { algorithm: 'concurrency', capacity: limit, period: leaseMs }, keySuffix: `${name}.cc` };
+  return { name, algorithm: 'concurrency', limit, windowMs: leaseMs, store: { algorithm: 'concurrency', capacity: limit, leaseMs }, keySuffix: `${name}.cc` };
 }
 
 /** A lease id: unique per request (122 random bits), a letter first (the stores' token rule). Web Crypto: core also runs in the browser (the playground). */

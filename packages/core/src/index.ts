@@ -5,7 +5,7 @@ export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
 export type { LockoutOptions } from './lockout';
 export { ALGORITHMS } from './algorithms/registry';
-export type { AlgorithmName, StoreLimit } from './algorithms/registry';
+export type { AlgorithmName, RateAlgorithmName, StoreLimit, WindowAlgorithmName } from './algorithms/registry';
 export type { LimitResult } from './algorithms/types';
 export { MemoryStore } from './stores/memory-store';
 export type { MemoryStoreOptions } from './stores/memory-store';

@@ -3,7 +3,7 @@ export { SCRIPTS, scriptFor, encodeCall, evalArgs, parseReply, runScript } from 
 export type { Script, ScriptName, ScriptCall, EvalArgs, SendCommand } from './stores/redis-protocol';
 export { ALGORITHM } from './algorithms/registry';
 export type { RegisteredAlgorithm } from './algorithms/registry';
-export type { AlgorithmDescriptor, AlgorithmFamily, Twin, TwinCheck, TwinLimit } from './algorithms/types';
+export type { AlgorithmDescriptor, AlgorithmFamily, FamilyLimit, RateLimit, Twin, TwinCheck, TwinLimit, WindowLimit } from './algorithms/types';
 export { resolveLimiterOptions, resolveLimits } from './options';
 export type { ResolvedLimit, ResolvedLimiterOptions } from './options';
 export { resolveHttpOptions } from './http/resolve-http-options';

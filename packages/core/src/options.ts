@@ -1,5 +1,5 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
-import { ALGORITHM, ALGORITHMS, type AlgorithmName } from './algorithms/registry';
+import { ALGORITHM, ALGORITHMS, isRateAlgorithm, type AlgorithmName } from './algorithms/registry';
 import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
 import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
@@ -125,7 +125,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
   const windowMs = parseDuration(`${option}.windowMs`, get('windowMs') ?? 60_000);
   const keySuffix = `${name}.${ALGORITHM[algorithm].keySuffix}`;
 
-  if (ALGORITHM[algorithm].family === 'rate') {
+  if (isRateAlgorithm(algorithm)) {
     const limitRaw = get('limit');
     const burstRaw = get('burst') ?? limitRaw;
     if (burstRaw === undefined) invalidOption(`${option}.burst`, undefined, 'a whole number from 1 (or set `limit`)');
@@ -146,7 +146,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
       algorithm,
       limit: burst,
       windowMs: Math.ceil((burst * 1000) / rate),
-      store: { algorithm, capacity: burst, period: rate },
+      store: { algorithm, capacity: burst, refillPerSecond: rate },
       keySuffix,
     };
   }
@@ -159,7 +159,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
     invalidOption(`${option}.limit`, get('limit'), `a whole number from 1 to ${maxLimit} for ${algorithm}, which stores one entry per unit (sliding-window-counter takes up to ${MAX_UNITS})`);
   }
   const limit = units(`${option}.limit`, get('limit'));
-  return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, period: windowMs }, keySuffix };
+  return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, windowMs }, keySuffix };
 }
 
 /**

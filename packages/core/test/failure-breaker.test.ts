@@ -138,7 +138,12 @@ describe('local share', () => {
     const local = localLimits(limits, 4);
     expect(local.map((l) => l.limit)).toEqual([2, 1, 2, 25]);
     expect(local.map((l) => l.store.capacity)).toEqual([2, 1, 2, 25]);
-    expect(local.map((l) => l.store.period)).toEqual([1_000, 1_000, 0.75, 12.5]);
+    expect(local.map((l) => l.store)).toEqual([
+      { algorithm: 'fixed-window', capacity: 2, windowMs: 1_000 },
+      { algorithm: 'sliding-window-counter', capacity: 1, windowMs: 1_000 },
+      { algorithm: 'token-bucket', capacity: 2, refillPerSecond: 0.75 },
+      { algorithm: 'gcra', capacity: 25, refillPerSecond: 12.5 },
+    ]);
     expect(local.map((l) => l.keySuffix)).toEqual(limits.map((l) => l.keySuffix));
   });
 });

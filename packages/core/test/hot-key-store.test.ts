@@ -5,7 +5,6 @@ import {
   FloodgateError,
   HotKeyStore,
   MemoryStore,
-  type AlgorithmName,
   type LimitOptions,
   type Store,
   type StoreLimit,
@@ -96,7 +95,7 @@ describe('HotKeyStore behaviour', () => {
   beforeEach(() => {
     now = 1_000_000;
   });
-  const fixed = (capacity: number, period = 60_000): StoreLimit[] => [{ algorithm: 'fixed-window', capacity, period }];
+  const fixed = (capacity: number, windowMs = 60_000): StoreLimit[] => [{ algorithm: 'fixed-window', capacity, windowMs }];
 
   it('passes a cold subject straight through', async () => {
     const counting = new CountingStore(new MemoryStore({ clock }));
@@ -178,11 +177,11 @@ describe('HotKeyStore behaviour', () => {
   });
 
   it('ends a lease at leaseMs and at the edge of its fixed or sliding-counter window', async () => {
-    for (const algorithm of ['fixed-window', 'sliding-window-counter'] as AlgorithmName[]) {
+    for (const algorithm of ['fixed-window', 'sliding-window-counter'] as const) {
       now = 1_000_000 + 900; // 100 ms before a 1 s window ends
       const counting = new CountingStore(new MemoryStore({ clock }));
       const hot = new HotKeyStore({ store: counting, instances: 1, threshold: 1, leaseSize: 10, leaseMs: 5_000, clock });
-      const limits: StoreLimit[] = [{ algorithm, capacity: 100, period: 1_000 }];
+      const limits: StoreLimit[] = [{ algorithm, capacity: 100, windowMs: 1_000 }];
       await hot.evaluate(consume(limits));
       now += 99;
       await hot.evaluate(consume(limits));
@@ -193,7 +192,7 @@ describe('HotKeyStore behaviour', () => {
     }
     const counting = new CountingStore(new MemoryStore({ clock }));
     const hot = new HotKeyStore({ store: counting, instances: 1, threshold: 1, leaseSize: 10, leaseMs: 50, clock });
-    const log: StoreLimit[] = [{ algorithm: 'sliding-window-log', capacity: 100, period: 10_000 }];
+    const log: StoreLimit[] = [{ algorithm: 'sliding-window-log', capacity: 100, windowMs: 10_000 }];
     await hot.evaluate(consume(log));
     now += 49;
     await hot.evaluate(consume(log));
@@ -318,27 +317,27 @@ function overAdmission(limit: StoreLimit, admitted: Admission[]): number {
   let worst = 0;
   if (limit.algorithm === 'fixed-window') {
     const perWindow = new Map<number, number>();
-    for (const t of units) perWindow.set(Math.floor(t / limit.period), (perWindow.get(Math.floor(t / limit.period)) ?? 0) + 1);
+    for (const t of units) perWindow.set(Math.floor(t / limit.windowMs), (perWindow.get(Math.floor(t / limit.windowMs)) ?? 0) + 1);
     for (const n of perWindow.values()) worst = Math.max(worst, n - cap);
   } else if (limit.algorithm === 'sliding-window-counter') {
     // The counter's own estimate, computed over what was admitted, just after each admission.
     const perWindow = new Map<number, number>();
     for (const t of units) {
-      const w = Math.floor(t / limit.period);
+      const w = Math.floor(t / limit.windowMs);
       perWindow.set(w, (perWindow.get(w) ?? 0) + 1);
-      const elapsed = t - w * limit.period;
-      const est = ((perWindow.get(w - 1) ?? 0) * (limit.period - elapsed)) / limit.period + perWindow.get(w)!;
+      const elapsed = t - w * limit.windowMs;
+      const est = ((perWindow.get(w - 1) ?? 0) * (limit.windowMs - elapsed)) / limit.windowMs + perWindow.get(w)!;
       worst = Math.max(worst, est - cap);
     }
   } else if (limit.algorithm === 'sliding-window-log') {
     let first = 0;
     units.forEach((t, i) => {
-      while (units[first] <= t - limit.period) first++;
+      while (units[first] <= t - limit.windowMs) first++;
       worst = Math.max(worst, i - first + 1 - cap);
     });
-  } else {
+  } else if ('refillPerSecond' in limit) {
     // token-bucket and gcra: at most burst + rate x (t_j - t_i) units in any [t_i, t_j].
-    const perMs = limit.period / 1000;
+    const perMs = limit.refillPerSecond / 1000;
     let best = -Infinity;
     units.forEach((t, j) => {
       best = Math.max(best, perMs * t - j);
@@ -399,7 +398,7 @@ describe('HotKeyStore bounds (simulated clock, 4 instances)', () => {
     const clock = () => now;
     const memory = new MemoryStore({ clock });
     const hot = new HotKeyStore({ store: memory, instances: 1, threshold: 1, leaseSize: 5, leaseMs: 1_000, clock });
-    const limits: StoreLimit[] = [{ algorithm: 'sliding-window-log', capacity: 10, period: 1_000 }];
+    const limits: StoreLimit[] = [{ algorithm: 'sliding-window-log', capacity: 10, windowMs: 1_000 }];
     const admitted: Admission[] = [];
     const burst = async (t: number, n: number) => {
       now = t;

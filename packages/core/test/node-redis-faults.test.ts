@@ -60,7 +60,7 @@ it('Redis killed: open serves, closed refuses, each within the deadline and with
     ['fail-closed', true, true],
   ]);
   // Refused before sending, by the connection check: the offline queue never held them.
-  await expect(store.evaluate({ keys: ['{x}:k'], limits: [{ algorithm: 'fixed-window', capacity: 1, period: 1000 }], cost: 1, mode: 'consume' })).rejects.toMatchObject({
+  await expect(store.evaluate({ keys: ['{x}:k'], limits: [{ algorithm: 'fixed-window', capacity: 1, windowMs: 1000 }], cost: 1, mode: 'consume' })).rejects.toMatchObject({
     code: 'FG_STORE_UNAVAILABLE',
     message: expect.stringContaining('reconnecting'),
   });

@@ -119,4 +119,6 @@ it('throws at construction for bad options', () => {
   expect(() => rateLimit({ getConnInfo: 'node' as never })).toThrow(/Invalid option `getConnInfo`/);
   expect(() => rateLimit({ trustProxy: ['10.0.0.0/33'] })).toThrow(/Invalid option `trustProxy\[0\]`/);
   expect(() => rateLimit({ trustProxy: 'loopback' as never })).toThrow(/Invalid option `trustProxy`/);
+  // Accepted (so shared option objects work) and checked, though it changes nothing on Hono (docs/adapters.md).
+  expect(() => rateLimit({ respondDirectly: 'yes' as never })).toThrow(/respondDirectly.*true or false/);
 });

@@ -9,6 +9,8 @@ import { ScopeState, type QuotaState, type Ticket } from './scope-state';
 interface Hold {
   /** A moment on the pacer's clock to wait for (before jitter), or undefined: only a change can help. */
   until?: number;
+  /** false for a spacing the client learned itself: jitter is for moments a server names. */
+  jitter?: boolean;
   /** Whether a response or a request given up could lift the hold before `until`. */
   change: boolean;
   reason: WaitReason;
@@ -41,6 +43,8 @@ export interface ScopeSnapshot {
   readonly inFlight: number;
   /** Ms until a Retry-After block ends (0: none). */
   readonly blockedForMs: number;
+  /** The least time between sends learned from a server that sends only Retry-After (0: none). */
+  readonly learnedSpacingMs: number;
   readonly quotas: readonly {
     policy: string;
     partition?: string;
@@ -50,6 +54,9 @@ export interface ScopeSnapshot {
     resetInMs?: number;
   }[];
 }
+
+/** The policy name a spacing learned from Retry-After goes by, in wait events and errors. */
+export const LEARNED_POLICY = '(learned from Retry-After)';
 
 const keyOf = (policy: string, partition: string | undefined) => `${policy}\u0000${partition ?? ''}`;
 
@@ -106,7 +113,7 @@ export class Pacer {
       if (hold.until !== undefined) {
         if (jitterFor !== hold.until) {
           jitterFor = hold.until;
-          jitter = jitterMs > 0 ? Math.floor(random() * (jitterMs + 1)) : 0;
+          jitter = jitterMs > 0 && hold.jitter !== false ? Math.floor(random() * (jitterMs + 1)) : 0;
         }
         waitMs = Math.max(0, hold.until - t) + jitter;
       }
@@ -127,23 +134,22 @@ export class Pacer {
     }
     const seq = ++s.seq;
     s.inFlight.add(seq);
-    return { scope, seq, settled: false };
+    const sentAt = now();
+    s.learned.lastSentAt = sentAt;
+    return { scope, seq, sentAt, settled: false };
   }
 
   /** The first thing that holds the next request of `s` back at time `t`, or undefined. */
   private hold(s: ScopeState, t: number): Hold | undefined {
     if (s.blockedUntil > t) return { until: s.blockedUntil, change: false, reason: 'retry-after', status: s.blockedStatus };
     let worst: Hold | undefined;
-    for (const [key, q] of s.quotas) {
+    for (const q of s.quotas.values()) {
       if (q.unit === 'concurrent-requests' || q.remaining === undefined) continue;
       if (q.resetAt !== undefined && t >= q.resetAt) {
-        // Quota came back; how much the draft does not promise (a sliding window restores slowly), so
-        // with a known quota the client may spend it again, and the next response says what is left.
-        if (q.limit === undefined) {
-          s.quotas.delete(key);
-          continue;
-        }
-        q.remaining = q.limit;
+        // Quota came back, but how much the draft does not say ("MUST NOT assume that all its service
+        // limit will be fully restored": a sliding log frees one unit at its reset). One request goes
+        // to find out; the others wait for its answer.
+        q.remaining = 1;
         q.resetAt = undefined;
         q.observedSeq = s.seq;
       }
@@ -157,6 +163,8 @@ export class Pacer {
       if (!worst || (hold.until ?? -1) > (worst.until ?? -1)) worst = hold;
     }
     if (worst) return worst;
+    const { spacingMs, lastSentAt } = s.learned;
+    if (spacingMs > 0 && lastSentAt + spacingMs > t) return { until: lastSentAt + spacingMs, jitter: false, change: false, reason: 'quota', policy: LEARNED_POLICY };
     const cap = s.concurrencyLimit();
     if (cap && s.inFlight.size >= Math.max(1, cap.limit)) return { change: true, reason: 'concurrency', policy: cap.policy };
     return undefined;
@@ -196,6 +204,7 @@ export class Pacer {
       s.blockedUntil = t + retryAfterMs;
       s.blockedStatus = response.status;
     }
+    if (info.quotas.length === 0) this.learn(s, ticket, response.status, limited && response.status === 429 ? retryAfterMs : undefined, t);
     this.release(ticket);
     return (
       limited &&
@@ -204,6 +213,30 @@ export class Pacer {
       this.options.retryMethods.has(response.method.toUpperCase()) &&
       response.attempt < this.options.maxRetries
     );
+  }
+
+  /**
+   * A server that sends no quota fields tells the client its limit only by refusing: count the N
+   * requests that went through since the last refusal and the time T from the first of them to the
+   * end of the 429's Retry-After, and space later sends by 2T / (N - 1). T is all the client can see
+   * of the window, and it can be short of it: a window that began before the first request, or a
+   * sliding window whose boundary came soon, gives a short Retry-After; the margin of two, over one
+   * unit fewer than went through, keeps a sliding-window-counter's refusal from coming back (it
+   * admits at most N - 1 per window at a steady rate). The spacing only ever grows.
+   */
+  private learn(s: ScopeState, ticket: Ticket, status: number, retryAfterMs: number | undefined, t: number): void {
+    const l = s.learned;
+    if (status >= 200 && status < 400) {
+      l.admitted++;
+      if (l.firstAt === undefined || ticket.sentAt < l.firstAt) l.firstAt = ticket.sentAt;
+      return;
+    }
+    if (retryAfterMs === undefined) return;
+    if (l.admitted > 0 && l.firstAt !== undefined) {
+      l.spacingMs = Math.max(l.spacingMs, (2 * (t + retryAfterMs - l.firstAt)) / Math.max(1, l.admitted - 1));
+    }
+    l.admitted = 0;
+    l.firstAt = undefined;
   }
 
   /** Frees a request's place without a response (it failed or was aborted): whatever it reserved comes back. */
@@ -223,6 +256,7 @@ export class Pacer {
       scope,
       inFlight: s.inFlight.size,
       blockedForMs: Math.max(0, s.blockedUntil - t),
+      learnedSpacingMs: s.learned.spacingMs,
       quotas: [...s.quotas.values()].map((q) => ({
         policy: q.policy,
         ...(q.partition !== undefined ? { partition: q.partition } : {}),

@@ -19,7 +19,22 @@ export interface QuotaState {
 export interface Ticket {
   readonly scope: string;
   readonly seq: number;
+  /** When it was admitted, on the pacer's clock. */
+  readonly sentAt: number;
   settled: boolean;
+}
+
+/**
+ * What a server that sends only Retry-After taught: `admitted` requests went through in the run that
+ * ended in a 429, from `firstAt` until the Retry-After's end. From it a least spacing between sends
+ * (Pacer.learn says how).
+ */
+export interface LearnedRate {
+  admitted: number;
+  firstAt: number | undefined;
+  /** Least time between two sends of the scope, in ms (0: nothing learned yet). */
+  spacingMs: number;
+  lastSentAt: number;
 }
 
 export class ScopeState {
@@ -30,6 +45,7 @@ export class ScopeState {
   /** Sequence numbers of the requests in flight, in the order they were sent. */
   readonly inFlight = new Set<number>();
   seq = 0;
+  readonly learned: LearnedRate = { admitted: 0, firstAt: undefined, spacingMs: 0, lastSentAt: -Infinity };
   private readonly waiters = new Set<() => void>();
 
   constructor(readonly name: string) {}

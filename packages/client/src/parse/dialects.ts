@@ -53,9 +53,16 @@ function name(value: BareItem): string | undefined {
   return undefined;
 }
 
+/** Base64 of some bytes with btoa, which Node and browsers both have (the client also runs in a page). */
+function base64(bytes: Uint8Array): string {
+  let text = '';
+  for (let i = 0; i < bytes.length; i++) text += String.fromCharCode(bytes[i]);
+  return btoa(text);
+}
+
 function partitionKey(value: BareItem | undefined): string | undefined {
-  if (value instanceof ArrayBuffer) return Buffer.from(value).toString('base64');
-  if (ArrayBuffer.isView(value)) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+  if (value instanceof ArrayBuffer) return base64(new Uint8Array(value));
+  if (ArrayBuffer.isView(value)) return base64(new Uint8Array(value.buffer, value.byteOffset, value.byteLength));
   // Some servers send the key as a String or Token: still a key.
   if (typeof value === 'string' || value instanceof Token) return String(value);
   return undefined;
@@ -193,8 +200,8 @@ export function parseDraft6(get: FieldLookup, clock: Clock): QuotaObservation[] 
 
 /**
  * `X-RateLimit-Limit`, `-Remaining`, `-Reset`: the reset is delta seconds (@fastify/rate-limit), a Unix
- * time in seconds (GitHub, express-rate-limit, Floodgate's legacy dialect) or in ms (koa-ratelimit on
- * Redis): resetToMs tells them apart by size.
+ * time in seconds (GitHub, express-rate-limit, Floodgate's legacy dialect; koa-ratelimit rounds it
+ * down) or, from some APIs, in ms: resetToMs tells them apart by size.
  */
 export function parseXRateLimit(get: FieldLookup, clock: Clock): QuotaObservation[] | undefined {
   return threeFields(get, clock, 'x-ratelimit-', false);

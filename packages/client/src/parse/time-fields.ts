@@ -35,10 +35,14 @@ export function serverDateMs(date: string | undefined): number | undefined {
  * one (the server's own clock, so a client whose clock is off still waits the right time: the
  * difference of two times on one clock), else against the client's clock. Date is whole seconds,
  * rounded down, so the difference may be up to a second long: never short.
+ *
+ * A whole number of Unix seconds names a second, not a moment: servers round the moment up
+ * (express-rate-limit, Floodgate) or down (koa-ratelimit), and the client cannot tell which, so it
+ * takes the end of that second. Never early; up to a second late when the server rounded up.
  */
 export function resetToMs(value: number, nowMs: number, dateMs?: number): { ms: number; convention: ResetConvention } {
   if (value < EPOCH_SECONDS_FROM) return { ms: Math.max(0, value * 1000), convention: 'delta-seconds' };
-  const atMs = value < EPOCH_MS_FROM ? value * 1000 : value;
+  const atMs = value < EPOCH_MS_FROM ? (Number.isInteger(value) ? value + 1 : value) * 1000 : value;
   const reference = dateMs ?? nowMs;
   return { ms: Math.max(0, atMs - reference), convention: value < EPOCH_MS_FROM ? 'epoch-seconds' : 'epoch-ms' };
 }

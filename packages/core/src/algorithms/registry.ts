@@ -6,7 +6,7 @@ import { slidingWindowCounterAlgorithm } from './sliding-window-counter';
 import { tokenBucketAlgorithm } from './token-bucket';
 import { gcraAlgorithm } from './gcra';
 import { concurrencyAlgorithm } from './concurrency';
-import type { AlgorithmDescriptor } from './types';
+import type { AlgorithmDescriptor, LeaseLimit, RateLimit, WindowLimit } from './types';
 
 /**
  * Every algorithm, in id order: an algorithm's id in the script protocol is its position here,
@@ -30,9 +30,7 @@ const LEASES = [concurrencyAlgorithm] as const;
 const KINDS = [...REGISTRY, ...LEASES] as const;
 
 /** A descriptor as the registry hands it out: with its numeric id, sent to Lua in ARGV. */
-export interface RegisteredAlgorithm extends AlgorithmDescriptor<LimitKind> {
-  readonly id: number;
-}
+export type RegisteredAlgorithm = AlgorithmDescriptor<LimitKind> & { readonly id: number };
 
 // A generic mapped type, so that TypeScript maps the tuple element by element.
 type Names<T extends readonly AlgorithmDescriptor[]> = { readonly [K in keyof T]: T[K]['name'] };
@@ -41,6 +39,11 @@ type Names<T extends readonly AlgorithmDescriptor[]> = { readonly [K in keyof T]
 export const ALGORITHMS = REGISTRY.map((d) => d.name) as unknown as Names<typeof REGISTRY>;
 
 export type AlgorithmName = (typeof ALGORITHMS)[number];
+/** The algorithms of each family: a limit of `limit` per `windowMs`, or of a `burst` refilled at `refillPerSecond`. */
+export type WindowAlgorithmName = Extract<(typeof REGISTRY)[number], { family: 'window' }>['name'];
+export type RateAlgorithmName = Extract<(typeof REGISTRY)[number], { family: 'rate' }>['name'];
+/** The lease kinds (concurrency): not an `algorithm` option's value. */
+export type LeaseKindName = (typeof LEASES)[number]['name'];
 
 /** Every limit kind a store decides: the algorithms, then the leases. */
 export const LIMIT_KINDS = KINDS.map((d) => d.name) as unknown as Names<typeof KINDS>;
@@ -57,11 +60,25 @@ for (const field of ['name', 'keySuffix'] as const) {
   if (seen.size !== KINDS.length) throw new Error(`algorithms/registry.ts: two algorithms share a ${field}`);
 }
 
-/** One limit as the store sees it; a twin reads the same without `algorithm`. */
-export interface StoreLimit {
-  readonly algorithm: LimitKind;
-  /** The limit (window algorithms) or the burst (rate algorithms). */
-  readonly capacity: number;
-  /** The algorithm's family says the unit: the window in ms ('window'), or units per second ('rate'). */
-  readonly period: number;
+/**
+ * One limit as the store sees it, each field in its own unit: `capacity` per `windowMs` for the
+ * window algorithms, a burst of `capacity` refilled at `refillPerSecond` for token-bucket and gcra,
+ * `capacity` leases of `leaseMs` each for concurrency. A twin reads the same without `algorithm`.
+ */
+export type StoreLimit =
+  | (WindowLimit & { readonly algorithm: WindowAlgorithmName })
+  | (RateLimit & { readonly algorithm: RateAlgorithmName })
+  | (LeaseLimit & { readonly algorithm: LeaseKindName });
+
+/** Whether this algorithm takes a burst and a refill rate (token-bucket, gcra) rather than a limit per window. */
+export function isRateAlgorithm(name: AlgorithmName): name is RateAlgorithmName {
+  return ALGORITHM[name].family === 'rate';
+}
+
+/**
+ * The one number the scripts (and the `period` of their check and refund) take for a limit, in the
+ * unit its kind knows: the window in ms, the refill rate in units per second, or the lease in ms.
+ */
+export function periodOf(limit: StoreLimit): number {
+  return 'windowMs' in limit ? limit.windowMs : 'refillPerSecond' in limit ? limit.refillPerSecond : limit.leaseMs;
 }

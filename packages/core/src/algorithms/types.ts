@@ -1,10 +1,28 @@
 // The contract every algorithm keeps: its descriptor, its in-memory twin and what its Lua script returns.
 
-/** What a twin reads of a limit: `capacity` is the limit (or burst); `period`'s unit is the family's (see AlgorithmFamily). */
-export interface TwinLimit {
+/** What a window algorithm's twin reads of a limit: `capacity` units per `windowMs`. */
+export interface WindowLimit {
   readonly capacity: number;
-  readonly period: number;
+  readonly windowMs: number;
 }
+
+/** What a rate algorithm's twin reads of a limit: a burst of `capacity` units, refilled at `refillPerSecond`. */
+export interface RateLimit {
+  readonly capacity: number;
+  readonly refillPerSecond: number;
+}
+
+/** What a lease twin (concurrency) reads of a limit: `capacity` slots in flight, each lease held `leaseMs`. */
+export interface LeaseLimit {
+  readonly capacity: number;
+  readonly leaseMs: number;
+}
+
+/** What a twin of this family reads of a limit. */
+export type FamilyLimit<F extends AlgorithmFamily> = F extends 'window' ? WindowLimit : F extends 'rate' ? RateLimit : LeaseLimit;
+
+/** What some twin reads of a limit: a window, a rate or a lease limit, each field in its unit. */
+export type TwinLimit = WindowLimit | RateLimit | LeaseLimit;
 
 /** What one limit says about one request. All times in whole milliseconds from now. */
 export interface LimitResult {
@@ -25,20 +43,20 @@ export const EPSILON = 1e-9;
  * state to write when the request is admitted. The Lua script follows the same steps in the same
  * order so that both decide identically for the same state, clock and cost.
  */
-export interface Twin<S> {
+export interface Twin<S, L extends TwinLimit = TwinLimit> {
   /** `token`: the lease's id, for a lease family (concurrency); rate and window twins ignore it. */
-  check(state: S | undefined, now: number, limit: TwinLimit, cost: number, token?: string): TwinCheck<S>;
+  check(state: S | undefined, now: number, limit: L, cost: number, token?: string): TwinCheck<S>;
   /**
    * Gives back `cost` units charged by a consume decided at `at` (store clock, ms), as if it had not
    * happened: never below zero, never past a full limit. Returns the state to write, `null` when the
    * key is to go (the script's write empties it), or undefined when nothing changes (then nothing is
    * written, as on a missing key). The script's `refund` takes the same steps.
    */
-  refund(state: S | undefined, now: number, limit: TwinLimit, cost: number, at: number): TwinWrite<S> | null | undefined;
+  refund(state: S | undefined, now: number, limit: L, cost: number, at: number): TwinWrite<S> | null | undefined;
   /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
-  release?(state: S | undefined, now: number, limit: TwinLimit, cost: number, token: string): TwinWrite<S> | undefined;
-  /** Lease family only: a lease still held runs `period` ms from now again (the script's `renew`). */
-  renew?(state: S | undefined, now: number, limit: TwinLimit, cost: number, token: string): TwinWrite<S> | undefined;
+  release?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
+  /** Lease family only: a lease still held runs `leaseMs` from now again (the script's `renew`). */
+  renew?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
 }
 
 /** A state to write and its time to live (ms). */
@@ -53,10 +71,10 @@ export interface TwinCheck<S> extends LimitResult {
 }
 
 /**
- * Which options an algorithm takes, and so what `period` means to it:
- * - 'window': `limit` per `windowMs`; `period` is the window in ms.
- * - 'rate': `burst` and `refillPerSecond`; `period` is the refill rate in units per second.
- * - 'lease': `limit` slots in flight (option `concurrency`); `period` is the lease's length in ms.
+ * Which options an algorithm takes, and so which limit its twin reads:
+ * - 'window': `limit` per `windowMs` (WindowLimit).
+ * - 'rate': `burst` and `refillPerSecond` (RateLimit).
+ * - 'lease': `limit` slots in flight (option `concurrency`), each held `leaseMs` (LeaseLimit).
  *   Its chunk also defines `release` and `renew`, and it is not an `algorithm` option's value.
  */
 export type AlgorithmFamily = 'window' | 'rate' | 'lease';
@@ -66,7 +84,7 @@ export type AlgorithmFamily = 'window' | 'rate' | 'lease';
  * registry (algorithms/registry.ts) lists the descriptors and gives each its numeric id; options,
  * stores, failure policy, hot keys and the Lua scripts all read them from there.
  */
-export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
+export interface AlgorithmDescriptor<N extends string = string, S = unknown, F extends AlgorithmFamily = AlgorithmFamily> {
   /** The `algorithm` option's value, and the name of its folder and of its `.lua` file. */
   readonly name: N;
   /**
@@ -74,15 +92,15 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
    * Stored keys depend on it: changing it orphans every caller's state. Unique in the registry.
    */
   readonly keySuffix: string;
-  readonly family: AlgorithmFamily;
+  readonly family: F;
   /** The in-memory twin: decides exactly as the Lua chunk does for the same state, clock and cost. */
-  readonly twin: Twin<S>;
+  readonly twin: Twin<S, FamilyLimit<F>>;
   /**
    * Hot-key mode: ms from an admitted consume (its result for this limit) until the edge of the
    * window the units were charged to, past which a leased unit no longer stands for one the limit
    * still counts; undefined when the algorithm has no such edge (the lease then runs its leaseMs).
    */
-  readonly leaseEdgeMs: ((admitted: LimitResult, limit: TwinLimit) => number) | undefined;
+  leaseEdgeMs?(admitted: LimitResult, limit: FamilyLimit<F>): number;
   /**
    * The largest `limit` (or `burst`) it accepts, when below MAX_UNITS: the bound on one decision's
    * work for an algorithm whose writes grow with the cost (see docs/algorithms.md). Default MAX_UNITS.
@@ -90,13 +108,15 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown> {
   readonly maxLimit?: number;
   /**
    * The Lua chunk (generated from `<name>.lua`): it defines `local function check(key, now, cap, period, cost)`
-   * and `local function refund(key, now, cap, period, cost, at)`; a lease chunk's check takes a
-   * sixth argument, `token`, and it also defines `release` and `renew(key, now, cap, period, cost, token)`.
+   * and `local function refund(key, now, cap, period, cost, at)`, where `period` is the family's one
+   * number: `windowMs`, `refillPerSecond` or `leaseMs` (see periodOf in registry.ts, which encodes it);
+   * a lease chunk's check takes a sixth argument, `token`, and it also defines `release` and
+   * `renew(key, now, cap, period, cost, token)`.
    */
   readonly lua: string;
 }
 
 /** Keeps a descriptor's literal `name`, so that the registry can derive the AlgorithmName union from it. */
-export function defineAlgorithm<const N extends string, S>(descriptor: AlgorithmDescriptor<N, S>): AlgorithmDescriptor<N, S> {
+export function defineAlgorithm<const N extends string, S, const F extends AlgorithmFamily>(descriptor: AlgorithmDescriptor<N, S, F>): AlgorithmDescriptor<N, S, F> {
   return descriptor;
 }

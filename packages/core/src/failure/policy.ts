@@ -1,5 +1,4 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
-import { ALGORITHM } from '../algorithms/registry';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -107,9 +106,9 @@ export function resolveFailureOptions(options: FailureOptions, store: Store): Re
 export function localLimits(limits: readonly ResolvedLimit[], instances: number): ResolvedLimit[] {
   return limits.map((l) => {
     const capacity = Math.max(1, Math.floor(l.limit / instances));
-    if (ALGORITHM[l.algorithm].family === 'rate') {
-      const rate = l.store.period / instances;
-      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, period: rate } };
+    if ('refillPerSecond' in l.store) {
+      const rate = l.store.refillPerSecond / instances;
+      return { ...l, limit: capacity, windowMs: Math.ceil((capacity * 1000) / rate), store: { ...l.store, capacity, refillPerSecond: rate } };
     }
     return { ...l, limit: capacity, store: { ...l.store, capacity } };
   });

@@ -1,6 +1,6 @@
 // HotKeyStore: a Store wrapper that serves hot subjects from quota leased in blocks from the real store.
 import { LRUCache } from 'lru-cache';
-import { ALGORITHM, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, periodOf, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { parseDuration, type Duration } from '../duration';
 import { FloodgateError, invalidOption } from '../errors';
@@ -129,7 +129,7 @@ interface Subject {
 function sameLimits(a: readonly StoreLimit[], b: readonly StoreLimit[]): boolean {
   if (a === b) return true;
   if (a.length !== b.length) return false;
-  return a.every((l, i) => l.algorithm === b[i].algorithm && l.capacity === b[i].capacity && l.period === b[i].period);
+  return a.every((l, i) => l.algorithm === b[i].algorithm && l.capacity === b[i].capacity && periodOf(l) === periodOf(b[i]));
 }
 
 export class HotKeyStore implements Store {

@@ -1,6 +1,6 @@
 // One definition per bucket: two limiters that would count in the same keys with different limits fail loudly instead of resetting each other.
 import { FloodgateError } from '../errors';
-import { ALGORITHM } from '../algorithms/registry';
+import { periodOf } from '../algorithms/registry';
 import type { ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
 
@@ -14,12 +14,12 @@ interface Claim {
 const claims = new WeakMap<Store, Map<string, Claim>>();
 
 function definitionOf(l: ResolvedLimit): string {
-  return `${l.store.algorithm}|${l.store.capacity}|${l.store.period}`;
+  return `${l.store.algorithm}|${l.store.capacity}|${periodOf(l.store)}`;
 }
 
 function describeLimit(l: ResolvedLimit): string {
-  return ALGORITHM[l.algorithm].family === 'rate'
-    ? `${l.algorithm} burst ${l.store.capacity}, ${l.store.period}/s`
+  return 'refillPerSecond' in l.store
+    ? `${l.algorithm} burst ${l.store.capacity}, ${l.store.refillPerSecond}/s`
     : `${l.algorithm} ${l.limit} per ${l.windowMs} ms`;
 }
 

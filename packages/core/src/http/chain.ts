@@ -24,11 +24,30 @@ export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request
   }
 }
 
-/** Cheapest first: an overloaded instance sheds the route's class before any lookup or store call. */
+/** Cheapest first: an overloaded instance sheds the route's class before any lookup or store call; then the fleet's budget. */
 function shedOrCounted<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
-  const shedder = pipe.family.shedder;
+  const { shedder, fleet } = pipe.family;
   if (shedder && shedder.sheds(pipe.o.priority)) return shed(pipe, shedder.retryAfterMs);
-  return counted(contextOf(pipe, facts, request));
+  if (!fleet) return counted(contextOf(pipe, facts, request));
+  return fleet.acquire(pipe.o.priority).then((slot) => {
+    if (!slot.allowed && slot.reason !== 'fail-closed') return shed(pipe, Math.max(1000, slot.retryAfterMs));
+    if (!slot.allowed) return counted(contextOf(pipe, facts, request)); // the store is down: the route's own failure mode answers
+    const lease = slot.lease;
+    if (!lease) return counted(contextOf(pipe, facts, request));
+    const release = () => void lease.release();
+    return Promise.resolve(counted(contextOf(pipe, facts, request))).then(
+      (result) => {
+        // The fleet's slot is held while the request is served, like the caller's own (settleOnFinish).
+        if (result.status !== 'next') return release(), result;
+        const settle = result.settle;
+        return { ...result, settle: settle ? (status: number | undefined) => (settle(status), release()) : release };
+      },
+      (error: unknown) => {
+        release();
+        throw error;
+      },
+    );
+  });
 }
 
 /** A request's context, every field present from the start (one object shape for every request). */

@@ -5,13 +5,18 @@ import type { EngineLimiter } from '../limiter';
 import { metricsFor, type KeyLookupCounts } from '../metrics';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import type { LoadShedder } from '../shedding/load-shedder';
+import type { Fleet } from '../shedding/fleet';
 
 export class Family {
   private readonly sources = new Set<HealthSource>();
   private readonly keyLookups = new Set<KeyLookupCounts>();
 
   /** `shedding`: one shedder for the app-level limiter and every route made from it. */
-  constructor(readonly shedder?: LoadShedder) {}
+  constructor(
+    readonly shedder?: LoadShedder,
+    /** `fleet`: the fleet's in-flight budget, shared the same way. */
+    readonly fleet?: Fleet,
+  ) {}
 
   /** Counts this limiter in the snapshot; returns it. */
   join(limiter: EngineLimiter): EngineLimiter {

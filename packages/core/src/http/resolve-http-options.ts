@@ -3,6 +3,7 @@ import type { Decision } from '../decision';
 import { invalidOption } from '../errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
+import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet';
 import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
@@ -132,6 +133,13 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
    * call. `true` takes the defaults. See docs/concurrency.md. Default: off.
    */
   shedding?: boolean | SheddingOptions;
+  /**
+   * Fleet load shedding, set once on the app-level limiter: one budget of requests in flight across
+   * every instance on the store, of which 'default' may fill `shares.default` and 'background'
+   * `shares.background`, 'critical' all of it. A request the budget refuses gets 503 (problem type
+   * temporary-reduced-capacity). One more store call per request. See docs/concurrency.md. Default: off.
+   */
+  fleet?: FleetOptions;
 }
 
 export interface ResolvedHttpOptions<Req = unknown> {
@@ -160,6 +168,8 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly priority: Priority;
   /** Set on the app-level options only (a route cannot set it). */
   readonly shedding: ResolvedShedding | undefined;
+  /** Set on the app-level options only (a route cannot set it). */
+  readonly fleet: ResolvedFleet | undefined;
 }
 
 /** The limit when none is given: 60 requests per minute per caller per route. */
@@ -186,6 +196,7 @@ export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'onDecision',
   'priority',
   'shedding',
+  'fleet',
 ]);
 /** Identity options the HTTP layer passes on; `logger` and `clock` are the limiter's, shared. */
 const IDENTITY_ONLY = IDENTITY_OPTION_NAMES.filter((k) => k !== 'logger' && k !== 'clock');
@@ -234,6 +245,7 @@ export function resolveHttpOptions<Req = unknown>(
   checkOptionNames(`${where} options`, global, ALL_HTTP_OPTION_NAMES);
   if (route) checkOptionNames(`${where} route options`, route, ALL_HTTP_OPTION_NAMES);
   if (route?.shedding !== undefined) invalidOption('shedding', route.shedding, 'no `shedding` on a route: set it once on the app-level limiter, and `priority` per route');
+  if (route?.fleet !== undefined) invalidOption('fleet', route.fleet, 'no `fleet` on a route: set it once on the app-level limiter, and `priority` per route');
   const merged: Record<string, unknown> = { ...global };
   if (route) {
     if (route.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
@@ -289,5 +301,6 @@ export function resolveHttpOptions<Req = unknown>(
     onDecision: optionalFunction('onDecision', options.onDecision),
     priority: resolvePriority(options.priority),
     shedding: resolveShedding(options.shedding),
+    fleet: resolveFleet(options.fleet),
   };
 }

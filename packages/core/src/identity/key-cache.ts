@@ -1,5 +1,6 @@
 // The resolveKey cache: found and unknown keys kept apart (a flood of invented keys never evicts a real one), one lookup in flight per key, lookups of unseen keys bounded per IP.
 import { LRUCache } from 'lru-cache';
+import { periodOf } from '../algorithms/registry';
 import type { ResolvedLimit } from '../limit';
 import { resolveLimits, type LimitOptions } from '../options';
 
@@ -171,7 +172,7 @@ export class KeyCache {
     try {
       const resolved = resolveLimits(limits, 'resolveKey(...).limits');
       // Equal plans get equal names, whatever object or property order resolveKey built them with.
-      const plan = JSON.stringify(resolved.map((l) => [l.name, l.store.algorithm, l.store.capacity, l.store.period]));
+      const plan = JSON.stringify(resolved.map((l) => [l.name, l.store.algorithm, l.store.capacity, periodOf(l.store)]));
       return { known: true, account, limits: Object.freeze([...limits]), resolvedLimits: Object.freeze(resolved), plan };
     } catch (error) {
       this.options.onBadPlan(error);

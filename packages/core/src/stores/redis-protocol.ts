@@ -1,6 +1,6 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, LIMIT_KINDS, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, LIMIT_KINDS, periodOf, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
 import { leaseToken, refundAt } from '../validate';
@@ -20,7 +20,7 @@ import type { StoreRequest, StoreResult } from './store';
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000');
  *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x')
- *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period
+ *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodOf: windowMs, refillPerSecond or leaseMs)
  *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
@@ -117,7 +117,7 @@ export function encodeCall(requests: readonly StoreRequest[], testNow?: number):
     MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
     requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
   ];
-  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, limit.period);
+  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodOf(limit));
   if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
   if (testNow !== undefined) argv.push(testNow);
   const keys = lock ? [...request.keys, lock.key] : request.keys;

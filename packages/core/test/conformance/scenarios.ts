@@ -767,7 +767,7 @@ export const SCENARIOS: readonly Scenario[] = [
       ctx.clock.advance(5_000);
       const b = await expectDecision('b', l.consume('s'), { allowed: true });
       const key = `${subjectKey(l.options.prefix, '', 's')}:concurrency.cc`;
-      const limits = [{ algorithm: 'concurrency' as const, capacity: 2, period: 10_000 }];
+      const limits = [{ algorithm: 'concurrency' as const, capacity: 2, leaseMs: 10_000 }];
       ctx.clock.advance(4_000); // a expires at T0 + 10 s, b at T0 + 15 s
       const renewed = await ctx.store.evaluate({ keys: [key], limits, cost: 1, mode: 'renew', token: a.lease!.token });
       expect(renewed.results[0]).toMatchObject({ allowed: true, remaining: 0 });

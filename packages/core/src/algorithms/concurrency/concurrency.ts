@@ -1,5 +1,5 @@
 // concurrency in memory: the twin of concurrency.lua, step for step (leases held while their expiry is after now).
-import type { Twin, TwinLimit, TwinWrite } from '../types';
+import type { LeaseLimit, Twin, TwinWrite } from '../types';
 import { ttl } from '../twin-math';
 
 /** The leases of one subject: member ('<token>.<k>') -> the ms it expires at. */
@@ -23,8 +23,8 @@ function alive(s: ConcurrencyState | undefined, now: number): Record<string, num
   return m;
 }
 
-export const concurrency: Twin<ConcurrencyState> = {
-  check(s, now, { capacity: cap, period: leaseMs }, cost, token) {
+export const concurrency: Twin<ConcurrencyState, LeaseLimit> = {
+  check(s, now, { capacity: cap, leaseMs }, cost, token) {
     const n = held(s, now);
     if (n + cost <= cap) {
       if (cost === 0) return { allowed: true, remaining: cap - n, resetMs: leaseMs, retryAfterMs: 0 };
@@ -41,7 +41,7 @@ export const concurrency: Twin<ConcurrencyState> = {
   refund() {
     return undefined;
   },
-  release(s, now, _limit: TwinLimit, cost, token): TwinWrite<ConcurrencyState> | undefined {
+  release(s, now, _limit: LeaseLimit, cost, token): TwinWrite<ConcurrencyState> | undefined {
     if (cost === 0 || !s) return undefined;
     const m = { ...s.m };
     for (let k = 1; k <= cost; k++) delete m[`${token}.${k}`];
@@ -50,7 +50,7 @@ export const concurrency: Twin<ConcurrencyState> = {
     for (const member in m) last = Math.max(last, m[member]);
     return { state: { m }, ttlMs: ttl(last - now) };
   },
-  renew(s, now, { period: leaseMs }: TwinLimit, cost, token): TwinWrite<ConcurrencyState> | undefined {
+  renew(s, now, { leaseMs }: LeaseLimit, cost, token): TwinWrite<ConcurrencyState> | undefined {
     if (cost === 0 || !s) return undefined;
     const first = s.m[`${token}.1`];
     if (first === undefined || first <= now) return undefined;

@@ -1,5 +1,5 @@
 // fixed-window in memory: the twin of fixed-window.lua, step for step.
-import type { Twin } from '../types';
+import type { Twin, WindowLimit } from '../types';
 import { ttl } from '../twin-math';
 
 export interface FixedWindowState {
@@ -7,8 +7,8 @@ export interface FixedWindowState {
   c: number;
 }
 
-export const fixedWindow: Twin<FixedWindowState> = {
-  check(s, now, { capacity: cap, period: win }, cost) {
+export const fixedWindow: Twin<FixedWindowState, WindowLimit> = {
+  check(s, now, { capacity: cap, windowMs: win }, cost) {
     const w = Math.floor(now / win);
     const c = s && s.w === w ? s.c : 0;
     const reset = (w + 1) * win - now;
@@ -28,7 +28,7 @@ export const fixedWindow: Twin<FixedWindowState> = {
       retryAfterMs: cost > cap ? -1 : reset,
     };
   },
-  refund(s, now, { period: win }, cost, at) {
+  refund(s, now, { windowMs: win }, cost, at) {
     const w = Math.floor(now / win);
     if (cost === 0 || Math.floor(at / win) !== w) return undefined;
     if (!s || s.w !== w || s.c === 0) return undefined;

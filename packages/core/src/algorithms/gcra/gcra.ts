@@ -1,5 +1,5 @@
 // gcra in memory: the twin of gcra.lua, step for step (TAT as whole ms + fraction, sums relative to now).
-import { EPSILON, type Twin } from '../types';
+import { EPSILON, type RateLimit, type Twin } from '../types';
 import { ttl } from '../twin-math';
 
 /** The theoretical arrival time: whole ms plus a fraction of a ms in [0, 1) (Lua: '<ms>:<fraction>'). */
@@ -28,8 +28,8 @@ function room(from: number, tau: number, T: number): number {
   return k;
 }
 
-export const gcra: Twin<GcraState> = {
-  check(s, now, { capacity: cap, period: rate }, cost) {
+export const gcra: Twin<GcraState, RateLimit> = {
+  check(s, now, { capacity: cap, refillPerSecond: rate }, cost) {
     const T = 1000 / rate;
     const tau = cap * T;
     const tat = ahead(s, now);
@@ -50,7 +50,7 @@ export const gcra: Twin<GcraState> = {
       retryAfterMs: cost <= cap ? Math.max(1, Math.ceil(diff - tau - EPSILON)) : -1,
     };
   },
-  refund(s, now, { period: rate }, cost) {
+  refund(s, now, { refillPerSecond: rate }, cost) {
     const tat = ahead(s, now);
     if (cost === 0 || tat <= 0) return undefined;
     const back = tat - cost * (1000 / rate);

@@ -10,6 +10,6 @@ export const slidingWindowCounterAlgorithm = defineAlgorithm({
   twin: slidingWindowCounter,
   // After an admitted consume, resetMs is the end of the NEXT window (when the charged units stop
   // counting); the window they were charged to ends one period earlier.
-  leaseEdgeMs: (admitted, limit) => admitted.resetMs - limit.period,
+  leaseEdgeMs: (admitted, limit) => admitted.resetMs - limit.windowMs,
   lua: LUA_CHUNKS['sliding-window-counter'],
 });

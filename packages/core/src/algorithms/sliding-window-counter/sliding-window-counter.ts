@@ -1,5 +1,5 @@
 // sliding-window-counter in memory: the twin of sliding-window-counter.lua, step for step.
-import type { Twin } from '../types';
+import type { Twin, WindowLimit } from '../types';
 import { EPSILON } from '../types';
 import { ttl } from '../twin-math';
 
@@ -16,10 +16,10 @@ function counts(s: SlidingWindowCounterState | undefined, w: number): { c: numbe
   return { c: 0, p: 0 };
 }
 
-export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
+export const slidingWindowCounter: Twin<SlidingWindowCounterState, WindowLimit> = {
   check(s, now, limit, cost) {
     const cap = limit.capacity;
-    const win = limit.period;
+    const win = limit.windowMs;
     // The view at `now`, inline (the admitted path allocates nothing but its answer): the window,
     // the ms elapsed in it, the current and previous counts, the weighted estimate.
     const w = Math.floor(now / win);
@@ -71,7 +71,7 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState> = {
       retryAfterMs: retry,
     };
   },
-  refund(s, now, { period: win }, cost, at) {
+  refund(s, now, { windowMs: win }, cost, at) {
     const w = Math.floor(now / win);
     let { c, p } = counts(s, w);
     const wa = Math.floor(at / win);

@@ -1,5 +1,5 @@
 // sliding-window-log in memory: the twin of sliding-window-log.lua, step for step.
-import type { Twin } from '../types';
+import type { Twin, WindowLimit } from '../types';
 import { ttl } from '../twin-math';
 
 /**
@@ -12,8 +12,8 @@ export interface SlidingWindowLogState {
   readonly seq: number;
 }
 
-export const slidingWindowLog: Twin<SlidingWindowLogState> = {
-  check(s, now, { capacity: cap, period: win }, cost) {
+export const slidingWindowLog: Twin<SlidingWindowLogState, WindowLimit> = {
+  check(s, now, { capacity: cap, windowMs: win }, cost) {
     const floor = now - win;
     // Entries after now (the clock stepped back) are in the window, as ZCOUNT (floor, +inf] counts them.
     const live = s ? s.log.filter((t) => t > floor) : [];
@@ -44,7 +44,7 @@ export const slidingWindowLog: Twin<SlidingWindowLogState> = {
       retryAfterMs: retry,
     };
   },
-  refund(s, now, { period: win }, cost, at) {
+  refund(s, now, { windowMs: win }, cost, at) {
     if (cost === 0 || !s || at <= now - win) return undefined;
     const kept: number[] = [];
     let gone = 0;

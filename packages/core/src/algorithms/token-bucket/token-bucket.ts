@@ -1,5 +1,5 @@
 // token-bucket in memory: the twin of token-bucket.lua, step for step.
-import type { Twin } from '../types';
+import type { RateLimit, Twin } from '../types';
 import { EPSILON } from '../types';
 import { ttl } from '../twin-math';
 
@@ -16,8 +16,8 @@ function tokensIn(s: TokenBucketState | undefined, cap: number, rate: number, at
   return Math.min(cap, s.t + (elapsed * rate) / 1000);
 }
 
-export const tokenBucket: Twin<TokenBucketState> = {
-  check(s, now, { capacity: cap, period: rate }, cost) {
+export const tokenBucket: Twin<TokenBucketState, RateLimit> = {
+  check(s, now, { capacity: cap, refillPerSecond: rate }, cost) {
     // The tokens this check sees at time `at`, from the stored state (also used to settle retry).
     const tokensAt = (at: number): number => tokensIn(s, cap, rate, at);
     const tokens = tokensAt(now);
@@ -50,7 +50,7 @@ export const tokenBucket: Twin<TokenBucketState> = {
       retryAfterMs: retry,
     };
   },
-  refund(s, now, { capacity: cap, period: rate }, cost) {
+  refund(s, now, { capacity: cap, refillPerSecond: rate }, cost) {
     const tokens = tokensIn(s, cap, rate, now);
     if (cost === 0 || tokens >= cap) return undefined;
     const t = tokens + cost;

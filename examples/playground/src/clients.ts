@@ -1,0 +1,33 @@
+// The clients panel's route: one limit, a bucket per client the page runs (well-behaved and hot-loop), behind @floodgate/express.
+import type { RequestListener } from 'node:http';
+import express from 'express';
+import { rateLimit } from '@floodgate/express';
+
+/** The limit both clients run against; each has its own bucket of it (keyed on the x-playground-client header). */
+export const CLIENTS_LIMIT = { limit: 5, windowMs: 2000 } as const;
+export const CLIENTS_PATH = '/api/clients/work';
+export const CLIENT_NAMES = ['well-behaved', 'hot-loop'] as const;
+
+/**
+ * The app that owns /api/clients/. Each client names itself in `x-playground-client` so that the two
+ * loops do not share one budget (they come from one browser, one IP): the same limit, side by side.
+ * Any other name shares the bucket 'other'. Both dialects go out, draft-6 and draft-10, as a server
+ * in a migration would send them.
+ */
+export function createClientsApp(): RequestListener {
+  const app = express();
+  app.get(
+    CLIENTS_PATH,
+    rateLimit({
+      ...CLIENTS_LIMIT,
+      algorithm: 'fixed-window',
+      headers: ['draft-6', 'draft-10'],
+      key: (req) => {
+        const name = req.get('x-playground-client');
+        return (CLIENT_NAMES as readonly string[]).includes(name ?? '') ? name : 'other';
+      },
+    }),
+    (_req, res) => void res.json({ done: true }),
+  );
+  return app as unknown as RequestListener;
+}

@@ -1,0 +1,78 @@
+// Fleet load shedding: one in-flight budget for every instance, in the store, with a share only higher priority classes may use.
+import type { Duration } from '../duration';
+import { resolveConcurrency } from '../concurrency';
+import type { Decision } from '../decision';
+import { invalidOption } from '../errors';
+import { limiterFrom, type EngineLimiter } from '../limiter';
+import type { ResolvedLimiterOptions } from '../options';
+import { checkOptionNames, optionNames } from '../validate';
+import { PRIORITIES, type Priority } from './load-shedder';
+
+export interface FleetOptions {
+  /** Requests in flight at once across every instance on this store. A whole number from 1. Required. */
+  limit: number;
+  /**
+   * The share of `limit` each class may fill: 'default' up to `default` (e.g. 0.8 keeps the last 20%
+   * for critical traffic), 'background' up to `background`; 'critical' may use all of it. Each from
+   * 0.01 to 1, background at most default. Default `{ default: 0.8, background: 0.5 }`.
+   */
+  shares?: { default?: number; background?: number };
+  /** A lease's length (see `concurrency.leaseMs`): how long a dead instance's requests keep their slots. Default 30_000 ms. */
+  leaseMs?: Duration;
+}
+
+const FLEET_OPTION_NAMES = optionNames<FleetOptions>()(['limit', 'shares', 'leaseMs']);
+
+export interface ResolvedFleet {
+  readonly limit: number;
+  readonly shares: Readonly<Record<Priority, number>>;
+  readonly leaseMs: Duration;
+}
+
+function share(option: string, value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0.01 || value > 1) invalidOption(option, value, 'a number from 0.01 to 1');
+  return value;
+}
+
+export function resolveFleet(raw: FleetOptions | undefined): ResolvedFleet | undefined {
+  if (raw === undefined) return undefined;
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) invalidOption('fleet', raw, 'an object such as { limit: 1000 }');
+  checkOptionNames('fleet', raw, FLEET_OPTION_NAMES);
+  const shares = raw.shares ?? {};
+  if (!shares || typeof shares !== 'object' || Array.isArray(shares)) invalidOption('fleet.shares', shares, 'an object { default, background }');
+  checkOptionNames('fleet.shares', shares, ['default', 'background'] as const);
+  const def = share('fleet.shares.default', shares.default, 0.8);
+  const background = share('fleet.shares.background', shares.background, Math.min(0.5, def));
+  if (background > def) invalidOption('fleet.shares.background', background, `at most fleet.shares.default (${def})`);
+  // The limit itself is checked by the in-flight limit's own validator (resolveFleetLimiters).
+  resolveConcurrency({ limit: raw.limit, leaseMs: raw.leaseMs }, 'fleet');
+  return { limit: raw.limit, shares: { critical: 1, default: def, background }, leaseMs: raw.leaseMs ?? 30_000 };
+}
+
+/** The fleet's subject and scope: one budget for every caller and route. */
+const SUBJECT = 'fleet';
+const SCOPE = '<fleet>';
+
+/**
+ * One lease limiter per class over the same key: each counts every request in flight (every
+ * class's), and admits only while the total stays within its class's share of the budget.
+ */
+export class Fleet {
+  private readonly byClass: Readonly<Record<Priority, EngineLimiter>>;
+
+  constructor(fleet: ResolvedFleet, base: ResolvedLimiterOptions) {
+    const limiterOf = (priority: Priority): EngineLimiter => {
+      const capacity = Math.max(1, Math.floor(fleet.limit * fleet.shares[priority]));
+      const concurrency = resolveConcurrency({ limit: capacity, leaseMs: fleet.leaseMs, name: 'fleet' }, 'fleet');
+      // No rate limit and no block cache: only the lease, decided in the store like any other.
+      return limiterFrom({ ...base, limits: [], maxCost: Infinity, blockCacheSize: 0, hotKeys: undefined, lockout: undefined, concurrency });
+    };
+    this.byClass = Object.fromEntries(PRIORITIES.map((p) => [p, limiterOf(p)])) as Record<Priority, EngineLimiter>;
+  }
+
+  /** One slot of the fleet's budget for a request of this class, or the refusal. */
+  acquire(priority: Priority): Promise<Decision> {
+    return this.byClass[priority].consume(SUBJECT, { cost: 1, scope: SCOPE });
+  }
+}
