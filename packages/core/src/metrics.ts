@@ -18,6 +18,8 @@ export const ATTR = {
   reason: 'floodgate.reason',
   state: 'floodgate.breaker.state',
   errorType: 'error.type',
+  priority: 'floodgate.priority',
+  shedBy: 'floodgate.shed.by',
 } as const;
 
 /**
@@ -195,6 +197,8 @@ export class FloodgateMetrics {
   readonly blockCaches = new WeakList<{ readonly store: string; readonly hits: number }>();
   readonly keyLookups = new WeakList<KeyLookupCounts>();
   readonly scriptCalls = new WeakList<{ readonly name: string; readonly scriptStats: ScriptCallCounts }>();
+  /** Load shedders (`shedding`: by 'worker'; `fleet`: by 'fleet') and what each has shed, by class. */
+  readonly shedders = new WeakList<{ readonly by: 'worker' | 'fleet'; readonly shedCounts: { readonly background: number; readonly default: number; readonly critical?: number } }>();
   /** Store call durations, by store and (for failures) error.type. */
   readonly storeDuration: Histogram;
   /** False when no SDK is registered (the API's no-op histogram): store calls are then not timed at all. */
@@ -274,6 +278,11 @@ export class FloodgateMetrics {
     });
     counter('floodgate.key_lookup.failures', 'Requests whose resolveKey lookup threw, answered badly or timed out.', '{request}', (sums) => {
       for (const k of this.keyLookups) sums.add({}, k.failures);
+    });
+    counter('floodgate.shed', 'Requests shed (503), by priority class and by what shed them (worker: this instance\'s event loop; fleet: the fleet\'s in-flight budget).', '{request}', (sums) => {
+      for (const s of this.shedders) {
+        for (const [priority, n] of Object.entries(s.shedCounts)) sums.add({ [ATTR.priority]: priority, [ATTR.shedBy]: s.by }, n);
+      }
     });
     counter('floodgate.store.script_calls', 'Script calls sent to the store (coalescing: requests / calls is the batch size).', '{call}', (sums) => {
       for (const s of this.scriptCalls) sums.add({ [ATTR.store]: s.name }, s.scriptStats.calls);

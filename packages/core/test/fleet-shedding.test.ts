@@ -3,6 +3,7 @@ import { RedisStore } from '../src';
 import { createHttpLimiter, type HttpLimiter, type HttpResult } from '../src/http';
 import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
+import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 
 const silent = { warn() {}, error() {} };
 let redis: RedisServer;
@@ -16,10 +17,20 @@ afterAll(async () => {
   await redis.stop();
 });
 
+class TestReader extends MetricReader {
+  constructor() {
+    super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+  }
+  protected async onForceFlush(): Promise<void> {}
+  protected async onShutdown(): Promise<void> {}
+}
+const reader = new TestReader();
+const meterProvider = new MeterProvider({ readers: [reader] });
+
 /** An instance's app-level limiter, with one route per class. */
 function instance(prefix: string) {
   // A loaded 2-core machine can take past the 100 ms default: a late answer must not turn into a fail-open admission here.
-  const http = createHttpLimiter({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, logger: silent, limit: 1000, failMode: 'closed', fleet: { limit: 10 } });
+  const http = createHttpLimiter({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, logger: silent, limit: 1000, failMode: 'closed', fleet: { limit: 10 }, meterProvider });
   return {
     critical: http.route({ priority: 'critical' })!,
     default: http.route({ priority: 'default' })!,
@@ -73,6 +84,13 @@ it('holds one budget of 10 in flight across instances: background up to 5, defau
   for (let i = 0; i < 6; i++) again.push(await ask(a.background, held));
   expect(again).toEqual(['next', 'next', 'next', 'next', 'next', 503]);
   for (const r of held.splice(0)) r.settle?.(200);
+  // floodgate.shed counts each refusal by class and by what shed it: 3 background (one per probe above and the last), 1 default, 1 critical.
+  const { resourceMetrics } = await reader.collect();
+  const shed = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'floodgate.shed')!;
+  const byClass: Record<string, number> = {};
+  for (const p of shed.dataPoints as DataPoint<number>[]) byClass[String(p.attributes['floodgate.priority'])] = (byClass[String(p.attributes['floodgate.priority'])] ?? 0) + p.value;
+  expect(byClass).toEqual({ background: 3, default: 1, critical: 1 });
+  expect(new Set(shed.dataPoints.map((p) => p.attributes['floodgate.shed.by']))).toEqual(new Set(['fleet']));
 });
 
 it('refuses a fleet on a route and shares out of range, naming the option', () => {

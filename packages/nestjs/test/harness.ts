@@ -1,7 +1,7 @@
 // The Nest harness every shared adapter suite drives (@floodgate/adapter-suites): Nest 11 on Express or Fastify, the guard global or per route.
 import type { AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
-import { askedStatus, type AdapterHarness, type AppSpec, type RouteSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, type AdapterHarness, type AppSpec, type RouteSpec, type RunningApp } from '@floodgate/adapter-suites';
 import { Controller, Get, Module, Post, Req, Res, UseGuards, type INestApplication, type Type } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
@@ -32,10 +32,12 @@ function controllerFor(spec: AppSpec, perRoute: boolean): Type<unknown> {
   const proto = RoutesController.prototype as unknown as Record<string, Handler>;
   spec.routes.forEach((route: RouteSpec, i) => {
     const name = `route${i}`;
-    proto[name] = (req, res) => {
+    const answer: Handler = (req, res) => {
       res.status(askedStatus(spec, req.headers));
       return { route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null };
     };
+    // Only with delayFromHeader does the route wait (an async handler: Nest awaits what it returns).
+    proto[name] = spec.delayFromHeader ? (req, res) => askedDelay(spec, req.headers).then(() => answer(req, res)) : answer;
     Object.defineProperty(proto[name], 'name', { value: name });
     const descriptor = Object.getOwnPropertyDescriptor(proto, name)!;
     const decorate = (decorator: MethodDecorator) => decorator(proto, name, descriptor);

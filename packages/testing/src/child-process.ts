@@ -139,8 +139,9 @@ export interface StartedExample {
  * fresh machine (freshMachineEnv), and waits until it prints `<name> on <url>` and the redis-server
  * it started. The caller ends it with `run.terminate(...)`; on a startup failure it is killed here.
  */
-export async function startExample(root: string, pkg: string, name: string): Promise<StartedExample> {
-  const run = runCommand('pnpm', ['--filter', pkg, 'start'], { cwd: root, env: freshMachineEnv() });
+export async function startExample(root: string, pkg: string, name: string, env: Readonly<Record<string, string>> = {}): Promise<StartedExample> {
+  // `env`: the example's own settings (e.g. nestjs-api's PLATFORM) over the fresh machine's.
+  const run = runCommand('pnpm', ['--filter', pkg, 'start'], { cwd: root, env: { ...freshMachineEnv(), ...env } });
   try {
     const [, url] = await run.waitFor(new RegExp(`${name} on (http://127\\.0\\.0\\.1:\\d+)`));
     const [, pid] = await run.waitFor(/redis-server started for this run \(pid (\d+)\)/);

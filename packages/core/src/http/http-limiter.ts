@@ -6,6 +6,7 @@ import { handleNow } from './chain';
 import { Family } from './family';
 import { LoadShedder } from '../shedding/load-shedder';
 import { Fleet } from '../shedding/fleet';
+import { metricsFor } from '../metrics';
 import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
@@ -38,7 +39,10 @@ export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<R
   // Only when no store was given; the store is set after parsing so that errors name what the app wrote.
   const global = options.store === undefined ? { ...options, store: resolved.limiter.store } : options;
   const label = context.label ?? `rateLimit() at ${callSite() ?? 'an unknown place'}`;
-  const family = new Family(resolved.shedding && new LoadShedder(resolved.shedding), resolved.fleet && new Fleet(resolved.fleet, resolved.limiter));
+  const shedder = resolved.shedding && new LoadShedder(resolved.shedding);
+  const fleet = resolved.fleet && new Fleet(resolved.fleet, resolved.limiter);
+  for (const s of [shedder, fleet]) if (s) metricsFor(resolved.limiter.meterProvider).shedders.add(s);
+  const family = new Family(shedder, fleet);
   return build(global, resolved, { limiter: family.join(limiterFrom(resolved.limiter)), identify: family.identify(resolved), family }, label);
 }
 

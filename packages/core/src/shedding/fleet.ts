@@ -71,8 +71,15 @@ export class Fleet {
     this.byClass = Object.fromEntries(PRIORITIES.map((p) => [p, limiterOf(p)])) as Record<Priority, EngineLimiter>;
   }
 
+  /** For the metrics (`floodgate.shed`) and health: requests the budget refused, by class. */
+  readonly by = 'fleet' as const;
+  readonly shedCounts: Record<Priority, number> = { critical: 0, default: 0, background: 0 };
+
   /** One slot of the fleet's budget for a request of this class, or the refusal. */
   acquire(priority: Priority): Promise<Decision> {
-    return this.byClass[priority].consume(SUBJECT, { cost: 1, scope: SCOPE });
+    return this.byClass[priority].consume(SUBJECT, { cost: 1, scope: SCOPE }).then((decision) => {
+      if (!decision.allowed && decision.reason !== 'fail-closed') this.shedCounts[priority]++;
+      return decision;
+    });
   }
 }

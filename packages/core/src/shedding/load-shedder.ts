@@ -100,6 +100,12 @@ export class LoadShedder {
     return { level: this.level, utilization: this.last.utilization, delayMs: this.last.delayMs, shed: { ...this.shed } };
   }
 
+  /** For the metrics (`floodgate.shed`): what it has shed, by class. */
+  readonly by = 'worker' as const;
+  get shedCounts(): { readonly background: number; readonly default: number } {
+    return this.shed;
+  }
+
   /** Stops sampling (tests; a shedder otherwise lives as long as its limiter). */
   stop(): void {
     clearInterval(this.timer);
