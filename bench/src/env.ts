@@ -59,17 +59,3 @@ export function machine() {
 }
 
 export const loadAverage = (): number[] => os.loadavg().map((v) => Math.round(v * 100) / 100);
-
-/** Whether an adapter package exists yet (it is built alongside this bench). */
-export function adapterExists(framework: string): boolean {
-  return existsSync(join(REPO_DIR, 'packages', framework, 'src', 'index.ts'));
-}
-
-/** Whether core has hot-key mode (`hotKeys` on createLimiter) yet. */
-export function coreHasHotKeys(): boolean {
-  // The option is declared in options.ts (earlier, in limiter.ts): either counts.
-  return ['limiter.ts', 'options.ts'].some((name) => {
-    const file = join(REPO_DIR, 'packages', 'core', 'src', name);
-    return existsSync(file) && /\bhotKeys\??\s*:/.test(readFileSync(file, 'utf8'));
-  });
-}

@@ -3,12 +3,11 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context, Middleware } from 'koa';
 import type { Redis } from 'ioredis';
-import { MemoryStore, RedisStore, createLimiter, type CreateLimiterOptions, type Decision } from '@floodgate/core';
+import { MemoryStore, RedisStore, type CreateLimiterOptions } from '@floodgate/core';
 import { admitLimits } from './admit';
-import { adapterExists } from './env';
 import type { LimiterSpec, Wiring } from './types';
 
-// Adapters and peers load with require(): an adapter may not exist yet, and peers are loaded only when measured.
+// Adapters and peers load with require(): each is loaded only when it is measured.
 
 export interface Built<T> {
   handler: T;
@@ -48,18 +47,6 @@ function need(redis: Redis | undefined): Redis {
   return redis;
 }
 
-/** draft-6 headers, as Floodgate's adapters send by default; only used by the inline-core fallback. */
-function draft6(decision: Decision): Record<string, string> {
-  if (decision.limit === null) return {};
-  const headers: Record<string, string> = {
-    'RateLimit-Limit': String(decision.limit),
-    'RateLimit-Remaining': String(decision.remaining),
-    'RateLimit-Reset': String(Math.ceil((decision.resetMs ?? 0) / 1000)),
-  };
-  if (!decision.allowed) headers['Retry-After'] = String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000)));
-  return headers;
-}
-
 /**
  * The floors: no limiting, only Redis round trips. 'redis-floor': one PING per request.
  * 'redis-floor-turn': the requests of one event-loop turn share one PING, sent at the end of the turn
@@ -93,21 +80,10 @@ export function expressLimiter(spec: LimiterSpec, redis: Redis | undefined): Bui
   const key = (req: Request) => headerKey(spec.keyHeader, spec.keyHeader && req.headers[spec.keyHeader], req.ip);
   switch (spec.kind) {
     case 'floodgate': {
-      if (adapterExists('express')) {
-        const { rateLimit } = require('@floodgate/express');
-        const options = floodgateOptions(spec, redis);
-        if (spec.keyHeader) options.key = key;
-        return { handler: rateLimit(options), wiring: 'adapter' };
-      }
-      const limiter = createLimiter(floodgateOptions(spec, redis));
-      const handler: RequestHandler = (req, res, next) => {
-        limiter.consume(key(req)).then((decision) => {
-          res.set(draft6(decision));
-          if (decision.allowed) next();
-          else res.status(429).send('Too Many Requests');
-        }, next);
-      };
-      return { handler, wiring: 'inline-core' };
+      const { rateLimit } = require('@floodgate/express');
+      const options = floodgateOptions(spec, redis);
+      if (spec.keyHeader) options.key = key;
+      return { handler: rateLimit(options), wiring: 'adapter' };
     }
     case 'express-rate-limit': {
       const { rateLimit } = require('express-rate-limit');
@@ -177,20 +153,11 @@ export async function fastifyLimiter(app: FastifyInstance, spec: LimiterSpec, re
   const key = (req: FastifyRequest) => headerKey(spec.keyHeader, spec.keyHeader && req.headers[spec.keyHeader], req.ip);
   switch (spec.kind) {
     case 'floodgate': {
-      if (adapterExists('fastify')) {
-        const mod = require('@floodgate/fastify');
-        const options = floodgateOptions(spec, redis);
-        if (spec.keyHeader) options.key = key;
-        await app.register(mod.rateLimit ?? mod.default, options);
-        return 'adapter';
-      }
-      const limiter = createLimiter(floodgateOptions(spec, redis));
-      app.addHook('onRequest', async (req, reply) => {
-        const decision = await limiter.consume(key(req));
-        reply.headers(draft6(decision));
-        if (!decision.allowed) return reply.code(429).send('Too Many Requests');
-      });
-      return 'inline-core';
+      const mod = require('@floodgate/fastify');
+      const options = floodgateOptions(spec, redis);
+      if (spec.keyHeader) options.key = key;
+      await app.register(mod.rateLimit ?? mod.default, options);
+      return 'adapter';
     }
     case 'redis-floor':
     case 'redis-floor-turn': {
@@ -221,21 +188,10 @@ export function koaLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<M
   const key = (ctx: Context) => headerKey(spec.keyHeader, spec.keyHeader && ctx.get(spec.keyHeader), ctx.ip);
   switch (spec.kind) {
     case 'floodgate': {
-      if (adapterExists('koa')) {
-        const { rateLimit } = require('@floodgate/koa');
-        const options = floodgateOptions(spec, redis);
-        if (spec.keyHeader) options.key = key;
-        return { handler: rateLimit(options), wiring: 'adapter' };
-      }
-      const limiter = createLimiter(floodgateOptions(spec, redis));
-      const handler: Middleware = async (ctx, next) => {
-        const decision = await limiter.consume(key(ctx));
-        ctx.set(draft6(decision));
-        if (decision.allowed) return next();
-        ctx.status = 429;
-        ctx.body = 'Too Many Requests';
-      };
-      return { handler, wiring: 'inline-core' };
+      const { rateLimit } = require('@floodgate/koa');
+      const options = floodgateOptions(spec, redis);
+      if (spec.keyHeader) options.key = key;
+      return { handler: rateLimit(options), wiring: 'adapter' };
     }
     case 'redis-floor':
     case 'redis-floor-turn': {

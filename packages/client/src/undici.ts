@@ -20,6 +20,15 @@ function replayable(body: unknown): boolean {
   return body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array || (typeof FormData !== 'undefined' && body instanceof FormData);
 }
 
+/** The call's scope from its origin and path; a dispatcher that passes no origin (a bare Client) is its own scope. */
+function scopeOf(pacer: Pacer, opts: Dispatcher.DispatchOptions): string {
+  try {
+    return pacer.scopeOf(new URL(opts.path, opts.origin));
+  } catch {
+    return String(opts.origin ?? '(no origin)');
+  }
+}
+
 /**
  * The controller the caller's handler keeps for the whole call: it outlives each attempt's own
  * controller (a wait, a retry), as undici's RetryHandler's does, and an abort during a wait ends the wait.
@@ -76,7 +85,7 @@ class PacedCall {
     call: CallPacingOptions,
     private readonly handler: Handler,
   ) {
-    this.scope = pacer.scopeOf(new URL(opts.path, opts.origin));
+    this.scope = scopeOf(pacer, opts);
     this.budget = pacer.budget(call.maxWaitMs, this.waitAbort.signal);
     this.method = String(opts.method ?? 'GET').toUpperCase();
     this.retryAllowed = call.retry !== false && replayable(opts.body);

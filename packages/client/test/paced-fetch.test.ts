@@ -88,6 +88,26 @@ describe('pacing before the limit', () => {
     expect(server.seen[4].at - server.seen[2].at).toBeLessThan(45);
   });
 
+  it('drops a policy that a probe\'s answer no longer names, so the scope does not stay one request at a time', async () => {
+    const server = await serve((_req, n) => ({ delayMs: 40, headers: n === 0 ? { 'ratelimit-limit': '5', 'ratelimit-remaining': '0', 'ratelimit-reset': '1' } : ({} as Record<string, string>) }));
+    const fetch = pacedFetch(globalThis.fetch, { jitterMs: 0 });
+    await fetch(server.url);
+    await fetch(server.url); // the probe, after the reset: its answer has no quota fields
+    expect(fetch.pacer.snapshot(new URL(server.url).origin).quotas).toEqual([]);
+    await Promise.all(Array.from({ length: 4 }, () => fetch(server.url).then((r) => r.text())));
+    expect(server.maxInFlight).toBeGreaterThan(1);
+  });
+
+  it('keeps at most 64 policies and partitions per scope, dropping the one heard of longest ago', async () => {
+    const server = await serve((_req, n) => ({ headers: { ratelimit: `"p";r=5;t=60;pk=:${btoa(`user-${n}`)}:` } }));
+    const fetch = pacedFetch();
+    for (let i = 0; i < 70; i++) await (await fetch(server.url)).text();
+    const quotas = fetch.pacer.snapshot(new URL(server.url).origin).quotas;
+    expect(quotas).toHaveLength(64);
+    expect(quotas[0].partition).toBe(btoa('user-6'));
+    expect(quotas[63].partition).toBe(btoa('user-69'));
+  });
+
   it('learns the rate of a server that sends only Retry-After from its first 429, and takes no second one', async () => {
     let start = -Infinity;
     let used = 0;

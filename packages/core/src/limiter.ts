@@ -1,4 +1,5 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
+import { isThenable } from './maybe-promise';
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
 import { breakerFor, type Admission, type CircuitBreaker } from './failure/breaker';
@@ -265,7 +266,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   function promised(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
     try {
       const decision = decide(subject, opts, mode);
-      return decision instanceof Promise ? decision : Promise.resolve(decision);
+      return isThenable(decision) ? decision : Promise.resolve(decision);
     } catch (error) {
       return Promise.reject(error);
     }

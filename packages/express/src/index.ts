@@ -1,6 +1,7 @@
 // @floodgate/express: rateLimit(options) middleware for Express 4 and 5. The core decides; this translates.
 import {
   createHttpLimiter,
+  isThenable,
   settleOnFinish,
   type Decision,
   type HttpLimiter,
@@ -68,7 +69,7 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health): Ra
     }
     // Synchronous when nothing had to wait (a blocked caller's 429 goes out at once).
     const result = http.handleNow(facts(req, pattern), req);
-    if (result instanceof Promise) result.then((r) => apply(r, req, res, next), next);
+    if (isThenable(result)) result.then((r) => apply(r, req, res, next), next);
     else apply(result, req, res, next);
   } as RateLimitMiddleware;
   Object.defineProperty(handler, FLOODGATE, { value: true });

@@ -2,6 +2,7 @@
 import {
   createHttpLimiter,
   invalidOption,
+  isThenable,
   settleOnFinish,
   type Decision,
   type HttpLimiter,
@@ -69,7 +70,7 @@ function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefine
   // Callback style: a decision that needed no waiting (a blocked caller's 429) is sent at once.
   return function floodgate(request, reply, done) {
     const result = http.handleNow(facts(request, pattern), request);
-    if (result instanceof Promise) result.then((r) => apply(r, request, reply, done), done);
+    if (isThenable(result)) result.then((r) => apply(r, request, reply, done), done);
     else apply(result, request, reply, done);
   };
 }

@@ -1,6 +1,7 @@
 // @floodgate/hono: rateLimit(options) as Hono middleware on Web-standard Request/Response, for the app or one route. The core decides.
 import {
   createHttpLimiter,
+  isThenable,
   type Decision,
   type Health,
   type HttpLimiter,
@@ -124,7 +125,7 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
       if (deferred) return next();
       const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders), method: c.req.method, route };
       const pending = http.handleNow(facts, c);
-      if (pending instanceof Promise) return pending.then<Response | void>((result) => finish(c, result, next));
+      if (isThenable(pending)) return pending.then<Response | void>((result) => finish(c, result, next));
       return finish(c, pending, next);
     } catch (error) {
       return Promise.reject(error);

@@ -1,6 +1,7 @@
 // @floodgate/koa: rateLimit(options) as Koa middleware, on the app or on one @koa/router route. The core decides.
 import {
   createHttpLimiter,
+  isThenable,
   settleOnFinish,
   type Decision,
   type HttpLimiter,
@@ -117,7 +118,7 @@ function middleware(http: HttpLimiter<Context> | null, health: () => Health): Ra
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
       if (!own && layer && hasOwnLimiter(layer)) return next();
       const pending = http.handleNow(facts(ctx, layer?.path), ctx);
-      if (pending instanceof Promise) return pending.then((result) => finish(ctx, result, next));
+      if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);
     } catch (error) {
       return Promise.reject(error);

@@ -1,5 +1,5 @@
 // One app's limiter: built once from FloodgateModule's options, with a route limiter per handler built once from its decorators.
-import { createHttpLimiter, FloodgateError, invalidOption, settleOnFinish, type Health, type HttpLimiter, type HttpResult } from '@floodgate/core/http';
+import { createHttpLimiter, FloodgateError, invalidOption, isThenable, settleOnFinish, type Health, type HttpLimiter, type HttpResult } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
 import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse } from './platform';
@@ -90,7 +90,7 @@ export class FloodgateService {
     if (marked[DECIDED]) return true;
     marked[DECIDED] = true;
     const result = limiter.handleNow(facts(req, route), req);
-    return result instanceof Promise ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
+    return isThenable(result) ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
   }
 }
 

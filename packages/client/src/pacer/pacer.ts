@@ -3,7 +3,7 @@ import { RateLimitWaitError, type WaitReason } from '../errors';
 import { resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from '../options';
 import { parseRateLimit, type HeaderSource, type ProblemInfo, type RateLimitInfo } from '../parse';
 import { pause } from './pause';
-import { ScopeState, type QuotaState, type Ticket } from './scope-state';
+import { MAX_QUOTAS_PER_SCOPE, ScopeState, type QuotaState, type Ticket } from './scope-state';
 
 /** What must pass before the next request of a scope may go. */
 interface Hold {
@@ -152,6 +152,7 @@ export class Pacer {
         q.remaining = 1;
         q.resetAt = undefined;
         q.observedSeq = s.seq;
+        q.probing = true;
       }
       // Quotas in bytes are not spent by a request the client can count: only a 0 holds them back.
       const pending = q.unit === 'requests' ? s.inFlightAfter(q.observedSeq) : 0;
@@ -180,8 +181,10 @@ export class Pacer {
     const s = this.state(ticket.scope);
     const t = this.options.now();
     const limited = this.options.retryStatuses.has(response.status);
+    const heard = new Set<string>();
     for (const o of info.quotas) {
       const key = keyOf(o.policy, o.partition);
+      heard.add(key);
       const known = s.quotas.get(key);
       // A response to an older request than the one that last spoke is stale (it came back late), but a
       // refusal is news whenever it comes.
@@ -193,9 +196,16 @@ export class Pacer {
         q.remaining = o.remaining;
         q.resetAt = o.resetMs !== undefined ? t + o.resetMs : undefined;
         q.observedSeq = Math.max(q.observedSeq, ticket.seq);
+        q.probing = false;
       }
+      // Most recently heard of last, so that the bound below lets go of the stalest.
+      s.quotas.delete(key);
       s.quotas.set(key, q);
+      if (s.quotas.size > MAX_QUOTAS_PER_SCOPE) s.quotas.delete(s.quotas.keys().next().value!);
     }
+    // A probe's answer that no longer names its policy: the server stopped sending it, so it no
+    // longer holds anything back (else the scope would go one request at a time for good).
+    for (const [key, q] of s.quotas) if (q.probing && ticket.seq > q.observedSeq && !heard.has(key)) s.quotas.delete(key);
     for (const policy of response.problem?.violatedPolicies ?? []) {
       for (const q of s.quotas.values()) if (q.policy === policy && q.remaining !== undefined) q.remaining = 0;
     }

@@ -13,7 +13,15 @@ export interface QuotaState {
   resetAt?: number;
   /** The request whose response set `remaining`: requests sent after it were not yet counted in it. */
   observedSeq: number;
+  /**
+   * Its reset passed and one request went to learn what is left: `remaining` is that one request's
+   * allowance, not the server's word. A response that no longer speaks of the policy drops it.
+   */
+  probing?: boolean;
 }
+
+/** Policies and partitions kept per scope at most; past it the one heard of longest ago goes. */
+export const MAX_QUOTAS_PER_SCOPE = 64;
 
 /** A request admitted to go out, holding its place among those in flight until its response is settled. */
 export interface Ticket {

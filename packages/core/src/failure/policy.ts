@@ -1,4 +1,5 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
+import { isThenable } from '../maybe-promise';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -226,9 +227,7 @@ function report(t: BreakerTransition, store: string, logger: Logger, hook: Repor
   if (!hook) return;
   try {
     const returned: unknown = hook(event);
-    if (returned && typeof (returned as Promise<unknown>).then === 'function') {
-      (returned as Promise<unknown>).then(undefined, (error: unknown) => hookFailed(logger, error));
-    }
+    if (isThenable(returned)) Promise.resolve(returned).then(undefined, (error: unknown) => hookFailed(logger, error));
   } catch (error) {
     hookFailed(logger, error);
   }

@@ -72,7 +72,7 @@ function draft6(d: Decision, out: HeaderPair[]): void {
  * Options keep every window within 365 days; the integers are capped at 15 digits all the same, so a
  * decision from a custom store can never make a header that structured-field parsers reject.
  */
-function draft10(d: Decision): HeaderPair[] {
+function draft10(d: Decision, out: HeaderPair[]): void {
   const policy = d.limits.map((l) => {
     // An in-flight limit has no window: its quota unit says what q counts (draft-10 s2.1, `qu`).
     if (l.quotaUnit === 'concurrent-requests') return `${sfString(l.policy)};q=${count(l.limit)};qu="concurrent-requests"`;
@@ -80,20 +80,25 @@ function draft10(d: Decision): HeaderPair[] {
     return `${sfString(l.policy)};q=${count(l.limit)}${w}`;
   });
   const current = d.limits.map((l) => `${sfString(l.policy)};r=${count(l.remaining)};t=${seconds(untilMs(l))}`);
-  return [
-    ['RateLimit-Policy', policy.join(', ')],
-    ['RateLimit', current.join(', ')],
-  ];
+  out.push(['RateLimit-Policy', policy.join(', ')], ['RateLimit', current.join(', ')]);
 }
 
 /** As GitHub and the common Node limiters send them: X-RateLimit-Reset is a Unix time in seconds. */
-function legacy(d: Decision, now: number, out: HeaderPair[]): void {
+function legacy(d: Decision, out: HeaderPair[], options: FormatHeadersOptions): void {
+  const now = (options.now ?? Date.now)();
   out.push(
     LEGACY_LIMIT.of(d.limit!),
     ['X-RateLimit-Remaining', count(d.remaining!)],
     ['X-RateLimit-Reset', String(Math.ceil((now + untilMs(d as Quota)) / 1000))],
   );
 }
+
+/** Each dialect's function, by name: a dialect added to HEADER_DIALECTS without one does not compile. */
+const DIALECTS: Readonly<Record<HeaderDialect, (d: Decision, out: HeaderPair[], options: FormatHeadersOptions) => void>> = {
+  'draft-6': draft6,
+  'draft-10': draft10,
+  legacy,
+};
 
 /**
  * Whole seconds to send in Retry-After: jitter in [0, jitterMs] is added before rounding up, so the
@@ -116,12 +121,7 @@ export function formatHeaders(
 ): HeaderPair[] {
   const out: HeaderPair[] = [];
   if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
-    for (let i = 0; i < dialects.length; i++) {
-      const dialect = dialects[i];
-      if (dialect === 'draft-6') draft6(decision, out);
-      else if (dialect === 'draft-10') out.push(...draft10(decision));
-      else if (dialect === 'legacy') legacy(decision, (options.now ?? Date.now)(), out);
-    }
+    for (let i = 0; i < dialects.length; i++) DIALECTS[dialects[i]](decision, out, options);
   }
   if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {
     out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random))]);
