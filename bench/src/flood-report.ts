@@ -157,6 +157,9 @@ const topologyLabel = (t: FloodScenarioRow['topology']) => (t === 'cluster' ? '3
 
 /** "21.71x" of the limit: the most one subject got over its limit. */
 const timesLimit = (r: FloodScenarioRow) => `${int(r.maxAdmittedPerSubject)} of ${int(r.limit)}${r.maxAdmittedPerSubject > r.limit ? ` (${(r.maxAdmittedPerSubject / r.limit).toFixed(2)}x)` : ''}`;
+/** The limit plus the bound of src/bounds.ts for the scenario's processes: what "no subject past its limit plus the bound" allows. */
+const ceilingOf = (r: FloodScenarioRow) => r.limit + overAdmissionBound(r.limit, r.processes);
+const withinCeiling = (r: FloodScenarioRow) => (r.maxAdmittedPerSubject <= ceilingOf(r) ? '✓ within' : '✗ past');
 
 function runHeading(run: FloodRun): string {
   const dirty = run.dirty ? ', with uncommitted changes' : '';
@@ -165,12 +168,13 @@ function runHeading(run: FloodRun): string {
 
 function scenarioTable(rows: readonly FloodScenarioRow[]): string {
   return table(
-    ['flood', 'Redis', 'admitted per repetition', 'most on one subject', 'over the limit, in all', 'decided without the store', 'decisions by reason', 'p99 wait', 'longest wait', 'past deadline + 50 ms + loop stall', 'longest loop stall'],
+    ['flood', 'Redis', 'admitted per repetition', 'most on one subject', 'limit + bound (src/bounds.ts)', 'over the limit, in all', 'decided without the store', 'decisions by reason', 'p99 wait', 'longest wait', 'past deadline + 50 ms + loop stall', 'longest loop stall'],
     rows.map((r) => [
       scenarioLabel(r),
       topologyLabel(r.topology),
       r.admittedPerRepetition.map(int).join(', '),
       r.subjects === 'one' ? `**${timesLimit(r)}**` : timesLimit(r),
+      `${int(ceilingOf(r))}: ${withinCeiling(r)}`,
       int(r.overLimitTotal),
       `**${pct(r.withoutStore, r.decisions)}** (degraded ${pct(r.degraded, r.decisions)})`,
       formatReasons(r.byReason, r.decisions) + (r.rejected ? `; ${int(r.rejected)} rejected` : ''),
@@ -209,7 +213,7 @@ function comparisonTable(runs: readonly FloodRun[]): string {
       `${scenarioLabel(any)}, ${topologyLabel(any.topology)}`,
       ...runs.map((run) => {
         const r = run.scenarios.find((s) => s.id === id);
-        return r ? `${timesLimit(r)}; ${pct(r.withoutStore, r.decisions)} without the store; longest ${ms(r.maxWaitMs)}` : 'not run';
+        return r ? `${timesLimit(r)} (${withinCeiling(r)} ${int(ceilingOf(r))}); ${pct(r.withoutStore, r.decisions)} without the store; longest ${ms(r.maxWaitMs)}` : 'not run';
       }),
     ];
   });

@@ -297,6 +297,7 @@ const HELP = `Usage: pnpm bench:flood [options]
                      pnpm install), burst by burst in alternation: two runs under the same load
   --against-label NAME  its run's name (default: "commit <its sha>")
   --no-docs          print only: record nothing, change no page
+  --render           measure nothing: re-render the Flood section of docs/benchmarks.md from bench/flood-runs.json
   --help`;
 
 function listOf<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -315,7 +316,7 @@ function whole(value: string | undefined, fallback: number, option: string): num
 
 export function parseFloodArgs(
   argv: string[],
-): { settings: FloodSettings; quick: boolean; label?: string; against?: string; againstLabel?: string; docs: boolean } | 'help' {
+): { settings: FloodSettings; quick: boolean; label?: string; against?: string; againstLabel?: string; docs: boolean } | 'help' | 'render' {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -332,11 +333,13 @@ export function parseFloodArgs(
       against: { type: 'string' },
       'against-label': { type: 'string' },
       'no-docs': { type: 'boolean', default: false },
+      render: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
   });
   if (values.help) return 'help';
+  if (values.render) return 'render';
   const quick = values.quick ?? false;
   const base = quick ? QUICK : FULL;
   return {
@@ -412,6 +415,10 @@ async function main(): Promise<number> {
   const parsed = parseFloodArgs(argv);
   if (parsed === 'help') {
     console.log(HELP);
+    return 0;
+  }
+  if (parsed === 'render') {
+    console.log(`bench:flood: wrote ${writeFloodSection(readFloodRuns())}`);
     return 0;
   }
   const progress = new Progress(60_000);

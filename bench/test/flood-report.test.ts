@@ -124,7 +124,8 @@ describe('scenarios and options', () => {
   it("defaults to the issue's 8 x 400, limit 100; --quick keeps both topologies and one outage", () => {
     const full = parseFloodArgs([]);
     const quick = parseFloodArgs(['--quick', '--label', 'before']);
-    if (full === 'help' || quick === 'help') throw new Error('no help asked');
+    if (typeof full === 'string' || typeof quick === 'string') throw new Error('no help asked');
+    expect(parseFloodArgs(['--render'])).toBe('render');
     expect(full.settings).toMatchObject({ processes: 8, inFlight: 400, limit: 100, repetitions: 3, topologies: ['single', 'cluster'], outages: ['kill', 'pause'], outageMs: 10_000 });
     expect(quick).toMatchObject({ quick: true, label: 'before', docs: true, settings: { repetitions: 1, algorithms: ['sliding-window-counter'], outages: ['pause'] } });
     expect(parseFloodArgs(['--against', '../old', '--against-label', 'before', '--label', 'after'])).toMatchObject({ against: '../old', againstLabel: 'before', label: 'after' });
@@ -173,7 +174,11 @@ describe('floodSection and spliceFloodSection', () => {
     expect(md).toContain('### after (commit bbbbbbb)');
     expect(md).toContain('by `pnpm bench:flood --quick`');
     expect(md).toContain('| flood | before (commit aaaaaaa) | after (commit bbbbbbb) |');
-    expect(md).toContain('| one subject (limit 3), `coalesce: false`, fixed-window, 3-master Cluster | 5 of 3 (1.67x); 0% without the store; longest 276 ms | 3 of 3; 0% without the store; longest 276 ms |');
+    // Limit 3 with 2 processes: the bound is 2 x floor(3 / 2) = 2, so 5 is just within 3 + 2.
+    expect(md).toContain(
+      '| one subject (limit 3), `coalesce: false`, fixed-window, 3-master Cluster | 5 of 3 (1.67x) (✓ within 5); 0% without the store; longest 276 ms | 3 of 3 (✓ within 5); 0% without the store; longest 276 ms |',
+    );
+    expect(floodSection([run('x', 'eeeeeee', 6, 0)])).toContain('| **6 of 3 (2.00x)** | 5: ✗ past |');
     expect(md).toContain('| Redis killed while a caller floods (limit 3) | 300 admitted in 10.0 s (bound 3); longest n/a | 1 admitted in 10.0 s (bound 3); longest n/a |');
     expect(md).toContain('**300 of limit 3** (past the bound)');
     expect(md).toContain('**1 of limit 3** (within the bound)');
