@@ -311,6 +311,17 @@ describe('warnings', () => {
     expect(notes).toContain('express/floodgate-redis-sliding-window-counter/admit: only 50.0% 2xx while it should admit everything.');
   });
 
+  it("names sliding-window-log's capped admit regime as the cap, not as a limiter that misbehaved", () => {
+    const results = fixture();
+    const template = results.throughput.find((r) => r.id === 'express/floodgate-redis-sliding-window-counter/admit')!;
+    results.throughput.push({ ...template, id: 'fastify/floodgate-redis-sliding-window-log/admit', okShare: 0.638 });
+    const notes = warnings(results);
+    expect(notes).toContain(
+      "fastify/floodgate-redis-sliding-window-log/admit: 63.8% 2xx: its admit regime is capped at 10,000 per second on one caller (sliding-window-log's largest limit), so requests past that rate are 429s by design.",
+    );
+    expect(notes.filter((n) => n.includes('sliding-window-log') && n.includes('should admit everything'))).toEqual([]);
+  });
+
   it('calls out a limiter that beat its ceiling as noise', () => {
     const results = fixture();
     const i = results.throughput.findIndex((r) => r.id === 'express/floodgate-redis-sliding-window-counter/reject');

@@ -33,9 +33,11 @@ export interface AppSpec {
   readonly mounting?: Mounting;
   /**
    * Trust a proxy on loopback the framework's own way (Express `trust proxy`, Fastify `trustProxy`,
-   * Koa `app.proxy`), so that X-Forwarded-For is read; or trust none (the default).
+   * Koa `app.proxy` with `maxIpsCount: 1`), so that X-Forwarded-For is read; or trust none (the
+   * default); or 'all': trust every hop (Express and Fastify `true`, Koa `app.proxy` alone), the
+   * setting FG_TRUST_PROXY_ALL warns about.
    */
-  readonly trustProxy?: boolean;
+  readonly trustProxy?: boolean | 'all';
   /**
    * Mark the framework's paths, for telling Floodgate's direct 429 from one the framework sent: a
    * middleware or hook BEFORE the limiter sets `X-Before: yes`; on the framework's own send path,

@@ -7,4 +7,5 @@ export { runAttackSuite } from './attacks';
 export { runDirectResponseSuite } from './direct-response';
 export { runAuthRouteSuite } from './auth-routes';
 export { expectServedInOneTurn, turnMarker } from './same-turn';
+export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';

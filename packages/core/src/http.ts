@@ -8,6 +8,9 @@ export type { RequestFacts } from './identity';
 export type { Decision } from './decision';
 export type { Health } from './health';
 export { invalidOption, FloodgateError } from './errors';
+export { warnOnce } from './warnings';
+export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
+export type { WarningCode } from './warnings';
 // For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
 export { createAllowList } from './identity/allow-list';
 export type { AllowList } from './identity/allow-list';

@@ -23,6 +23,8 @@ export { subjectKey } from './keys';
 export { FAIL_MODES } from './failure/policy';
 export type { FailMode, FailureOptions, StoreErrorEvent } from './failure/policy';
 export type { Logger } from './logger';
+export { WARNING_CODES } from './warnings';
+export type { WarningCode, WarningSwitches } from './warnings';
 export type { BreakerOptions, BreakerState } from './failure/breaker';
 export { HotKeyStore } from './hot-keys/hot-key-store';
 export type { HotKeyOptions, HotKeyStoreOptions, HotKeyStats } from './hot-keys/hot-key-store';

@@ -11,6 +11,7 @@ import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
 import { checkOptionNames, clockOption, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from './warnings';
 
 export type { ResolvedLimit } from './limit';
 
@@ -68,6 +69,11 @@ export interface CreateLimiterOptions extends LimiterOptions {
    * register it before building limiters.
    */
   meterProvider?: MeterProvider;
+  /**
+   * Switch single warnings off by name, e.g. `{ FG_WINDOW_IN_SECONDS: false }`; each is written
+   * once through `logger` (docs/errors.md#warnings). Default: all on.
+   */
+  warnings?: WarningSwitches;
 }
 
 export interface ResolvedLimiterOptions {
@@ -90,6 +96,8 @@ export interface ResolvedLimiterOptions {
   readonly concurrency: ResolvedLimit | undefined;
   /** Where metrics go; undefined: the global provider. */
   readonly meterProvider: MeterProvider | undefined;
+  /** The warnings switched on. */
+  readonly warnings: ReadonlySet<WarningCode>;
 }
 
 /** The names of one limit's options. */
@@ -108,6 +116,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'clock',
   'hotKeys',
   'meterProvider',
+  'warnings',
 ]);
 
 const NAME = /^[A-Za-z0-9_.-]{1,64}$/;
@@ -217,10 +226,14 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   if (meterProvider !== undefined && (!meterProvider || typeof meterProvider.getMeter !== 'function')) {
     invalidOption('meterProvider', meterProvider, 'an OpenTelemetry MeterProvider (an object with getMeter), such as the SDK\'s');
   }
+  const warnings = resolveWarnings(options.warnings);
+  // Legal, so not an error; but `windowMs: 60` is nearly always a minute written in seconds.
+  warnSecondsWindows(options, failure.logger, warnings);
   return {
     store,
     prefix,
     limits,
+    warnings,
     maxCost: maxCostOf(concurrency ? [...limits, concurrency] : limits),
     meterProvider,
     failure,

@@ -178,8 +178,8 @@ const PEER_HINTS: Readonly<Record<string, string>> = {
   skip: '`skip` is an option of the HTTP adapters (rateLimit), not of createLimiter',
   allowList: '`allowList` is an option of the HTTP adapters (rateLimit), not of createLimiter',
   statusCode: 'Floodgate answers 429 (limited) and 503 (failMode closed); change the body with `handler`',
-  blockDuration: 'a denied caller is blocked until its limit admits it again (the block cache)',
-  ban: 'a denied caller is blocked until its limit admits it again (the block cache)',
+  blockDuration: 'a caller refused again and again is locked out by `lockout: { after, baseMs, maxMs }`, an option of createLimiter and rateLimit',
+  ban: 'a caller refused again and again is locked out by `lockout: { after, baseMs, maxMs }`, an option of createLimiter and rateLimit',
   execEvenly: 'use `algorithm: \'token-bucket\'` or `\'gcra\'` to spread requests evenly',
   continueExceeding: 'the window does not restart on each request',
 };

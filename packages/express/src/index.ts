@@ -9,9 +9,10 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { FLOODGATE, currentRoutePattern, firstRoute, hasOwnLimiter, isRouteLevel } from './route-pattern';
+import { FLOODGATE, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
 
 declare global {
   namespace Express {
@@ -50,11 +51,23 @@ function send(res: Response, result: HttpResult): void {
   else res.send(result.body);
 }
 
-function facts(req: Request, route: string | undefined): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route };
+/** How Express's `trust proxy` makes req.ip: true trusts every hop; false (the default) and 0 none. */
+function trustOf(req: Request): RequestFacts['trustProxy'] {
+  const setting: unknown = req.app?.settings?.['trust proxy'];
+  return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
 }
 
-function middleware(http: HttpLimiter<Request> | null, health: () => Health): RateLimitMiddleware {
+function facts(req: Request, route: string | undefined): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, trustProxy: trustOf(req) };
+}
+
+/** What a Floodgate middleware carries: the top-level rateLimit() it was made from, and its own limiter. */
+interface Mark {
+  readonly root: object;
+  readonly http: HttpLimiter<Request> | null;
+}
+
+function middleware(http: HttpLimiter<Request> | null, health: () => Health, root: object): RateLimitMiddleware {
   const handler = function floodgate(req: Request, res: Response, next: NextFunction): void {
     if (!http) return next();
     let pattern: string | undefined;
@@ -64,7 +77,13 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health): Ra
       // Mounted app-wide: Express has not routed yet, so read its routers for the route it will reach.
       const found = firstRoute(req, handler);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      if (found && hasOwnLimiter(found.route)) return next();
+      const own = found ? ownLimiters<Mark>(found.route) : undefined;
+      if (own && own.length > 0) {
+        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
+        const apart = own.find((m) => m.root !== root && m.http);
+        if (apart) warnRouteOwnLimiter(http, apart.http!, `${req.method} ${found!.pattern}`);
+        return next();
+      }
       pattern = found?.pattern;
     }
     // Synchronous when nothing had to wait (a blocked caller's 429 goes out at once).
@@ -72,8 +91,9 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health): Ra
     if (isThenable(result)) result.then((r) => apply(r, req, res, next), next);
     else apply(result, req, res, next);
   } as RateLimitMiddleware;
-  Object.defineProperty(handler, FLOODGATE, { value: true });
-  handler.route = (overrides) => middleware(http ? http.route(overrides) : null, health);
+  const mark: Mark = { root, http };
+  Object.defineProperty(handler, FLOODGATE, { value: mark });
+  handler.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   handler.health = health;
   return handler;
 }
@@ -102,11 +122,13 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
 
 /**
  * Rate limiting for Express 4 and 5. App-wide, `app.use(rateLimit(options))` keys each request on
- * the route it will reach (method + full pattern, e.g. 'GET /users/:id'); per route,
- * `router.post('/reports', rateLimit({ cost: 10 }), handler)` or `limiter.route({ cost: 10 })`.
+ * the route it will reach (method + full pattern, e.g. 'GET /users/:id'); per route, with the same
+ * store and limits, `router.post('/reports', limiter.route({ cost: 10 }), handler)`. A top-level
+ * `rateLimit()` mounted on a route is a limiter of its own (its own store and limits; an app-level
+ * one skips that route, and warns FG_ROUTE_OWN_LIMITER).
  * A request that matches no route is limited in one '<unmatched>' bucket per caller.
  */
 export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   const http = createHttpLimiter<Request>(options);
-  return middleware(http, http.health);
+  return middleware(http, http.health, http);
 }

@@ -228,9 +228,13 @@ export function currentRoutePattern(req: Request): string {
   return prefix + String(route.path);
 }
 
-/** True when this route runs a Floodgate middleware of its own, which then decides instead. */
-export function hasOwnLimiter(route: Route): boolean {
-  return route.stack.some((layer) => typeof layer.handle === 'function' && FLOODGATE in layer.handle);
+/** The marks of the Floodgate middlewares this route runs itself (which then decide instead); empty when none. */
+export function ownLimiters<M>(route: Route): M[] {
+  const marks: M[] = [];
+  for (const layer of route.stack) {
+    if (typeof layer.handle === 'function' && FLOODGATE in layer.handle) marks.push((layer.handle as unknown as Record<symbol, M>)[FLOODGATE]);
+  }
+  return marks;
 }
 
 /** True when `handler` runs inside req.route's own stack (mounted on the route, not app-wide). */

@@ -29,7 +29,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       const statuses: number[] = [];
       const app = express();
       // Express's own setting decides whether X-Forwarded-For is read: trust a proxy on loopback, or none.
-      app.set('trust proxy', spec.trustProxy ? 'loopback' : false);
+      app.set('trust proxy', spec.trustProxy === 'all' ? true : spec.trustProxy ? 'loopback' : false);
       if (spec.sendPathMarkers) app.use(markSendPath(statuses));
       const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
       if (limiter) app.use(limiter);

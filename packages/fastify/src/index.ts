@@ -10,8 +10,9 @@ import {
   type Health,
   type HttpRateLimitOptions,
   type RequestFacts,
+  warnRouteNotLimited,
 } from '@floodgate/core/http';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 
 /** The request lifecycle hooks the limiter can run in. */
@@ -61,15 +62,24 @@ function hookName(option: string, value: unknown): RateLimitHook {
   return value as RateLimitHook;
 }
 
-function facts(request: FastifyRequest, route: string | undefined): RequestFacts {
-  return { ip: request.ip, headers: request.headers, method: request.method, route };
+/**
+ * How the instance's `trustProxy` makes request.ip, read once: true trusts every hop. Fastify keeps
+ * its options under a symbol only ('fastify.options'); a version without it is not checked.
+ */
+function trustOf(fastify: FastifyInstance): RequestFacts['trustProxy'] {
+  const key = Object.getOwnPropertySymbols(fastify).find((s) => s.description === 'fastify.options');
+  const options = key ? (fastify as unknown as Record<symbol, { trustProxy?: unknown } | undefined>)[key] : undefined;
+  if (!options) return undefined;
+  const setting = options.trustProxy;
+  return setting === true ? 'all' : setting === undefined || setting === false || setting === 0 ? 'none' : 'some';
 }
 
 /** The hook for one route: the pattern is fixed at registration, never looked up per request. */
-function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined): Hook {
+function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined, trustProxy: RequestFacts['trustProxy']): Hook {
   // Callback style: a decision that needed no waiting (a blocked caller's 429) is sent at once.
   return function floodgate(request, reply, done) {
-    const result = http.handleNow(facts(request, pattern), request);
+    const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, trustProxy };
+    const result = http.handleNow(facts, request);
     if (isThenable(result)) result.then((r) => apply(r, request, reply, done), done);
     else apply(result, request, reply, done);
   };
@@ -141,10 +151,17 @@ function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {
   (route as unknown as Record<string, unknown>)[name] = [...list, hook];
 }
 
+/** Set on the config of each route the plugin saw declared (only when routes were declared before it loaded). */
+const SEEN = Symbol('floodgate.fastify.seen');
+
 const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) => {
   const { hook, ...global } = options ?? {};
   const defaultHook = hookName('hook', hook);
   const http = createHttpLimiter<FastifyRequest>(global, { label: 'the plugin options' });
+  const trustProxy = trustOf(fastify);
+  // Routes declared before this plugin loaded (after an un-awaited `app.register(rateLimit)`) got no
+  // hook: their requests pass unlimited. Only then is each route's first request looked at.
+  const early = fastify.printRoutes().trim() !== '(empty tree)';
   // Declared up front so every request object keeps one shape (Fastify's advice for request properties).
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   // The first registration's limiters answer; a second registration keeps the first's health.
@@ -152,6 +169,8 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
 
   fastify.addHook('onRoute', (route) => {
     const config = route.config?.rateLimit;
+    // Marks the route as seen; Fastify copies the config (symbols too) into the route's context.
+    if (early) route.config = { ...route.config, [SEEN]: true } as typeof route.config;
     if (config === false) return;
     if (config !== undefined && (config === null || typeof config !== 'object')) {
       invalidOption(`${route.url} config.rateLimit`, config, 'an options object, or false for no limit');
@@ -162,18 +181,32 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
     const limiter = http.route(config ? overrides : undefined, label)!;
     // Every route is known here: a bucket defined twice fails at registration, naming both routes.
     for (const method of methods) limiter.claim(limiter.scopeOf({ method, route: route.url }));
-    addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url));
+    addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url, trustProxy));
   });
 
   // Requests that match no route never pass a route's hooks: limit them in one '<unmatched>'
   // bucket per caller, so scanning for URLs costs quota without minting buckets.
   // Callback style: routes that matched (nearly every request) pass without a promise.
-  const notFound = limitHook(http, undefined);
-  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) =>
-    request.is404 ? notFound(request, reply, done) : done(),
-  );
+  const notFound = limitHook(http, undefined, trustProxy);
+  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    if (request.is404) return notFound(request, reply, done);
+    if (unseenOpen) checkSeen(request);
+    done();
+  });
+  let unseenOpen = early;
+  function checkSeen(request: FastifyRequest): void {
+    const { config, method, url } = request.routeOptions;
+    if (!config || SEEN in config) return;
+    unseenOpen = false;
+    warnRouteNotLimited(
+      http,
+      `${method} ${url}`,
+      'it was declared before the @floodgate/fastify plugin loaded, so the plugin never saw it. Await the registration before declaring routes: await app.register(rateLimit, options) (docs/adapters.md#fastify-register-before-routes)',
+    );
+  }
 };
 
 /** The plugin: `await app.register(rateLimit, options)`; per route, `config: { rateLimit: {...} | false }`. */
 export const rateLimit = fp(plugin, { fastify: '5.x', name: '@floodgate/fastify' });
+// eslint-disable-next-line no-restricted-syntax -- the default export Fastify's register() expects (STYLE.md's one exception)
 export default rateLimit;

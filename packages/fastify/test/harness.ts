@@ -12,7 +12,7 @@ export const fastifyHarness: AdapterHarness = {
     if ((spec.mounting ?? 'app-level') !== 'app-level') throw new Error(`fastify harness: no ${spec.mounting} mounting`);
     const statuses: number[] = [];
     // Fastify's own setting decides whether X-Forwarded-For is read: trust a proxy on loopback, or none.
-    const app = Fastify({ trustProxy: spec.trustProxy ? '127.0.0.1' : false });
+    const app = Fastify({ trustProxy: spec.trustProxy === 'all' ? true : spec.trustProxy ? '127.0.0.1' : false });
     try {
       if (spec.sendPathMarkers) {
         app.addHook('onRequest', (_request, reply, done) => {

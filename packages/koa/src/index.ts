@@ -9,6 +9,7 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
 
@@ -55,9 +56,16 @@ interface Router {
 }
 type RoutedContext = Context & { matched?: RouterLayer[]; _matchedRoute?: string };
 
+/** What a Floodgate middleware carries: the top-level rateLimit() it was made from, and its own limiter. */
+interface Mark {
+  readonly root: object;
+  readonly http: HttpLimiter<Context> | null;
+}
+
 const isRoute = (layer: RouterLayer, method: string) => layer.methods.includes(method);
-const hasOwnLimiter = (layer: RouterLayer) =>
-  layer.stack.some((fn) => typeof fn === 'function' && FLOODGATE in fn);
+/** The marks of the Floodgate middlewares a route layer runs itself. */
+const ownLimiters = (layer: RouterLayer): Mark[] =>
+  layer.stack.filter((fn) => typeof fn === 'function' && FLOODGATE in fn).map((fn) => (fn as Record<symbol, Mark>)[FLOODGATE]);
 
 /** Before any router ran: ask the app's routers (their dispatch functions carry `.router`) which route will match. */
 function upcomingRoute(ctx: Context): RouterLayer | undefined {
@@ -78,8 +86,14 @@ function locate(ctx: RoutedContext, mw: unknown): { layer?: RouterLayer; own: bo
   return { layer: ctx.matched.find((l) => isRoute(l, ctx.method)), own: false };
 }
 
+/** How Koa's proxy settings make ctx.ip: app.proxy with maxIpsCount 0 (the default) takes the first X-Forwarded-For entry. */
+function trustOf(ctx: Context): RequestFacts['trustProxy'] {
+  const app = ctx.app;
+  return !app.proxy ? 'none' : app.maxIpsCount > 0 ? 'some' : 'all';
+}
+
 function facts(ctx: Context, route: string | undefined): RequestFacts {
-  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route };
+  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route, trustProxy: trustOf(ctx) };
 }
 
 /** Applies one result to the response: headers, then the request goes on or is answered here. */
@@ -108,7 +122,7 @@ function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> 
 
 const DONE: Promise<undefined> = Promise.resolve(undefined);
 
-function middleware(http: HttpLimiter<Context> | null, health: () => Health): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, health: () => Health, root: object): RateLimitMiddleware {
   // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
   // goes on to next() in the same turn, with no promise of its own. It always returns a promise.
   const mw = function floodgate(ctx: Context, next: Next): Promise<unknown> {
@@ -116,7 +130,15 @@ function middleware(http: HttpLimiter<Context> | null, health: () => Health): Ra
     try {
       const { layer, own } = locate(ctx, mw);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      if (!own && layer && hasOwnLimiter(layer)) return next();
+      if (!own && layer) {
+        const marks = ownLimiters(layer);
+        if (marks.length > 0) {
+          // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
+          const apart = marks.find((m) => m.root !== root && m.http);
+          if (apart) warnRouteOwnLimiter(http, apart.http!, `${ctx.method} ${layer.path}`);
+          return next();
+        }
+      }
       const pending = http.handleNow(facts(ctx, layer?.path), ctx);
       if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);
@@ -124,19 +146,22 @@ function middleware(http: HttpLimiter<Context> | null, health: () => Health): Ra
       return Promise.reject(error);
     }
   } as RateLimitMiddleware;
-  Object.defineProperty(mw, FLOODGATE, { value: true });
-  mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health);
+  const mark: Mark = { root, http };
+  Object.defineProperty(mw, FLOODGATE, { value: mark });
+  mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   mw.health = health;
   return mw;
 }
 
 /**
  * Rate limiting for Koa. On the app, `app.use(rateLimit(options))` before the router keys each
- * request on the @koa/router route it will reach (method + pattern); on one route,
- * `router.post('/login', rateLimit({ limit: 5, windowMs: 60_000, failMode: 'closed' }), handler)`.
+ * request on the @koa/router route it will reach (method + pattern); on one route with the same
+ * store, `router.post('/reports', limiter.route({ cost: 10 }), handler)`; a limiter of the route's
+ * own (an app-level one skips that route, and warns FG_ROUTE_OWN_LIMITER beside one),
+ * `router.post('/login', rateLimit({ store, limit: 5, windowMs: '1m', failMode: 'closed' }), handler)`.
  * A request that matches no route is limited in one '<unmatched>' bucket per caller.
  */
 export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   const http = createHttpLimiter<Context>(options);
-  return middleware(http, http.health);
+  return middleware(http, http.health, http);
 }

@@ -1,6 +1,8 @@
 // Packs the four published packages as a user gets them, installs the tarballs into a fresh app, runs it as CJS, ESM and TS.
-import { execFile } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -12,6 +14,11 @@ const ROOT = join(__dirname, '..', '..', '..');
 const FIXTURE = join(__dirname, '..', 'consumer');
 const PACKAGES = ['core', 'express', 'fastify', 'koa'] as const;
 type Pkg = (typeof PACKAGES)[number];
+/** Every package a user can install: each folder of packages/ whose manifest is not private (a new one needs no line here). */
+const PUBLISHED = readdirSync(join(ROOT, 'packages')).filter((dir) => {
+  const file = join(ROOT, 'packages', dir, 'package.json');
+  return existsSync(file) && (JSON.parse(readFileSync(file, 'utf8')) as { private?: boolean }).private !== true;
+});
 const FRAMEWORK: Record<Exclude<Pkg, 'core'>, string> = { express: 'express', fastify: 'fastify', koa: 'koa' };
 const TSC = require.resolve('typescript/bin/tsc');
 
@@ -21,6 +28,7 @@ const STEP_TIMEOUT_MS = 120_000;
 
 interface Manifest {
   name: string;
+  license?: string;
   version: string;
   type?: string;
   main?: string;
@@ -39,6 +47,8 @@ interface Packed {
   manifest: Manifest;
   /** Paths inside the tarball, without the leading 'package/'. */
   files: string[];
+  /** The tarball's LICENSE text; undefined when it has none. */
+  license: string | undefined;
 }
 
 interface Seen {
@@ -115,15 +125,17 @@ beforeAll(async () => {
   await timed('build', () => run('pnpm', ['run', 'build'], ROOT));
   await timed('pack', () =>
     Promise.all(
-      PACKAGES.map(async (pkg) => {
+      PUBLISHED.map(async (pkg) => {
         const out = await run('pnpm', ['pack', '--pack-destination', tmp], join(ROOT, 'packages', pkg));
         const tarball = out.trim().split('\n').reverse().find((line) => line.endsWith('.tgz'))?.trim();
         if (!tarball) throw new Error(`pnpm pack printed no tarball for ${pkg}:\n${out}`);
         const listing = await run('tar', ['-tzf', tarball], tmp);
         const manifest = JSON.parse(await run('tar', ['-xzOf', tarball, 'package/package.json'], tmp)) as Manifest;
-        packed[pkg] = {
+        const license = listing.includes('package/LICENSE') ? await run('tar', ['-xzOf', tarball, 'package/LICENSE'], tmp) : undefined;
+        (packed as Record<string, Packed>)[pkg] = {
           tarball,
           manifest,
+          license,
           files: listing.split('\n').filter(Boolean).map((path) => path.replace(/^package\//, '')),
         };
       }),
@@ -142,6 +154,7 @@ beforeAll(async () => {
     '@types/koa': devVersion('koa', '@types/koa'),
     '@koa/router': devVersion('koa', '@koa/router'),
     ioredis: devVersion('core', 'ioredis'),
+    redis: devVersion('core', 'redis'),
     '@types/node': rootManifest.devDependencies['@types/node'],
   };
   for (const pkg of PACKAGES) dependencies[`@floodgate/${pkg}`] = `file:${packed[pkg].tarball}`;
@@ -207,7 +220,7 @@ describe('packed tarballs', () => {
     expect(exportConditions(manifest.exports)).not.toContain('source');
     // core also ships the error reference its errors cite (node_modules/@floodgate/core/docs/errors.md).
     const docs = pkg === 'core' ? ['docs/errors.md'] : [];
-    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['README.md', ...docs, 'package.json']);
+    expect(files.filter((f) => !f.startsWith('dist/')).sort()).toEqual(['LICENSE', 'README.md', ...docs, 'package.json']);
     expect(files).toEqual(expect.arrayContaining(['dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'dist/index.d.mts']));
     // Every file the manifest points at is in the tarball.
     const targets = [manifest.main, manifest.module, manifest.types, ...exportTargets(manifest.exports)].filter(
@@ -228,6 +241,31 @@ describe('packed tarballs', () => {
       expect(manifest.dependencies?.[FRAMEWORK[pkg]]).toBeUndefined();
     }
   });
+});
+
+it.each(PACKAGES)("@floodgate/%s: docs/packaging.md's table gives its dependencies and peer ranges as packed", (pkg) => {
+  const { manifest } = packed[pkg];
+  const row = readFileSync(join(ROOT, 'docs', 'packaging.md'), 'utf8')
+    .split('\n')
+    .find((line) => line.startsWith(`| \`@floodgate/${pkg}\` |`));
+  expect(row).toBeDefined();
+  const [, deps, peers] = row!.split(/(?<!\\)\|/).slice(1, -1).map((cell) => cell.replace(/\\\|/g, '|').trim());
+  for (const [name, range] of Object.entries(manifest.dependencies ?? {})) {
+    expect({ name, inRow: deps.includes(name.startsWith('@floodgate/') ? `\`${name}\` (same version)` : `\`${name} ${range}\``) }).toEqual({ name, inRow: true });
+  }
+  for (const [name, range] of Object.entries(manifest.peerDependencies ?? {})) {
+    const optional = manifest.peerDependenciesMeta?.[name]?.optional ? ' (optional)' : '';
+    expect({ name, inRow: peers.includes(`\`${name} ${range}\`${optional}`) }).toEqual({ name, inRow: true });
+  }
+  expect(deps.split(', ').length).toBe(Object.keys(manifest.dependencies ?? {}).length);
+  expect(peers.split(', ').length).toBe(Object.keys(manifest.peerDependencies ?? {}).length);
+});
+
+it.each(PUBLISHED)('@floodgate/%s: the tarball carries the MIT LICENSE its manifest names', (pkg) => {
+  const { manifest, license } = (packed as Record<string, Packed>)[pkg];
+  expect(manifest.license).toBe('MIT');
+  expect(license).toBe(readFileSync(join(ROOT, 'LICENSE'), 'utf8'));
+  expect(license).toMatch(/^MIT License\n/);
 });
 
 describe('a fresh app installing the tarballs', () => {
@@ -254,4 +292,94 @@ describe('a fresh app installing the tarballs', () => {
   it('TypeScript (node16): type-checks against the packed types', async () => {
     await timed('tsc node16', () => run(process.execPath, [TSC, '-p', 'tsconfig.node16.json'], consumer));
   }, STEP_TIMEOUT_MS);
+});
+
+interface Runnable {
+  id: string;
+  page: string;
+  line: number;
+  run: { kind: 'script' } | { kind: 'server'; method: string; path: string };
+}
+
+/** A port nothing listens on now (the snippet's server takes it from PORT). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function send(port: number, method: string, path: string): Promise<{ status: number; limit: string | undefined; retryAfter: string | undefined }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, limit: res.headers['ratelimit-limit'] as string | undefined, retryAfter: res.headers['retry-after'] as string | undefined }));
+    });
+    req.on('error', reject);
+    req.end(method === 'POST' ? '{}' : undefined);
+  });
+}
+
+describe("the docs' runnable snippets, built with tsc against the packed packages and run on a real Redis", () => {
+  let dir: string;
+  let runnable: Runnable[] = [];
+
+  beforeAll(async () => {
+    dir = join(consumer, 'snippets');
+    await run(process.execPath, [join(ROOT, 'scripts', 'doc-snippets.mjs'), '--runnable', dir], ROOT);
+    runnable = JSON.parse(readFileSync(join(dir, 'runnable.json'), 'utf8')) as Runnable[];
+    await timed('tsc snippets', () => run(process.execPath, [TSC, '-p', 'tsconfig.json'], dir));
+  }, STEP_TIMEOUT_MS);
+
+  it('finds the quickstart files and the package READMEs among them', () => {
+    const pages = runnable.map((r) => r.page);
+    expect(pages.filter((p) => p === 'docs/quickstart.md').length).toBe(3);
+    for (const pkg of PACKAGES) expect(pages).toContain(`packages/${pkg}/README.md`);
+  });
+
+  // One test per snippet, named by where it is: a failure points at the page and line.
+  it('each runs: a server answers its route with RateLimit headers until a 429 with Retry-After; a script exits 0', async () => {
+    expect(runnable.length).toBeGreaterThan(0);
+    for (const snippet of runnable) {
+      const at = `${snippet.page}:${snippet.line}`;
+      const port = await freePort();
+      const child = spawn(process.execPath, [join(dir, 'dist', `${snippet.id}.js`)], {
+        cwd: dir,
+        env: { ...process.env, PORT: String(port), REDIS_URL: `${redis!.url}/${runnable.indexOf(snippet) % 16}` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (d) => (output += d));
+      child.stderr.on('data', (d) => (output += d));
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      try {
+        if (snippet.run.kind === 'script') {
+          const code = await Promise.race([exited, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 30_000))]);
+          expect({ at, code, output }).toEqual({ at, code: 0, output: expect.any(String) });
+          continue;
+        }
+        const { method, path } = snippet.run;
+        // Up to 30 s for the server to listen (a cold start on a busy machine).
+        let first: Awaited<ReturnType<typeof send>> | undefined;
+        for (let i = 0; i < 300 && !first; i++) {
+          first = await send(port, method, path).catch(() => undefined);
+          if (!first) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect({ at, listening: first !== undefined, output }).toEqual({ at, listening: true, output: expect.any(String) });
+        expect({ at, status: first!.status < 400, limit: first!.limit !== undefined }).toEqual({ at, status: true, limit: true });
+        let last = first!;
+        for (let i = 0; i < 500 && last.status !== 429; i++) last = await send(port, method, path);
+        expect({ at, status: last.status, retryAfter: Number(last.retryAfter) >= 1 }).toEqual({ at, status: 429, retryAfter: true });
+        // The snippet's words are what it does: nothing it logged is a Floodgate warning.
+        expect({ at, warnings: output.match(/\[floodgate\] FG_[A-Z_]+/g) ?? [] }).toEqual({ at, warnings: [] });
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        await exited;
+      }
+    }
+  }, STEP_TIMEOUT_MS * 2);
 });

@@ -66,6 +66,7 @@ function priced<Req>(ctx: RequestContext<Req>, cost: number): HttpResult | Promi
   ctx.cost = cost;
   ctx.scope = ctx.pipe.scopeOf(ctx.facts);
   ctx.pipe.claim(ctx.scope);
+  ctx.pipe.countedTwice?.(ctx.request, ctx.scope);
   const identity = identityOf(ctx);
   return isThenable(identity) ? identity.then((id) => decide(identified(ctx, id))) : decide(identified(ctx, identity));
 }

@@ -7,6 +7,7 @@ import type { Family } from './family';
 import { plansOf } from './plans';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import { claimsOnce, scopesOf } from './scope';
+import { countedTwiceCheck } from './counted-twice';
 import type { ExtraKeyLimiter, Pipeline } from './types';
 
 /** What a pipeline shares with the one it was derived from (a route keeps the global limiter unless it overrides one of its options). */
@@ -41,5 +42,6 @@ export function pipelineOf<Req>(o: ResolvedHttpOptions<Req>, { limiter, identify
     claim: claimsOnce(store, prefix, limits, label),
     limiterFor: plansOf(o, limiter, family),
     resets: new ResetLog(o.limiter.failure.logger),
+    countedTwice: countedTwiceCheck(label, o.shadow, o.limiter.failure.logger, o.limiter.warnings),
   };
 }

@@ -121,6 +121,8 @@ export interface Pipeline<Req> {
   limiterFor(identity: Identity): EngineLimiter;
   /** Reports failed `resetOnSuccess` resets (once per run of failures). */
   readonly resets: ResetReport;
+  /** FG_COUNTED_TWICE: marks and checks the first requests of each scope; undefined when off (or shadow). */
+  readonly countedTwice: ((request: unknown, scope: string) => void) | undefined;
 }
 
 /**

@@ -5,6 +5,7 @@ import { ipSubject } from './ip';
 import { KeyCache, type KeyRecord, type LookupOutcome } from './key-cache';
 import { resolveIdentityOptions } from './options';
 import type { Identify, IdentifyHooks, Identity, IdentityOptions, IdentityWarning, RequestFacts, ResolvedIdentityOptions } from './types';
+import { ProxyChecks } from './proxy-warnings';
 
 /** Most client addresses whose identity one identify function remembers. */
 const IP_MEMO_MAX = 10_000;
@@ -105,6 +106,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
   const byIp = ipIdentities(o, warnings);
   const cache = keyCacheOf(o, warnings);
   if (cache) onKeyCache?.(cache.stats);
+  const proxy = new ProxyChecks(o);
   let lookupsFailing = false;
 
   /** Who the caller is for this answer: a known key is its own bucket; anything else is its client IP's. */
@@ -136,6 +138,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
   }
 
   return function identify(facts: RequestFacts, hooks?: IdentifyHooks): Identity | Promise<Identity> {
+    if (proxy.open && facts?.trustProxy !== undefined) proxy.check(facts);
     const ip = facts?.ip;
     const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
     if (!key?.found) return byIp(ip);

@@ -2,18 +2,12 @@
 import { parseDuration } from '../duration';
 import { invalidOption } from '../errors';
 import { checkOptionNames, clockOption, loggerOption, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
-import type { IdentityOptions, IdentityWarning, ResolvedIdentityOptions } from './types';
+import type { IdentityOptions, ResolvedIdentityOptions } from './types';
+import { resolveWarnings } from '../warnings';
 
 const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
 // RFC 9110 token characters: what a header name may contain.
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/;
-const WARNINGS: readonly IdentityWarning[] = [
-  'FG_IP_MISSING',
-  'FG_IP_MALFORMED',
-  'FG_API_KEY_TOO_LONG',
-  'FG_RESOLVE_KEY_FAILED',
-  'FG_RESOLVE_KEY_BAD_PLAN',
-];
 
 /** The names of every identity option. */
 export const IDENTITY_OPTION_NAMES = optionNames<IdentityOptions>()([
@@ -76,11 +70,7 @@ export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames
   const cache = optionsObject('keyCache', options.keyCache, 'an object { max?, unknownMax?, ttlMs?, unknownTtlMs?, lookupsPerIp?, lookupWindowMs? }');
   checkOptionNames('keyCache', cache, KEY_CACHE_OPTION_NAMES);
   const logger = loggerOption('logger', options.logger);
-  const warningOptions = optionsObject('warnings', options.warnings, 'an object such as { FG_IP_MISSING: false }');
-  for (const [name, on] of Object.entries(warningOptions)) {
-    if (!WARNINGS.includes(name as IdentityWarning)) invalidOption(`warnings.${name}`, on, `one of ${WARNINGS.join(', ')}`);
-    if (typeof on !== 'boolean') invalidOption(`warnings.${name}`, on, 'true or false');
-  }
+  const warnings = resolveWarnings(options.warnings);
   const clock = clockOption('clock', options.clock) ?? (() => performance.now());
   return {
     headers,
@@ -97,7 +87,7 @@ export function resolveIdentityOptions(options: IdentityOptions = {}, checkNames
     lookupWindowMs: parseDuration('keyCache.lookupWindowMs', cache.lookupWindowMs ?? 60_000, 1, 86_400_000),
     timeoutMs: parseDuration('resolveTimeoutMs', options.resolveTimeoutMs ?? 1_000, 1, 60_000),
     logger,
-    warnings: new Set(WARNINGS.filter((w) => warningOptions[w] !== false)),
+    warnings,
     clock,
   };
 }

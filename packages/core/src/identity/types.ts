@@ -5,6 +5,7 @@ import type { LimitOptions } from '../options';
 import type { Logger } from '../logger';
 import type { Headers } from './api-key';
 import type { ResolveKey } from './key-cache';
+import type { WarningCode, WarningSwitches } from '../warnings';
 
 /** The facts an adapter reads from its framework's request. */
 export interface RequestFacts {
@@ -15,6 +16,13 @@ export interface RequestFacts {
   readonly method: string;
   /** The matched route pattern ('/users/:id'), never the raw URL; undefined when none matched. */
   readonly route: string | undefined;
+  /**
+   * How the framework's trust-proxy setting makes `ip`: 'none' (the socket's peer; proxy headers
+   * are ignored), 'some' (a hop count or a list of proxies), 'all' (every proxy is trusted: `ip` is
+   * the first X-Forwarded-For entry, which the client writes). Undefined: not known, not checked.
+   * Read for the FG_PROXY_HEADER_UNTRUSTED and FG_TRUST_PROXY_ALL warnings only.
+   */
+  readonly trustProxy?: 'none' | 'some' | 'all';
 }
 
 /** Warnings identity can write; each can be switched off by name in `warnings`. */
@@ -93,8 +101,8 @@ export interface IdentityOptions {
    * lookup failures once per outage. Default console.
    */
   logger?: Logger;
-  /** Switch single warnings off, e.g. `{ FG_IP_MISSING: false }`. Default: all on. */
-  warnings?: Partial<Record<IdentityWarning, boolean>>;
+  /** Switch single warnings off by name, e.g. `{ FG_IP_MISSING: false }` (docs/errors.md#warnings). Default: all on. */
+  warnings?: WarningSwitches;
   /** Monotonic clock in ms for the cache's TTLs. Default performance.now. */
   clock?: () => number;
 }
@@ -158,6 +166,6 @@ export interface ResolvedIdentityOptions {
   readonly lookupWindowMs: number;
   readonly timeoutMs: number;
   readonly logger: Pick<Logger, 'warn'>;
-  readonly warnings: ReadonlySet<IdentityWarning>;
+  readonly warnings: ReadonlySet<WarningCode>;
   readonly clock: () => number;
 }
