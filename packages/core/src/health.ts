@@ -28,6 +28,8 @@ export interface StoreHealth {
   readonly shed: number;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
+  /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
+  readonly warnings?: readonly string[];
 }
 
 /** What `health()` returns: enough for a health route to answer 200 or 503, and for a person to see why. */
@@ -54,6 +56,8 @@ export interface HealthSource {
   readonly blockCache: { readonly hits: number } | undefined;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
+  /** The store's warnings, read when a snapshot is taken (a store may find one after construction). */
+  readonly warnings?: readonly string[];
 }
 
 /** Records one failed store call on its monitor; returns its kind. */
@@ -90,6 +94,7 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
         slowTimeouts: m.slowTimeouts,
         shed: m.shed,
         ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
+        ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
       });
     }
     const t = s.tally.totals();

@@ -170,7 +170,7 @@ class Engine {
     const blockStats = blocks && { store: name, get hits() { return blocks.hits; } };
     if (blockStats) meter.blockCaches.add(blockStats);
     const { monitor, hotKeys, scriptStats } = this.link;
-    this.healthSource = { monitor, tally: this.tally, blockCache: blockStats, hotKeys, scriptStats };
+    this.healthSource = { monitor, tally: this.tally, blockCache: blockStats, hotKeys, scriptStats, warnings: resolved.store.warnings };
   }
 
   keysOf(subject: string, scope: string): SubjectKeys {

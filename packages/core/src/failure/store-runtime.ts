@@ -1,7 +1,7 @@
 // One runtime per store: its breakers, call counts, health monitor, reporters, bucket claims and ready listener, found or made in one place.
 import type { Logger } from '../logger';
 import type { FloodgateMetrics, StoreMonitor } from '../metrics';
-import { ATTR } from '../metrics';
+import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../metrics';
 import type { Store } from '../stores/store';
 import { CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
 import { Reporters } from './report';
@@ -31,7 +31,8 @@ export class StoreChannel {
   ) {
     const store = runtime.store.name;
     this.breaker = new CircuitBreaker(options, clock);
-    this.monitor = { store, breaker: this.breaker, calls: 0, errors: { timeout: 0, connection: 0, script_missing: 0, other: 0 }, lastError: undefined, lastSuccessAt: undefined, lateAnswers: 0, slowTimeouts: 0, shed: 0 };
+    const errors = Object.fromEntries(STORE_ERROR_KINDS.map((kind) => [kind, 0])) as Record<StoreErrorKind, number>;
+    this.monitor = { store, breaker: this.breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined, lateAnswers: 0, slowTimeouts: 0, shed: 0 };
     this.reporters = new Reporters(this.breaker, store);
   }
 
@@ -78,11 +79,13 @@ export class StoreRuntime {
     return channel;
   }
 
-  /** Logs the store's configuration warnings, once per store. */
+  /** Logs the store's configuration warnings, those found at construction and those found later, once per store. */
   warnOnce(logger: Logger): void {
-    if (this.warned || !this.store.warnings?.length) return;
+    if (this.warned) return;
     this.warned = true;
-    for (const warning of this.store.warnings) logger.warn(`[floodgate] ${warning}`, { store: this.store.name });
+    const store = this.store;
+    for (const warning of store.warnings ?? []) logger.warn(`[floodgate] ${warning}`, { store: store.name });
+    store.onWarning?.((warning) => logger.warn(`[floodgate] ${warning}`, { store: store.name }));
   }
 
   /** The store's connection is ready again: every breaker on it probes at the next request. */

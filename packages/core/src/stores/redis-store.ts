@@ -1,5 +1,7 @@
-// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis or node-redis client or cluster (coalescing, deadlines).
+// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis, iovalkey, node-redis or Valkey GLIDE client or cluster (coalescing, deadlines, refusals named).
 import { FloodgateError, invalidOption } from '../errors';
+import { storeErrorKind } from '../metrics';
+import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
 import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
@@ -17,8 +19,13 @@ export interface RedisStoreOptions {
    *   first. node-redis rejects commands in flight when a connection drops (no resend), and
    *   Floodgate sends nothing while it reconnects, so its offline queue never holds a decision.
    *   Keep the default `reconnectStrategy` (Floodgate warns on `false`).
+   * - node-redis `createSentinel()`: as createClient(); commands go to the master.
+   * - iovalkey (the ioredis fork for Valkey): as ioredis.
+   * - Valkey GLIDE `GlideClient.createClient()` or `GlideClusterClient.createClient()`: already
+   *   connected when created; keep its `requestTimeout` at or above `timeoutMs`.
    * Give the client an 'error' listener: ioredis prints unhandled connection errors, and node-redis
    * without one ends the process (Floodgate warns at construction).
+   * Production setups (TLS, ACL users, Sentinel, Cluster): docs/production-redis.md.
    */
   client: RedisClient;
   /**
@@ -92,12 +99,77 @@ export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
-const CLIENTS = 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client';
+const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient';
+
+/**
+ * maxmemory-policy values under which Redis deletes keys when full. Floodgate's keys all carry a TTL,
+ * so the volatile-* policies evict them as readily as allkeys-*: a deleted counter is a fresh budget.
+ */
+const EVICTING = /^(allkeys|volatile)-(lru|lfu|random)$|^volatile-ttl$/;
+
+/** CONFIG GET's reply as name -> value, whatever shape the client gives it (flat array, object, Map, GLIDE's [{ key, value }]). */
+function configPairs(reply: unknown): Map<string, string> {
+  const pairs = new Map<string, string>();
+  if (reply instanceof Map) for (const [k, v] of reply) pairs.set(String(k), String(v));
+  else if (Array.isArray(reply)) {
+    if (reply.every((e) => e !== null && typeof e === 'object' && 'key' in e && 'value' in e)) {
+      for (const e of reply as { key: unknown; value: unknown }[]) pairs.set(String(e.key), String(e.value));
+    } else for (let i = 0; i + 1 < reply.length; i += 2) pairs.set(String(reply[i]), String(reply[i + 1]));
+  } else if (reply !== null && typeof reply === 'object') for (const [k, v] of Object.entries(reply)) pairs.set(k, String(v));
+  return pairs;
+}
+
+/** What a Redis refusal means and what fixes it, by kind; the prefix comes from the call's first key. */
+const REFUSALS = {
+  noperm: {
+    code: 'FG_STORE_NOPERM',
+    explain: (prefix: string) =>
+      `the Redis user's ACL does not allow a command or key Floodgate's scripts use (Redis 7 checks every command a script runs). ` +
+      `Grant it exactly the least-privilege rule: ACL SETUSER <user> ${aclRule({ prefix })} ` +
+      `(aclRule({ prefix: '${prefix}' }) from @floodgate/core prints it; docs/production-redis.md#acl)`,
+  },
+  oom: {
+    code: 'FG_STORE_OOM',
+    explain: () =>
+      'Redis reached maxmemory and refuses writes (maxmemory-policy noeviction); nothing was counted. ' +
+      'Raise maxmemory or give rate-limit state a Redis of its own; do not switch to an evicting policy, ' +
+      'which deletes counters and hands callers a fresh budget (docs/production-redis.md#memory-policy)',
+  },
+  readonly: {
+    code: 'FG_STORE_READONLY',
+    explain: () =>
+      'the connection reached a read-only replica, typically a master demoted by a failover while the client stayed connected to it. ' +
+      'Connect through Sentinel or the Cluster client so writes follow the master, and have the client reconnect on READONLY ' +
+      "(ioredis: reconnectOnError: (e) => e.message.startsWith('READONLY')) (docs/production-redis.md#sentinel)",
+  },
+} as const;
+
+/** A Redis refusal as a FloodgateError whose message names the fix; any other error as it is. */
+function explainRefusal(error: unknown, keys: readonly string[]): never {
+  const kind = storeErrorKind(error);
+  if (kind === 'noperm' || kind === 'oom' || kind === 'readonly') {
+    const refusal = REFUSALS[kind];
+    const said = error instanceof Error ? error.message : String(error);
+    const prefix = keys[0]?.slice(0, Math.max(0, keys[0].indexOf(':'))) || 'fg';
+    throw Object.assign(new FloodgateError(refusal.code, `Redis refused the script (${said.trim()}): ${refusal.explain(prefix)}.`), { cause: error });
+  }
+  throw error;
+}
 
 export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
+  /** Configuration risks: the client's (found at construction), then Redis's own (an evicting maxmemory-policy, found after the first answer). */
   readonly warnings: readonly string[];
+  /**
+   * What `CONFIG GET maxmemory*` said, read once after the first answer: the policy and the limit
+   * in bytes (0: none), or why it could not be read (CONFIG forbidden by the ACL, renamed, as on
+   * managed services). Undefined until then.
+   */
+  memoryPolicy: { readonly policy: string; readonly maxmemory: number; readonly evicts: boolean } | { readonly unknown: string } | undefined;
+  private readonly warningList: string[];
+  private readonly warningListeners = new Set<(warning: string) => void>();
+  private memoryChecked = false;
   /** The client bound to the protocol's one seam (stores/redis-protocol.ts). */
   private readonly client: ClientBinding;
   /** The app's client itself, for its public 'ready' event (ioredis and node-redis both emit it). */
@@ -137,7 +209,58 @@ export class RedisStore implements Store {
     }
     this.coalesce = options.coalesce ?? 'turn';
     this.maxInFlight = wholeNumber('maxInFlight', options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
-    this.warnings = client.warnings;
+    this.warningList = [...client.warnings];
+    this.warnings = this.warningList;
+  }
+
+  /** Calls `listener` with each warning found after construction (the limiter logs it once). */
+  onWarning(listener: (warning: string) => void): void {
+    this.warningListeners.add(listener);
+  }
+
+  /**
+   * Once, after the first answer: does this Redis evict keys when full? Off the request path and
+   * never failing one: a Redis that forbids or renames CONFIG (ACL users, managed services) is
+   * tolerated and the check is skipped.
+   */
+  private checkMemoryPolicy(): void {
+    if (this.memoryChecked) return;
+    this.memoryChecked = true;
+    const command = this.client.command;
+    if (!command) {
+      this.memoryPolicy = { unknown: 'the client has no way to send CONFIG GET' };
+      return;
+    }
+    withDeadline(command(['CONFIG', 'GET', 'maxmemory*']), 5_000, 'Redis CONFIG GET').then(
+      (reply) => {
+        const pairs = configPairs(reply);
+        const policy = pairs.get('maxmemory-policy');
+        if (policy === undefined) {
+          this.memoryPolicy = { unknown: 'CONFIG GET returned no maxmemory-policy' };
+          return;
+        }
+        const maxmemory = Number(pairs.get('maxmemory') ?? 0);
+        // Without a maxmemory (0, the default on 64-bit systems) Redis never evicts, whatever the policy.
+        const evicts = EVICTING.test(policy) && maxmemory > 0;
+        this.memoryPolicy = { policy, maxmemory, evicts };
+        if (evicts) {
+          this.warn(
+            `RedisStore: Redis's maxmemory-policy is '${policy}' (maxmemory ${maxmemory} bytes): when Redis is full it deletes keys, ` +
+              "Floodgate's counters among them, and a caller whose counter was deleted gets a fresh budget. Set " +
+              "maxmemory-policy to 'noeviction' on the Redis that holds rate-limit state (writes then fail with OOM, " +
+              'which the failure policy answers), or give it a Redis of its own (see docs/production-redis.md#memory-policy).',
+          );
+        }
+      },
+      (error: unknown) => {
+        this.memoryPolicy = { unknown: error instanceof Error ? error.message : String(error) };
+      },
+    );
+  }
+
+  private warn(warning: string): void {
+    this.warningList.push(warning);
+    for (const listener of this.warningListeners) listener(warning);
   }
 
   /** The app's client: stores on one client share its 'ready' listener (failure/store-runtime.ts). */
@@ -281,7 +404,13 @@ export class RedisStore implements Store {
   private start(call: ScriptCall, budgetMs: number): Promise<StoreResult[]> {
     this.inFlight++;
     const deadline = { expired: false };
-    const answered = runScript(this.client.send, call, () => deadline.expired).then((reply) => parseReply(reply, call));
+    const answered = runScript(this.client.send, call, () => deadline.expired).then(
+      (reply) => {
+        if (!this.memoryChecked) this.checkMemoryPolicy();
+        return parseReply(reply, call);
+      },
+      (error: unknown) => explainRefusal(error, call.keys),
+    );
     answered.then(this.callEnded, this.callEnded);
     return withDeadline(answered, budgetMs, 'Redis', () => {
       deadline.expired = true;

@@ -60,6 +60,11 @@ export interface Store {
   /** Configuration risks found at construction (e.g. a client that resends commands); the limiter logs them once. */
   readonly warnings?: readonly string[];
   /**
+   * Calls `listener` with each configuration risk found later (RedisStore: an evicting
+   * maxmemory-policy, read after the first answer); the limiter logs each once. Optional.
+   */
+  onWarning?(listener: (warning: string) => void): void;
+  /**
    * Calls `listener` each time the store's connection becomes ready again (RedisStore: the client's
    * 'ready' event). The circuit breaker then probes at once instead of waiting out its cool-down.
    * Optional: without it, the breaker probes on its timer only.
