@@ -80,7 +80,6 @@ export interface FloodAnswers {
 
 export type FloodWorkerMessage = { type: 'ready'; pid: number } | { type: 'warmed' } | FloodAnswers | { type: 'error'; message: string };
 
-const now = () => performance.timeOrigin + performance.now();
 const loop = new LoopWatch(10, 60_000);
 let client: Redis | Cluster;
 

@@ -20,7 +20,7 @@
 //                 that travels between machines (issue #15's goal, 15 µs where that script took 18-20 µs,
 //                 is about 0.8).
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { ALGORITHMS, RedisStore, createLimiter, type AlgorithmName } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 

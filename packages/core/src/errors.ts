@@ -14,7 +14,11 @@ export type FloodgateErrorCode =
   | 'FG_INVALID_AT'
   | 'FG_STORE_TIMEOUT'
   | 'FG_STORE_UNAVAILABLE'
-  | 'FG_STORE_REPLY';
+  | 'FG_STORE_OVERLOADED'
+  | 'FG_STORE_REPLY'
+  | 'FG_STORE_NOPERM'
+  | 'FG_STORE_OOM'
+  | 'FG_STORE_READONLY';
 
 export class FloodgateError extends Error {
   readonly code: FloodgateErrorCode;

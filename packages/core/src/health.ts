@@ -1,6 +1,6 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
 import type { SheddingStats } from './shedding/load-shedder';
-import type { BreakerState, CircuitBreaker } from './failure/breaker';
+import type { BreakerState } from './failure/breaker';
 import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
 /** One shared store as the limiters see it. */
@@ -20,8 +20,16 @@ export interface StoreHealth {
   readonly lastError: { readonly kind: StoreErrorKind; readonly message: string; readonly at: string } | null;
   /** Wall-clock time of the last answer from the store (ISO 8601); null if none yet. */
   readonly lastSuccessAt: string | null;
+  /** Answers that came after their deadline: the store was slow, not gone (docs/failure-modes.md#slow-is-not-down). */
+  readonly lateAnswers: number;
+  /** Timeouts while the store was still answering: not counted against the breaker. */
+  readonly slowTimeouts: number;
+  /** Requests decided locally because the store had `maxInFlight` calls in flight. */
+  readonly shed: number;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
+  /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
+  readonly warnings?: readonly string[];
 }
 
 /** What `health()` returns: enough for a health route to answer 200 or 503, and for a person to see why. */
@@ -48,18 +56,8 @@ export interface HealthSource {
   readonly blockCache: { readonly hits: number } | undefined;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
-}
-
-const monitors = new WeakMap<CircuitBreaker, StoreMonitor>();
-
-/** The monitor of this breaker's store, made once: every limiter on one breaker shares it. */
-export function monitorFor(breaker: CircuitBreaker, store: string): StoreMonitor {
-  let monitor = monitors.get(breaker);
-  if (!monitor) {
-    monitor = { store, breaker, calls: 0, errors: { timeout: 0, connection: 0, script_missing: 0, other: 0 }, lastError: undefined, lastSuccessAt: undefined };
-    monitors.set(breaker, monitor);
-  }
-  return monitor;
+  /** The store's warnings, read when a snapshot is taken (a store may find one after construction). */
+  readonly warnings?: readonly string[];
 }
 
 /** Records one failed store call on its monitor; returns its kind. */
@@ -92,7 +90,11 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
         errors: { ...m.errors },
         lastError: m.lastError ? { kind: m.lastError.kind, message: m.lastError.message, at: iso(m.lastError.at)! } : null,
         lastSuccessAt: iso(m.lastSuccessAt),
+        lateAnswers: m.lateAnswers,
+        slowTimeouts: m.slowTimeouts,
+        shed: m.shed,
         ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
+        ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
       });
     }
     const t = s.tally.totals();

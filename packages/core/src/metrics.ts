@@ -22,19 +22,42 @@ export const ATTR = {
   shedBy: 'floodgate.shed.by',
 } as const;
 
-/** Why a store call failed, as `error.type`. */
-export type StoreErrorKind = 'timeout' | 'connection' | 'script_missing' | 'other';
-export const STORE_ERROR_KINDS: readonly StoreErrorKind[] = ['timeout', 'connection', 'script_missing', 'other'];
+/**
+ * Why a store call failed, as `error.type`: 'noperm' (the Redis user's ACL refuses a command or a
+ * key), 'oom' (Redis at maxmemory refuses writes), 'readonly' (the connection reached a replica,
+ * e.g. a master demoted by a failover) each name their own fix; see docs/production-redis.md.
+ */
+export type StoreErrorKind = 'timeout' | 'connection' | 'script_missing' | 'noperm' | 'oom' | 'readonly' | 'other';
+export const STORE_ERROR_KINDS: readonly StoreErrorKind[] = ['timeout', 'connection', 'script_missing', 'noperm', 'oom', 'readonly', 'other'];
 
-const CONNECTION = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket|connection|closed|not connected|offline/i;
+// ioredis gives up on a command whose connection dropped `maxRetriesPerRequest` times with "Reached the max retries per request limit".
+const CONNECTION = /ECONNREFUSED|ECONNRESET|EPIPE|ETIMEDOUT|EHOSTUNREACH|socket|connection|closed|not connected|offline|max retries per request/i;
+const BY_CODE: Readonly<Record<string, StoreErrorKind>> = {
+  FG_STORE_TIMEOUT: 'timeout',
+  FG_STORE_UNAVAILABLE: 'connection',
+  FG_STORE_NOPERM: 'noperm',
+  FG_STORE_OOM: 'oom',
+  FG_STORE_READONLY: 'readonly',
+};
 
-/** Sorts a store failure into one of four kinds, by Floodgate's error codes and the server's own error prefix. */
+/**
+ * The Redis refusals by the server's own words, wherever a client puts them in its message
+ * (ioredis and node-redis: first; Valkey GLIDE after its own preamble). A command a script runs and
+ * the ACL denies is an `ERR` naming "the user executing the script".
+ */
+export const REDIS_REFUSALS: readonly (readonly [Exclude<StoreErrorKind, 'timeout' | 'connection' | 'other'>, RegExp])[] = [
+  ['script_missing', /(^|[\s:-])NOSCRIPT\b|NoScriptError/],
+  ['noperm', /(^|[\s:-])NOPERM\b|user executing the script can't|no permissions to/],
+  ['oom', /(^|[\s:-])OOM command not allowed/],
+  ['readonly', /(^|[\s:-])READONLY\b|can't write against a read only replica/],
+];
+
+/** Sorts a store failure into one of its kinds, by Floodgate's error codes and the server's own error words. */
 export function storeErrorKind(error: unknown): StoreErrorKind {
   const code = (error as { code?: unknown } | null)?.code;
-  if (code === 'FG_STORE_TIMEOUT') return 'timeout';
-  if (code === 'FG_STORE_UNAVAILABLE') return 'connection';
+  if (typeof code === 'string' && BY_CODE[code]) return BY_CODE[code];
   const message = error instanceof Error ? error.message : String(error);
-  if (message.startsWith('NOSCRIPT')) return 'script_missing';
+  for (const [kind, words] of REDIS_REFUSALS) if (words.test(message)) return kind;
   if ((typeof code === 'string' && code.startsWith('E')) || CONNECTION.test(message)) return 'connection';
   return 'other';
 }
@@ -100,6 +123,12 @@ export interface StoreMonitor {
   readonly errors: Record<StoreErrorKind, number>;
   lastError: { kind: StoreErrorKind; message: string; at: number } | undefined;
   lastSuccessAt: number | undefined;
+  /** Answers that came after their call's deadline (the store was slow, not gone). */
+  lateAnswers: number;
+  /** Timeouts while the connection was still answering: slow, so not counted against the breaker. */
+  slowTimeouts: number;
+  /** Requests decided locally because the store had `maxInFlight` calls in flight (not store failures). */
+  shed: number;
 }
 
 // Counts kept as plain numbers by their owners, read only when a metric reader collects.

@@ -10,7 +10,7 @@ import type { ResolvedLimit } from './limit';
 import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, clockOption, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { checkOptionNames, clockOption, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
 import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from './warnings';
 
 export type { ResolvedLimit } from './limit';
@@ -197,10 +197,7 @@ export const maxCostOf = (limits: readonly ResolvedLimit[]) => Math.min(...limit
 export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where = 'createLimiter', checkNames = true): ResolvedLimiterOptions {
   if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('options', options, 'an object');
   if (checkNames) checkOptionNames(`${where} options`, options, LIMITER_OPTION_NAMES);
-  const prefix = options.prefix ?? 'fg';
-  if (typeof prefix !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(prefix)) {
-    invalidOption('prefix', prefix, 'a string matching [A-Za-z0-9_.-]{1,32}');
-  }
+  const prefix = keyPrefix('prefix', options.prefix ?? 'fg');
   const store = options.store === undefined ? new MemoryStore() : storeOption('store', options.store);
   let limits: ResolvedLimit[];
   if (options.limits !== undefined) {

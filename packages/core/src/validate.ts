@@ -96,6 +96,12 @@ export function refundAt(value: unknown): number {
   return value;
 }
 
+/** A key prefix: `[A-Za-z0-9_.-]{1,32}`, so it needs no escaping in a key, a Redis glob or an ACL key pattern. */
+export function keyPrefix(option: string, value: unknown): string {
+  if (typeof value !== 'string' || !/^[A-Za-z0-9_.-]{1,32}$/.test(value)) invalidOption(option, value, 'a string matching [A-Za-z0-9_.-]{1,32}');
+  return value;
+}
+
 const TOKEN = /^[A-Za-z][A-Za-z0-9_-]{0,63}$/;
 
 /** A lease's id, as the stores take it (it becomes part of a ZSET member: no ':' ',' or '.'). */

@@ -1,4 +1,4 @@
-// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, all requests in flight at once, each algorithm admits exactly its limit, uncoalesced and coalesced, on ioredis and node-redis cluster clients.
+// The race test's child processes against a real 3-master Redis Cluster: each round's subject on another master, all requests in flight at once, each algorithm admits exactly its limit, uncoalesced and coalesced, on ioredis, node-redis, iovalkey and Valkey GLIDE cluster clients.
 import type { ChildProcess } from 'node:child_process';
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster } from 'ioredis';
@@ -18,7 +18,10 @@ let cluster: RedisClusterHandle;
 let client: Cluster;
 const run = Math.random().toString(36).slice(2, 8);
 /** Each client's children write under their own prefix on the one cluster. */
-const prefixFor = (kind: RaceClient) => `crace-${run}-${kind === 'node-redis' ? 'nr' : 'io'}`;
+const TAGS: Record<RaceClient, string> = { ioredis: 'io', 'node-redis': 'nr', iovalkey: 'iv', glide: 'gl' };
+const prefixFor = (kind: RaceClient) => `crace-${run}-${TAGS[kind]}`;
+/** The race's own clients, and the Valkey ones (iovalkey Cluster, GLIDE GlideClusterClient). */
+const CLIENTS: readonly RaceClient[] = [...RACE_CLIENTS, 'iovalkey', 'glide'];
 
 
 beforeAll(async () => {
@@ -101,7 +104,7 @@ async function raceOnEveryMaster(children: ChildProcess[], kind: RaceClient, coa
   if (process.env.FLOODGATE_PRINT_MEASUREMENTS) console.log(`cluster race (${kind}, coalesce ${coalesce}): ${JSON.stringify(results)}`);
 }
 
-describe.each(RACE_CLIENTS)('on %s cluster clients', (kind) => {
+describe.each(CLIENTS)('on %s cluster clients', (kind) => {
   const children: ChildProcess[] = [];
   beforeAll(async () => {
     // The race test's own child (race/race-child.ts), told to connect to the cluster with this client.

@@ -208,4 +208,5 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
 
 /** The plugin: `await app.register(rateLimit, options)`; per route, `config: { rateLimit: {...} | false }`. */
 export const rateLimit = fp(plugin, { fastify: '5.x', name: '@floodgate/fastify' });
+// eslint-disable-next-line no-restricted-syntax -- the default export Fastify's register() expects (STYLE.md's one exception)
 export default rateLimit;

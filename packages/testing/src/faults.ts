@@ -93,6 +93,8 @@ export interface FaultWatch {
 
 export interface KillTimeline {
   readonly killedAt: number;
+  /** The process has exited (its socket closed): an answer fired after this cannot come from it. */
+  readonly downAt: number;
   /** Just before the restart. */
   readonly restartedAt: number;
   /** redis-server answers PING again. */
@@ -113,6 +115,7 @@ export async function killAndRestart(
   const killedAt = performance.now();
   steps.onKill?.();
   await server.kill();
+  const downAt = performance.now();
   await waitFor('the breaker to open', () => watch.breakerOpen());
   await sleep(600);
   await waitFor('answers during the outage', () => watch.enough(killedAt));
@@ -122,7 +125,7 @@ export async function killAndRestart(
   steps.onRestarted?.();
   await waitFor('limiting to resume', () => watch.resumed(restartedAt));
   await sleep(steps.settleMs ?? 100);
-  return { killedAt, restartedAt, upAt };
+  return { killedAt, downAt, restartedAt, upAt };
 }
 
 export interface PauseTimeline {

@@ -1,6 +1,6 @@
 // Tests for the production-like servers of @floodgate/testing: TLS with a generated CA, a password, ACL users, and a Sentinel topology that fails over.
 import { connect } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { startRedis, startRedisSentinel, tlsMaterial, type RedisSentinelHandle, type RedisServer } from './index';
 
 /** What a plain-TCP client hears from a TLS-only port: nothing it can read as RESP (the server waits for a handshake). */

@@ -1,5 +1,5 @@
 // The allow list: client IPs and CIDR ranges a limited route never refuses, parsed once with the same IP parser identity uses.
-import ipaddr from 'ipaddr.js';
+import type ipaddr from 'ipaddr.js';
 import { invalidOption } from '../errors';
 import { parseAddress } from './ip';
 

@@ -1,4 +1,4 @@
-// The Redis clients RedisStore speaks to, recognised by shape (ioredis Redis/Cluster, node-redis client/cluster), each bound to the protocol's one seam.
+// The Redis clients RedisStore speaks to, recognised by shape (ioredis and iovalkey Redis/Cluster, node-redis client/cluster, Valkey GLIDE client/cluster), each bound to the protocol's one seam.
 import type { EvalArgs, SendCommand } from './redis-protocol';
 
 /**
@@ -9,6 +9,8 @@ export interface IoredisClient {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
+  /** Any command (ioredis's `call`): RedisStore reads `CONFIG GET maxmemory*` with it once. */
+  call?(command: string, ...args: (string | number)[]): Promise<unknown>;
   /** ioredis's connection status ('ready', 'reconnecting', 'end', ...). */
   readonly status?: string;
   once?(event: 'ready', listener: () => void): unknown;
@@ -37,13 +39,37 @@ export interface NodeRedisCluster {
   readonly masters: readonly unknown[];
 }
 
+/**
+ * What RedisStore uses of a node-redis `createSentinel()`: commands go to the master its sentinels
+ * name (`isReadonly` false), and it follows a failover by itself.
+ */
+export interface NodeRedisSentinel {
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  readonly isOpen: boolean;
+  readonly isReady: boolean;
+  /** The master it uses now: what tells a sentinel client from a single client by shape. */
+  getMasterNode(): unknown;
+  once?(event: 'ready', listener: () => void): unknown;
+}
+
+/**
+ * What RedisStore uses of a Valkey GLIDE `GlideClient` or `GlideClusterClient` (`@valkey/valkey-glide`):
+ * `customCommand`, which a cluster client routes by the command's key (EVALSHA's first key).
+ */
+export interface GlideClient {
+  customCommand(args: string[], options?: unknown): Promise<unknown>;
+  close(errorMessage?: string): void;
+}
+
 /** Any client RedisStore accepts. Floodgate never connects nor closes it. */
-export type RedisClient = IoredisClient | NodeRedisClient | NodeRedisCluster;
+export type RedisClient = IoredisClient | NodeRedisClient | NodeRedisCluster | NodeRedisSentinel | GlideClient;
 
 /** A client bound to the protocol: how to send, how to delete, whether it can take a command now, and what in its configuration is risky. */
 export interface ClientBinding {
   readonly send: SendCommand;
   readonly del: (key: string) => Promise<unknown>;
+  /** Any other command (its raw reply), or undefined when the client has no way to send one. */
+  readonly command: ((args: string[]) => Promise<unknown>) | undefined;
   /** Undefined when a command can go now (or waits only for the client's first connection), else why it cannot. */
   unavailable(): string | undefined;
   readonly warnings: readonly string[];
@@ -63,15 +89,23 @@ export function isIoredis(value: unknown): value is IoredisClient {
 }
 
 /** node-redis, client or cluster: `sendCommand` and the boolean `isOpen` (ioredis has a `sendCommand` but no `isOpen`). */
-export function isNodeRedis(value: unknown): value is NodeRedisClient | NodeRedisCluster {
+export function isNodeRedis(value: unknown): value is NodeRedisClient | NodeRedisCluster | NodeRedisSentinel {
   return typeof value === 'object' && value !== null && isFunction((value as Shape).sendCommand) && typeof (value as Shape).isOpen === 'boolean';
+}
+
+/** Valkey GLIDE, client or cluster: `customCommand` and `close`, and neither ioredis's `evalsha` nor node-redis's `sendCommand`. */
+export function isGlide(value: unknown): value is GlideClient {
+  return typeof value === 'object' && value !== null && isFunction((value as Shape).customCommand) && isFunction((value as Shape).close) && !isFunction((value as Shape).sendCommand);
 }
 
 /** The binding for a client of a shape RedisStore knows, or undefined. */
 export function bindClient(client: unknown): ClientBinding | undefined {
   if (isIoredis(client)) return ioredisBinding(client);
+  if (isGlide(client)) return glideBinding(client);
   if (!isNodeRedis(client)) return undefined;
-  return 'masters' in client && Array.isArray(client.masters) ? nodeRedisClusterBinding(client) : nodeRedisBinding(client as NodeRedisClient);
+  if ('masters' in client && Array.isArray(client.masters)) return nodeRedisClusterBinding(client);
+  if (isFunction((client as unknown as Shape).getMasterNode)) return nodeRedisSentinelBinding(client as NodeRedisSentinel);
+  return nodeRedisBinding(client as NodeRedisClient);
 }
 
 /** True once the client has been ready: from then on a command goes only on a ready connection. */
@@ -125,6 +159,7 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
   return {
     send: (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args)),
     del: (key) => client.del(key),
+    command: isFunction(client.call) ? (args) => client.call!(args[0], ...args.slice(1)) : undefined,
     unavailable() {
       const status = client.status;
       if (status === undefined || status === 'ready' || (!everReady() && FIRST_CONNECT.has(status))) return undefined;
@@ -149,6 +184,7 @@ function nodeRedisBinding(client: NodeRedisClient): ClientBinding {
   return {
     send: (command, args) => client.sendCommand(commandArgs(command, args)),
     del: (key) => client.sendCommand(['DEL', key]),
+    command: (args) => client.sendCommand(args),
     unavailable: () => nodeRedisUnavailable(client, everReady()),
     warnings: nodeRedisWarnings(client, 'client', (client as { options?: NodeRedisOptions }).options),
     batch: sendNow,
@@ -161,8 +197,52 @@ function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
   return {
     send: (command, args) => cluster.sendCommand(String(args[2]), false, commandArgs(command, args)),
     del: (key) => cluster.sendCommand(key, false, ['DEL', key]),
+    command: (args) => cluster.sendCommand(undefined, true, args),
     unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
     warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
+    batch: sendNow,
+  };
+}
+
+/**
+ * GLIDE puts the server's error after a preamble of its own ('An error was signalled by the server:
+ * - NoScriptError: No matching script...'): the protocol's NOSCRIPT path needs the server's word
+ * first, as the other clients give it. Other errors keep their message (their kinds are found
+ * anywhere in it).
+ */
+function glideError(error: unknown): never {
+  if (error instanceof Error && /NoScriptError/.test(error.message) && !error.message.startsWith('NOSCRIPT')) {
+    throw Object.assign(new Error(`NOSCRIPT ${error.message}`), { cause: error });
+  }
+  throw error;
+}
+
+/**
+ * Valkey GLIDE: every command through `customCommand` (a cluster client routes EVALSHA and EVAL by
+ * their first key, DEL by its key). GLIDE reconnects by itself and bounds each request with its own
+ * `requestTimeout`; it has no public connection state, so nothing is refused up front: a call to a
+ * lost connection fails within the store's deadline.
+ */
+function glideBinding(client: GlideClient): ClientBinding {
+  return {
+    send: (command, args) => client.customCommand(commandArgs(command, args)).catch(glideError),
+    del: (key) => client.customCommand(['DEL', key]),
+    command: (args) => client.customCommand(args),
+    unavailable: () => undefined,
+    warnings: [],
+    batch: sendNow,
+  };
+}
+
+/** node-redis sentinel: every command to the master (`isReadonly` false); after a failover it moves to the new one itself. */
+function nodeRedisSentinelBinding(sentinel: NodeRedisSentinel): ClientBinding {
+  const everReady = readiness(sentinel.isReady, sentinel);
+  return {
+    send: (command, args) => sentinel.sendCommand(false, commandArgs(command, args)),
+    del: (key) => sentinel.sendCommand(false, ['DEL', key]),
+    command: (args) => sentinel.sendCommand(false, args),
+    unavailable: () => nodeRedisUnavailable(sentinel, everReady()),
+    warnings: nodeRedisWarnings(sentinel, 'sentinel', undefined),
     batch: sendNow,
   };
 }
@@ -178,7 +258,7 @@ interface NodeRedisOptions {
 }
 
 /** What in a node-redis client's own setup turns an outage into a crash or a store that never recovers. */
-function nodeRedisWarnings(client: object, kind: 'client' | 'cluster', options: NodeRedisOptions | undefined): string[] {
+function nodeRedisWarnings(client: object, kind: 'client' | 'cluster' | 'sentinel', options: NodeRedisOptions | undefined): string[] {
   const warnings: string[] = [];
   const listeners = (client as { listenerCount?(event: string): number }).listenerCount?.('error');
   if (listeners === 0) {

@@ -1,10 +1,12 @@
-// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis or node-redis client or cluster (coalescing, deadlines).
+// RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis, iovalkey, node-redis or Valkey GLIDE client or cluster (coalescing, deadlines, refusals named).
 import { FloodgateError, invalidOption } from '../errors';
+import { storeErrorKind } from '../metrics';
+import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
-import { checkOptionNames, clockOption, optionNames, refundAt } from '../validate';
-import { withDeadline } from '../deadline';
+import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
+import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
-import { encodeCall, parseReply, runScript } from './redis-protocol';
+import { encodeCall, parseReply, runScript, type ScriptCall } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface RedisStoreOptions {
@@ -17,8 +19,13 @@ export interface RedisStoreOptions {
    *   first. node-redis rejects commands in flight when a connection drops (no resend), and
    *   Floodgate sends nothing while it reconnects, so its offline queue never holds a decision.
    *   Keep the default `reconnectStrategy` (Floodgate warns on `false`).
+   * - node-redis `createSentinel()`: as createClient(); commands go to the master.
+   * - iovalkey (the ioredis fork for Valkey): as ioredis.
+   * - Valkey GLIDE `GlideClient.createClient()` or `GlideClusterClient.createClient()`: already
+   *   connected when created; keep its `requestTimeout` at or above `timeoutMs`.
    * Give the client an 'error' listener: ioredis prints unhandled connection errors, and node-redis
    * without one ends the process (Floodgate warns at construction).
+   * Production setups (TLS, ACL users, Sentinel, Cluster): docs/production-redis.md.
    */
   client: RedisClient;
   /**
@@ -48,12 +55,33 @@ export interface RedisStoreOptions {
    * - false: one script call per request.
    */
   coalesce?: CoalesceMode;
+  /**
+   * Most script calls this store keeps in flight on Redis at once (sent, not yet answered, late
+   * answers included: a call that timed out still occupies Redis until it runs). One more call
+   * waits in this process, never on Redis, for one of them to end; if none ends before its deadline
+   * it is never sent, fails with FG_STORE_OVERLOADED, and the limiter decides it locally with this
+   * instance's share of the limit, within the deadline (docs/failure-modes.md#bounded-load). So a
+   * flood never builds a queue on Redis past the deadline, nor admits without limit. Requests that
+   * share a coalesced call count once. A whole number from 1. Default 256.
+   */
+  maxInFlight?: number;
 }
 
-const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce']);
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce', 'maxInFlight']);
 
 /** See `RedisStoreOptions.coalesce`. */
 export type CoalesceMode = 'turn' | 'in-flight' | false;
+
+const first = (results: StoreResult[]): StoreResult => results[0];
+
+/** A script call waiting for a free place among the `maxInFlight`. */
+interface Queued {
+  call: ScriptCall;
+  /** performance.now() at its deadline. */
+  until: number;
+  resolve(results: Promise<StoreResult[]>): void;
+  reject(error: unknown): void;
+}
 
 interface Waiter {
   request: StoreRequest;
@@ -66,29 +94,82 @@ interface Waiter {
 /** Most requests sent in one coalesced call; the rest go in the next one. */
 const MAX_BATCH = 64;
 
-// Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
-// only with refunds of the same subject, each applied on its own with its own `at` (exact).
-const limitIds = new WeakMap<object, number>();
-let nextLimitId = 0;
-function batchKey(request: StoreRequest, now: number | undefined): string {
-  let id = limitIds.get(request.limits);
-  if (id === undefined) limitIds.set(request.limits, (id = nextLimitId++));
-  const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
-  // With a test clock, only requests made at the same test time share a call (one clock per call).
-  return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
-}
-
-/** Who wants to hear that a client is ready again (RedisStore.onReady), by client. */
-const readyListeners = new WeakMap<object, Set<() => void>>();
+/** Default `maxInFlight`: see docs/failure-modes.md#bounded-load. */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
-const CLIENTS = 'an ioredis Redis or Cluster, or a node-redis createClient() or createCluster() client';
+const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient';
+
+/**
+ * maxmemory-policy values under which Redis deletes keys when full. Floodgate's keys all carry a TTL,
+ * so the volatile-* policies evict them as readily as allkeys-*: a deleted counter is a fresh budget.
+ */
+const EVICTING = /^(allkeys|volatile)-(lru|lfu|random)$|^volatile-ttl$/;
+
+/** CONFIG GET's reply as name -> value, whatever shape the client gives it (flat array, object, Map, GLIDE's [{ key, value }]). */
+function configPairs(reply: unknown): Map<string, string> {
+  const pairs = new Map<string, string>();
+  if (reply instanceof Map) for (const [k, v] of reply) pairs.set(String(k), String(v));
+  else if (Array.isArray(reply)) {
+    if (reply.every((e) => e !== null && typeof e === 'object' && 'key' in e && 'value' in e)) {
+      for (const e of reply as { key: unknown; value: unknown }[]) pairs.set(String(e.key), String(e.value));
+    } else for (let i = 0; i + 1 < reply.length; i += 2) pairs.set(String(reply[i]), String(reply[i + 1]));
+  } else if (reply !== null && typeof reply === 'object') for (const [k, v] of Object.entries(reply)) pairs.set(k, String(v));
+  return pairs;
+}
+
+/** What a Redis refusal means and what fixes it, by kind; the prefix comes from the call's first key. */
+const REFUSALS = {
+  noperm: {
+    code: 'FG_STORE_NOPERM',
+    explain: (prefix: string) =>
+      `the Redis user's ACL does not allow a command or key Floodgate's scripts use (Redis 7 checks every command a script runs). ` +
+      `Grant it exactly the least-privilege rule: ACL SETUSER <user> ${aclRule({ prefix })} ` +
+      `(aclRule({ prefix: '${prefix}' }) from @floodgate/core prints it; docs/production-redis.md#acl)`,
+  },
+  oom: {
+    code: 'FG_STORE_OOM',
+    explain: () =>
+      'Redis reached maxmemory and refuses writes (maxmemory-policy noeviction); nothing was counted. ' +
+      'Raise maxmemory or give rate-limit state a Redis of its own; do not switch to an evicting policy, ' +
+      'which deletes counters and hands callers a fresh budget (docs/production-redis.md#memory-policy)',
+  },
+  readonly: {
+    code: 'FG_STORE_READONLY',
+    explain: () =>
+      'the connection reached a read-only replica, typically a master demoted by a failover while the client stayed connected to it. ' +
+      'Connect through Sentinel or the Cluster client so writes follow the master, and have the client reconnect on READONLY ' +
+      "(ioredis: reconnectOnError: (e) => e.message.startsWith('READONLY')) (docs/production-redis.md#sentinel)",
+  },
+} as const;
+
+/** A Redis refusal as a FloodgateError whose message names the fix; any other error as it is. */
+function explainRefusal(error: unknown, keys: readonly string[]): never {
+  const kind = storeErrorKind(error);
+  if (kind === 'noperm' || kind === 'oom' || kind === 'readonly') {
+    const refusal = REFUSALS[kind];
+    const said = error instanceof Error ? error.message : String(error);
+    const prefix = keys[0]?.slice(0, Math.max(0, keys[0].indexOf(':'))) || 'fg';
+    throw Object.assign(new FloodgateError(refusal.code, `Redis refused the script (${said.trim()}): ${refusal.explain(prefix)}.`), { cause: error });
+  }
+  throw error;
+}
 
 export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
+  /** Configuration risks: the client's (found at construction), then Redis's own (an evicting maxmemory-policy, found after the first answer). */
   readonly warnings: readonly string[];
+  /**
+   * What `CONFIG GET maxmemory*` said, read once after the first answer: the policy and the limit
+   * in bytes (0: none), or why it could not be read (CONFIG forbidden by the ACL, renamed, as on
+   * managed services). Undefined until then.
+   */
+  memoryPolicy: { readonly policy: string; readonly maxmemory: number; readonly evicts: boolean } | { readonly unknown: string } | undefined;
+  private readonly warningList: string[];
+  private readonly warningListeners = new Set<(warning: string) => void>();
+  private memoryChecked = false;
   /** The client bound to the protocol's one seam (stores/redis-protocol.ts). */
   private readonly client: ClientBinding;
   /** The app's client itself, for its public 'ready' event (ioredis and node-redis both emit it). */
@@ -100,6 +181,14 @@ export class RedisStore implements Store {
   /** 'turn': this turn's requests by subject, sent together when the turn ends. */
   private turn = new Map<string, Waiter[]>();
   private turnScheduled = false;
+  /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
+  private readonly limitIds = new WeakMap<object, number>();
+  private nextLimitId = 0;
+  /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
+  private inFlight = 0;
+  private readonly waiting: Queued[] = [];
+  private waitTimer: NodeJS.Timeout | undefined;
+  readonly maxInFlight: number;
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
   readonly scriptStats = { calls: 0, requests: 0 };
 
@@ -119,20 +208,69 @@ export class RedisStore implements Store {
       invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }
     this.coalesce = options.coalesce ?? 'turn';
-    this.warnings = client.warnings;
+    this.maxInFlight = wholeNumber('maxInFlight', options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
+    this.warningList = [...client.warnings];
+    this.warnings = this.warningList;
   }
 
-  onReady(listener: () => void): void {
-    const client = this.raw;
-    if (typeof client.on !== 'function') return;
-    let listeners = readyListeners.get(client);
-    if (!listeners) {
-      // One 'ready' listener per client, however many stores and breakers use it.
-      readyListeners.set(client, (listeners = new Set()));
-      const all = listeners;
-      client.on('ready', () => all.forEach((l) => l()));
+  /** Calls `listener` with each warning found after construction (the limiter logs it once). */
+  onWarning(listener: (warning: string) => void): void {
+    this.warningListeners.add(listener);
+  }
+
+  /**
+   * Once, after the first answer: does this Redis evict keys when full? Off the request path and
+   * never failing one: a Redis that forbids or renames CONFIG (ACL users, managed services) is
+   * tolerated and the check is skipped.
+   */
+  private checkMemoryPolicy(): void {
+    if (this.memoryChecked) return;
+    this.memoryChecked = true;
+    const command = this.client.command;
+    if (!command) {
+      this.memoryPolicy = { unknown: 'the client has no way to send CONFIG GET' };
+      return;
     }
-    listeners.add(listener);
+    withDeadline(command(['CONFIG', 'GET', 'maxmemory*']), 5_000, 'Redis CONFIG GET').then(
+      (reply) => {
+        const pairs = configPairs(reply);
+        const policy = pairs.get('maxmemory-policy');
+        if (policy === undefined) {
+          this.memoryPolicy = { unknown: 'CONFIG GET returned no maxmemory-policy' };
+          return;
+        }
+        const maxmemory = Number(pairs.get('maxmemory') ?? 0);
+        // Without a maxmemory (0, the default on 64-bit systems) Redis never evicts, whatever the policy.
+        const evicts = EVICTING.test(policy) && maxmemory > 0;
+        this.memoryPolicy = { policy, maxmemory, evicts };
+        if (evicts) {
+          this.warn(
+            `RedisStore: Redis's maxmemory-policy is '${policy}' (maxmemory ${maxmemory} bytes): when Redis is full it deletes keys, ` +
+              "Floodgate's counters among them, and a caller whose counter was deleted gets a fresh budget. Set " +
+              "maxmemory-policy to 'noeviction' on the Redis that holds rate-limit state (writes then fail with OOM, " +
+              'which the failure policy answers), or give it a Redis of its own (see docs/production-redis.md#memory-policy).',
+          );
+        }
+      },
+      (error: unknown) => {
+        this.memoryPolicy = { unknown: error instanceof Error ? error.message : String(error) };
+      },
+    );
+  }
+
+  private warn(warning: string): void {
+    this.warningList.push(warning);
+    for (const listener of this.warningListeners) listener(warning);
+  }
+
+  /** The app's client: stores on one client share its 'ready' listener (failure/store-runtime.ts). */
+  get connection(): object {
+    return this.raw;
+  }
+
+  /** The client's own 'ready' event; Floodgate listens once per client (failure/store-runtime.ts). */
+  onReady(listener: () => void): void {
+    if (typeof this.raw.on === 'function') this.raw.on('ready', listener);
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
@@ -145,8 +283,12 @@ export class RedisStore implements Store {
     }
     // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
-    if (this.coalesce === false) return this.send([request], now).then((results) => results[0]);
-    const key = batchKey(request, now);
+    if (this.coalesce === false) {
+      return this.send([request], now).then(first, (error: unknown) => {
+        throw error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part(first) : error;
+      });
+    }
+    const key = this.batchKey(request, now);
     if (this.coalesce === 'turn') {
       return new Promise((resolve, reject) => {
         const waiter = { request, now, resolve, reject };
@@ -163,6 +305,16 @@ export class RedisStore implements Store {
     if (queued) return new Promise((resolve, reject) => queued.push({ request, now, resolve, reject }));
     this.batches.set(key, []);
     return new Promise((resolve, reject) => this.dispatch(key, [{ request, now, resolve, reject }]));
+  }
+
+  // Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
+  // only with refunds of the same subject, each applied on its own with its own `at` (exact).
+  private batchKey(request: StoreRequest, now: number | undefined): string {
+    let id = this.limitIds.get(request.limits);
+    if (id === undefined) this.limitIds.set(request.limits, (id = this.nextLimitId++));
+    const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
+    // With a test clock, only requests made at the same test time share a call (one clock per call).
+    return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
   }
 
   /**
@@ -192,7 +344,9 @@ export class RedisStore implements Store {
         for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
       },
       (error: unknown) => {
-        for (const w of batch) w.reject(error);
+        // A timed-out call may still be answered: each waiter's timeout carries its own late result.
+        if (error instanceof StoreTimeout) batch.forEach((w, i) => w.reject((error as StoreTimeout<StoreResult[]>).part((results) => results[i])));
+        else for (const w of batch) w.reject(error);
         throw error;
       },
     );
@@ -216,26 +370,87 @@ export class RedisStore implements Store {
         // them to a store that just failed (the failure policy answers them at once).
         const queued = this.batches.get(key);
         this.batches.delete(key);
-        if (queued) for (const w of queued) w.reject(error);
+        // Never sent, so never answered late: a timeout reaches them without a late answer.
+        const unsent = error instanceof StoreTimeout ? new FloodgateError('FG_STORE_TIMEOUT', `${error.what}: not sent, the call ahead of it did not answer within ${error.timeoutMs} ms.`) : error;
+        if (queued) for (const w of queued) w.reject(unsent);
       },
     );
   }
 
-  /** One script call for requests on the same keys and limits; one result per request, in order. */
-  private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
-    const call = encodeCall(requests, now);
+  /**
+   * One script call for requests on the same keys and limits; one result per request, in order.
+   * With `maxInFlight` calls in flight it waits here (never on Redis) for one of them to end, within
+   * its deadline; a call still waiting at its deadline is never sent and fails FG_STORE_OVERLOADED.
+   * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
+   * answers after all; it counts as in flight until Redis answers or the call fails.
+   */
+  private send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
+    let call: ScriptCall;
+    try {
+      call = encodeCall(requests, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     this.scriptStats.calls++;
     this.scriptStats.requests += requests.length;
+    if (this.inFlight < this.maxInFlight) return this.start(call, this.timeoutMs);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ call, until: performance.now() + this.timeoutMs, resolve, reject });
+      if (this.waiting.length === 1) this.armWaitTimer();
+    });
+  }
+
+  /** Sends one call now, bounded by what is left of its deadline. */
+  private start(call: ScriptCall, budgetMs: number): Promise<StoreResult[]> {
+    this.inFlight++;
     const deadline = { expired: false };
-    const reply = await withDeadline(
-      runScript(this.client.send, call, () => deadline.expired),
-      this.timeoutMs,
-      'Redis',
-      () => {
-        deadline.expired = true;
+    const answered = runScript(this.client.send, call, () => deadline.expired).then(
+      (reply) => {
+        if (!this.memoryChecked) this.checkMemoryPolicy();
+        return parseReply(reply, call);
       },
+      (error: unknown) => explainRefusal(error, call.keys),
     );
-    return parseReply(reply, call);
+    answered.then(this.callEnded, this.callEnded);
+    return withDeadline(answered, budgetMs, 'Redis', () => {
+      deadline.expired = true;
+    });
+  }
+
+  /** A call left Redis (answered or failed): the first waiting call that still has time goes. */
+  private readonly callEnded = (): void => {
+    this.inFlight--;
+    const now = performance.now();
+    while (this.inFlight < this.maxInFlight && this.waiting.length > 0) {
+      const next = this.waiting.shift()!;
+      if (next.until > now) next.resolve(this.start(next.call, next.until - now));
+      else next.reject(this.overloaded());
+    }
+    if (this.waiting.length === 0 && this.waitTimer) {
+      clearTimeout(this.waitTimer);
+      this.waitTimer = undefined;
+    }
+  };
+
+  /** One timer for the waiting calls (their deadlines come in order): each fails at its own. */
+  private armWaitTimer(): void {
+    if (this.waitTimer) clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
+    const head = this.waiting[0];
+    if (!head) return;
+    this.waitTimer = setTimeout(() => {
+      this.waitTimer = undefined;
+      const now = performance.now();
+      while (this.waiting.length > 0 && this.waiting[0].until <= now) this.waiting.shift()!.reject(this.overloaded());
+      this.armWaitTimer();
+    }, Math.max(0, head.until - performance.now()));
+  }
+
+  private overloaded(): FloodgateError {
+    return new FloodgateError(
+      'FG_STORE_OVERLOADED',
+      `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight (maxInFlight) and was not sent.`,
+    );
   }
 
   async reset(keys: readonly string[]): Promise<void> {

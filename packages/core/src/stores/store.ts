@@ -60,11 +60,22 @@ export interface Store {
   /** Configuration risks found at construction (e.g. a client that resends commands); the limiter logs them once. */
   readonly warnings?: readonly string[];
   /**
+   * Calls `listener` with each configuration risk found later (RedisStore: an evicting
+   * maxmemory-policy, read after the first answer); the limiter logs each once. Optional.
+   */
+  onWarning?(listener: (warning: string) => void): void;
+  /**
    * Calls `listener` each time the store's connection becomes ready again (RedisStore: the client's
    * 'ready' event). The circuit breaker then probes at once instead of waiting out its cool-down.
    * Optional: without it, the breaker probes on its timer only.
    */
   onReady?(listener: () => void): void;
+  /**
+   * The connection this store's calls travel on, when other stores may share it (RedisStore: the
+   * client). Stores on one connection share one `onReady` listener (the first store's) and what
+   * Floodgate learns of the connection's health. Optional: unset, the store is its own connection.
+   */
+  readonly connection?: object;
   /** Script calls sent and the requests they carried (RedisStore: requests / calls is the coalescing batch size). Optional. */
   readonly scriptStats?: { readonly calls: number; readonly requests: number };
   /** Resolves with the store's decision; rejects only when the store itself failed. */

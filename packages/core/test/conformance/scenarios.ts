@@ -23,6 +23,11 @@ export interface Scenario {
 export interface ConformanceOptions {
   /** Key prefix of this run; every key written starts with `${prefix}-` (SCAN it after). Default: random. */
   prefix?: string;
+  /**
+   * Every limiter under this one prefix instead (for a Redis user whose ACL allows only `<prefix>:*`),
+   * with `clear` (deleting the prefix's keys) run before each scenario to keep scenarios apart.
+   */
+  sharedPrefix?: { readonly prefix: string; clear(): Promise<void> };
 }
 
 /**
@@ -42,12 +47,14 @@ export function describeConformance(
       it(scenario.name, async () => {
         const clock = new FakeClock();
         const store = await makeStore(clock.now);
+        const shared = options.sharedPrefix;
+        await shared?.clear();
         let limiters = 0;
         await scenario.run({
           clock,
           store,
           limiter: (o) =>
-            createLimiter({ ...o, store, prefix: `${prefix}-${n}-${limiters++}`, blockCacheSize: 0, failMode: 'closed' }),
+            createLimiter({ ...o, store, prefix: shared ? shared.prefix : `${prefix}-${n}-${limiters++}`, blockCacheSize: 0, failMode: 'closed' }),
         });
       });
     });

@@ -1,5 +1,7 @@
 // One process of the race test: on 'go', fires N requests at once on one shared subject, says when all are sent, and reports how many were admitted.
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
+import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
 import { createLimiter, RedisStore, type AlgorithmName, type CoalesceMode, type Limiter, type LimitOptions, type RedisClient } from '../../src';
 
@@ -25,7 +27,8 @@ export interface RaceGo {
   subject: string;
   naiveKey: string;
 }
-export type RaceClient = 'ioredis' | 'node-redis';
+/** 'iovalkey' and 'glide' (Valkey GLIDE) race in valkey-clients.test.ts and cluster-race.test.ts. */
+export type RaceClient = 'ioredis' | 'node-redis' | 'iovalkey' | 'glide';
 export const RACE_CLIENTS: readonly RaceClient[] = ['ioredis', 'node-redis'];
 export type RaceCoalesce = Extract<CoalesceMode, false | 'turn'>;
 /** The modes a child has limiters for; each writes under its own prefix, `${prefix}-${mode}`. */
@@ -90,6 +93,22 @@ async function onSetup(message: RaceSetup): Promise<void> {
     await nodeRedis.connect();
     client = nodeRedis as unknown as typeof client;
     closeClient = () => void (nodeRedis.isOpen && nodeRedis.destroy());
+  } else if (message.client === 'glide') {
+    const addresses = message.cluster ?? [{ host: '127.0.0.1', port: message.port }];
+    const glide = message.cluster
+      ? await GlideClusterClient.createClient({ addresses, requestTimeout: 20_000 })
+      : await GlideClient.createClient({ addresses, requestTimeout: 20_000 });
+    // GLIDE spells the control's commands alike (get, incr).
+    client = glide as unknown as typeof client;
+    closeClient = () => glide.close();
+  } else if (message.client === 'iovalkey') {
+    const valkey = message.cluster
+      ? new ValkeyCluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
+      : new Valkey({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
+    valkey.on('error', () => undefined);
+    await valkey.ping();
+    client = valkey as unknown as typeof client;
+    closeClient = () => valkey.disconnect();
   } else {
     const ioredis = message.cluster
       ? new Cluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })

@@ -20,15 +20,43 @@ export interface ConnectedClient {
 /** Logs nothing: tests provoke connection errors on purpose, and node-redis without a listener ends the process. */
 const quiet = (): void => {};
 
-/** A connected client of this kind; the ioredis ones do not resend after a reconnect (what the docs ask). */
-export async function connectClient(kind: ClientKind, server: RedisServer): Promise<ConnectedClient> {
+/** Who the client logs in as: default, the server's own password (if any); or an ACL user. */
+export interface ClientAuth {
+  readonly username: string;
+  readonly password: string;
+}
+
+/**
+ * A connected client of this kind; the ioredis ones do not resend after a reconnect (what the docs
+ * ask). Over TLS trusting the test CA when the server has TLS; as `auth` when given, else with the
+ * default user's password when the server has one.
+ */
+export async function connectClient(kind: ClientKind, server: RedisServer, auth?: ClientAuth): Promise<ConnectedClient> {
+  const login = auth ?? (server.password !== undefined ? { username: 'default', password: server.password } : undefined);
   if (kind === 'node-redis') {
-    const client = createClient({ url: server.url, socket: { reconnectStrategy: (retries: number) => Math.min(retries * 50, 500) } });
+    const client = createClient({
+      url: server.url,
+      ...(login ?? {}),
+      socket: {
+        reconnectStrategy: (retries: number) => Math.min(retries * 50, 500),
+        ...(server.tls ? { tls: true as const, ca: server.tls.ca } : {}),
+      },
+    });
     client.on('error', quiet);
     await client.connect();
     return { client, close: async () => void (client.isOpen && client.destroy()) };
   }
-  const options = { host: server.host, port: server.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1, retryStrategy: (times: number) => Math.min(times * 50, 500) };
+  const options = {
+    host: server.host,
+    port: server.port,
+    autoResendUnfulfilledCommands: false,
+    maxRetriesPerRequest: 1,
+    retryStrategy: (times: number) => Math.min(times * 50, 500),
+    ...(server.tls ? { tls: { ca: server.tls.ca } } : {}),
+    ...(login ?? {}),
+    // A least-privileged user may not run INFO, which the ready check sends (ioredis would warn and skip it).
+    ...(auth ? { enableReadyCheck: false } : {}),
+  };
   const client = kind === 'ioredis 5' ? new Ioredis5(options) : new Ioredis6(options);
   client.on('error', quiet);
   await client.ping();

@@ -1,0 +1,48 @@
+// The least-privilege Redis ACL rule for Floodgate's scripts, derived from the commands the Lua files run (generated with them, so it cannot drift).
+import { LUA_COMMANDS } from '../lua/scripts.generated';
+import { invalidOption } from '../errors';
+import { checkOptionNames, keyPrefix, optionNames } from '../validate';
+
+export interface AclRuleOptions {
+  /**
+   * The limiters' key prefix (their `prefix` option), or several: the user may touch only keys under
+   * `<prefix>:`. Default 'fg', the limiters' default.
+   */
+  prefix?: string | readonly string[];
+}
+
+const ACL_RULE_OPTION_NAMES = optionNames<AclRuleOptions>()(['prefix']);
+
+/**
+ * What RedisStore sends itself, outside the scripts: EVALSHA, EVAL once after NOSCRIPT (which also
+ * loads the script), DEL for `limiter.reset()`, and PING, which clients and health checks send.
+ */
+const CLIENT_COMMANDS = ['evalsha', 'eval', 'del', 'ping'] as const;
+
+/**
+ * Every command a script may run, whichever algorithms a limiter uses: Redis 7 checks each
+ * redis.call against the caller's ACL, so a rule allowing only EVALSHA fails every decision.
+ */
+export const SCRIPT_COMMANDS: readonly string[] = [...new Set(Object.values(LUA_COMMANDS).flat())].sort();
+
+/**
+ * The ACL rule a Redis user needs for Floodgate and nothing more: keys under the prefix only, no
+ * pub/sub channel, no command but the scripts' and RedisStore's own. Use it as
+ * `ACL SETUSER <name> on ><password> <rule>` (or a `user` line of an ACL file).
+ *
+ *     aclRule({ prefix: 'fg' })
+ *     // 'resetkeys ~fg:* resetchannels -@all +del +eval +evalsha +get +hmget +hset +pexpire +ping +set +time +zadd ...'
+ *
+ * It leaves out CONFIG GET, which RedisStore uses once to read `maxmemory-policy` (without it the
+ * eviction check is skipped), and INFO, which ioredis's ready check sends (ioredis then warns and
+ * skips the check; `enableReadyCheck: false` silences it). See docs/production-redis.md#acl.
+ */
+export function aclRule(options: AclRuleOptions = {}): string {
+  if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('aclRule', options, 'an options object { prefix }');
+  checkOptionNames('aclRule options', options, ACL_RULE_OPTION_NAMES);
+  const given = options.prefix ?? 'fg';
+  const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
+  const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].map((p) => `~${p}:*`);
+  const commands = [...new Set([...CLIENT_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
+  return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');
+}
