@@ -14,6 +14,7 @@ export type FloodgateErrorCode =
   | 'FG_INVALID_AT'
   | 'FG_STORE_TIMEOUT'
   | 'FG_STORE_UNAVAILABLE'
+  | 'FG_STORE_OVERLOADED'
   | 'FG_STORE_REPLY'
   | 'FG_STORE_NOPERM'
   | 'FG_STORE_OOM'

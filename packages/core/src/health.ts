@@ -1,7 +1,7 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
 import type { SheddingStats } from './shedding/load-shedder';
-import type { BreakerState, CircuitBreaker } from './failure/breaker';
-import { STORE_ERROR_KINDS, storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
+import type { BreakerState } from './failure/breaker';
+import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
 /** One shared store as the limiters see it. */
 export interface StoreHealth {
@@ -20,6 +20,12 @@ export interface StoreHealth {
   readonly lastError: { readonly kind: StoreErrorKind; readonly message: string; readonly at: string } | null;
   /** Wall-clock time of the last answer from the store (ISO 8601); null if none yet. */
   readonly lastSuccessAt: string | null;
+  /** Answers that came after their deadline: the store was slow, not gone (docs/failure-modes.md#slow-is-not-down). */
+  readonly lateAnswers: number;
+  /** Timeouts while the store was still answering: not counted against the breaker. */
+  readonly slowTimeouts: number;
+  /** Requests decided locally because the store had `maxInFlight` calls in flight. */
+  readonly shed: number;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
   /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
@@ -54,19 +60,6 @@ export interface HealthSource {
   readonly warnings?: readonly string[];
 }
 
-const monitors = new WeakMap<CircuitBreaker, StoreMonitor>();
-
-/** The monitor of this breaker's store, made once: every limiter on one breaker shares it. */
-export function monitorFor(breaker: CircuitBreaker, store: string): StoreMonitor {
-  let monitor = monitors.get(breaker);
-  if (!monitor) {
-    const errors = Object.fromEntries(STORE_ERROR_KINDS.map((kind) => [kind, 0])) as Record<StoreErrorKind, number>;
-    monitor = { store, breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined };
-    monitors.set(breaker, monitor);
-  }
-  return monitor;
-}
-
 /** Records one failed store call on its monitor; returns its kind. */
 export function recordFailure(monitor: StoreMonitor, error: unknown): StoreErrorKind {
   const kind = storeErrorKind(error);
@@ -97,6 +90,9 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
         errors: { ...m.errors },
         lastError: m.lastError ? { kind: m.lastError.kind, message: m.lastError.message, at: iso(m.lastError.at)! } : null,
         lastSuccessAt: iso(m.lastSuccessAt),
+        lateAnswers: m.lateAnswers,
+        slowTimeouts: m.slowTimeouts,
+        shed: m.shed,
         ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
         ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
       });

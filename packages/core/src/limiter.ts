@@ -2,20 +2,16 @@
 import { isThenable } from './maybe-promise';
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from './decision';
-import { breakerFor, type Admission, type CircuitBreaker } from './failure/breaker';
-import { createFallback, reportTransitions, type FailMode } from './failure/policy';
-import { withDeadline } from './deadline';
+import { linkStore, type StoreLink } from './failure/store-link';
+import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
 import { subjectKey } from './keys';
 import { NestedMemo } from './memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
-import { FloodgateError } from './errors';
-import type { Store, StoreLockout, StoreRequest, StoreResult } from './stores/store';
-import { HotKeyStore, withHotKeys } from './hot-keys/hot-key-store';
-import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
+import type { ResolvedLimit } from './limit';
+import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
 import { isCost, refundAt, requestCost } from './validate';
-import { healthOf, monitorFor, recordFailure, type Health, type HealthSource } from './health';
-import { ATTR, DecisionTally, metricsFor, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind, type StoreMonitor } from './metrics';
-import type { Attributes } from '@opentelemetry/api';
+import { healthOf, type Health, type HealthSource } from './health';
+import { DecisionTally, metricsFor } from './metrics';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -32,10 +28,6 @@ interface SubjectKeys {
   readonly keys: readonly string[];
   readonly lock: StoreLockout | undefined;
 }
-// Stores whose configuration warnings were already logged, and those whose later warnings a logger hears.
-const warned = new WeakSet<object>();
-const warnedLater = new WeakSet<object>();
-
 export interface ConsumeOptions {
   /** Units this request draws; a whole number from 0. Default 1. */
   cost?: number;
@@ -99,88 +91,109 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
-  const { prefix, blockCacheSize, lockout, concurrency } = resolved;
-  // The in-flight limit is the last limit: decided with the rate limits in one atomic store call.
-  const limits = concurrency ? [...resolved.limits, concurrency] : resolved.limits;
-  const maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
-  const storeLimits = limits.map((l) => l.store);
-  const clock = resolved.clock ?? monotonic;
-  const blocks = blockCacheSize > 0 ? new BlockCache<Decision>(blockCacheSize, clock) : undefined;
+  const engine = new Engine(resolved);
+  const { prefix } = resolved;
+  const maxCost = engine.maxCost;
+  return {
+    options: resolved,
+    consume: (subject, opts = {}) => engine.promised(subject, opts, 'consume'),
+    consumeNow: (subject, opts = {}) => engine.decide(subject, opts, 'consume'),
+    peek: (subject, opts = {}) => engine.promised(subject, opts, 'peek'),
+    blocked(subject, opts = {}) {
+      const cost = opts.cost ?? 1;
+      // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
+      if (!engine.blocks || !isCost(cost) || cost > maxCost) return undefined;
+      const scope = opts.scope ?? '';
+      const hit = engine.fromBlock(subjectKey(prefix, scope, String(subject)), cost);
+      return hit && engine.counted(hit, scope);
+    },
+    isBlocked(subject, { cost, scope }) {
+      if (!engine.blocks || !isCost(cost) || cost > maxCost) return false;
+      return engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost) !== undefined;
+    },
+    healthSource: engine.healthSource,
+    health: () => healthOf([engine.healthSource]),
+    async refund(subject, opts = {} as RefundOptions) {
+      const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
+      const at = refundAt(opts.at);
+      const { base, keys } = engine.keysOf(subject, opts.scope ?? '');
+      // Room may have come back: the next consume asks the store.
+      engine.blocks?.delete(base);
+      // Through the breaker and the deadline like every call; a failure keeps the unit charged (the safe side).
+      try {
+        await engine.link.evaluate({ keys, limits: engine.storeLimits, cost, mode: 'refund', at });
+      } catch {
+        return false;
+      }
+      return true;
+    },
+    async reset(subject, opts = {}) {
+      const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
+      engine.blocks?.delete(base);
+      await engine.link.reset(lock ? [...keys, lock.key] : keys);
+    },
+  };
+}
 
-  // Failure policy: every store call is bounded, passes the store's circuit breaker, and a failure
-  // or a skipped call becomes the failure mode's degraded decision, never a rejection. The breaker
-  // belongs to the shared store (not a per-limiter wrapper), so every route sees one outage.
-  const { failure } = resolved;
-  const shared = resolved.store;
-  const breaker = breakerFor(shared, failure.breaker, clock);
-  reportTransitions(breaker, shared.name, failure.logger, failure.onStoreError, failure.failMode);
-  const fallback = createFallback(limits, failure, breaker);
-  // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
-  const meter = metricsFor(resolved.meterProvider);
-  const monitor = monitorFor(breaker, shared.name);
-  meter.stores.add(monitor);
-  countTransitions(breaker, meter, shared.name);
-  const tally = new DecisionTally(shared.name);
-  meter.tallies.add(tally);
-  const blockStats = blocks && { store: shared.name, get hits() { return blocks.hits; } };
-  if (blockStats) meter.blockCaches.add(blockStats);
-  if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: { calls: number; requests: number } });
-  // Hot-key mode sits above the breaker and the deadline: every lease draw passes the breaker and is
-  // bounded, and the waiters of a failed draw get the failure mode's answer, not draws of their own.
-  const book = callBookkeeping(shared.name, breaker, failure.failMode, monitor, meter);
-  const store = withHotKeys(guarded(shared, failure.timeoutMs, book), resolved.hotKeys);
-  const hotKeys = store instanceof HotKeyStore ? store : undefined;
-  if (hotKeys) meter.hotKeys.add(hotKeys);
-  const leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
-  const leaseIndex = limits.length - 1;
-  const healthSource: HealthSource = { monitor, tally, blockCache: blockStats, hotKeys, scriptStats: shared.scriptStats, warnings: shared.warnings };
-  if (shared.warnings?.length && !warned.has(shared)) {
-    warned.add(shared);
-    for (const warning of shared.warnings) failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name });
-  }
-  if (shared.onWarning && !warnedLater.has(shared)) {
-    warnedLater.add(shared);
-    shared.onWarning((warning) => failure.logger.warn(`[floodgate] ${warning}`, { store: shared.name }));
-  }
-
-  // A store that decides synchronously (MemoryStore, no hot-key mode) is asked without a promise.
-  const syncStore = hotKeys === undefined && typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined
-    ? guardedSync(shared as Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book)
-    : undefined;
-
-  /** The store's answer as a Decision: `at` only on a charged consume. */
-  function fromResult(request: StoreRequest, result: StoreResult): Decision {
-    const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
-    const decision = toDecision(limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined);
-    return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
-  }
-
-  /** A synchronous store's decision for a request (the failure mode's when the store fails). */
-  function decideNow(request: StoreRequest, sync: NonNullable<typeof syncStore>): Decision {
-    let result: StoreResult;
-    try {
-      result = sync(request);
-    } catch {
-      return fallback.decide(request);
-    }
-    return fromResult(request, result);
-  }
-
+/** One limiter's state and steps: its keys, its block cache, its counts and its link to the store. */
+class Engine {
+  /** The rate limits, then the in-flight limit when there is one (decided with them in one atomic call). */
+  readonly limits: readonly ResolvedLimit[];
+  readonly maxCost: number;
+  /** The in-flight limit's leases held for requests still running; undefined without one. */
+  private readonly leases: LeaseBook | undefined;
+  private readonly leaseIndex: number;
+  readonly storeLimits: StoreRequest['limits'];
+  readonly blocks: BlockCache<Decision> | undefined;
+  readonly link: StoreLink;
+  readonly tally: DecisionTally;
+  readonly healthSource: HealthSource;
   // Each subject's keys, built once while it stays active (bounded), found by the strings the request already has.
-  const keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
-  function keysOf(subject: string, scope: string): SubjectKeys {
-    const hit = keysMemo.get(scope, subject);
+  private readonly keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
+
+  constructor(private readonly resolved: ResolvedLimiterOptions) {
+    const { concurrency } = resolved;
+    this.limits = concurrency ? [...resolved.limits, concurrency] : resolved.limits;
+    this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
+    this.storeLimits = this.limits.map((l) => l.store);
+    const clock = resolved.clock ?? monotonic;
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+    this.leaseIndex = this.limits.length - 1;
+    this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
+    // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
+    const meter = metricsFor(resolved.meterProvider);
+    this.link = linkStore(resolved, this.limits, clock, meter, { late: (request, result) => this.lateAnswer(request, result) });
+    const name = resolved.store.name;
+    this.tally = new DecisionTally(name);
+    meter.tallies.add(this.tally);
+    const blocks = this.blocks;
+    const blockStats = blocks && { store: name, get hits() { return blocks.hits; } };
+    if (blockStats) meter.blockCaches.add(blockStats);
+    const { monitor, hotKeys, scriptStats } = this.link;
+    this.healthSource = { monitor, tally: this.tally, blockCache: blockStats, hotKeys, scriptStats, warnings: resolved.store.warnings };
+  }
+
+  keysOf(subject: string, scope: string): SubjectKeys {
+    const hit = this.keysMemo.get(scope, subject);
     if (hit !== undefined) return hit;
+    const { prefix, lockout } = this.resolved;
     const base = subjectKey(prefix, scope, String(subject));
     // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
-    const entry: SubjectKeys = { base, keys: limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
-    if (typeof subject === 'string' && subject.length + scope.length <= KEYS_MAX_INPUT) keysMemo.set(scope, subject, entry);
+    const entry: SubjectKeys = { base, keys: this.limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
+    if (typeof subject === 'string' && subject.length + scope.length <= KEYS_MAX_INPUT) this.keysMemo.set(scope, subject, entry);
     return entry;
   }
 
+  /** The store's answer as a Decision: `at` only on a charged consume. */
+  fromResult(request: StoreRequest, result: StoreResult): Decision {
+    const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
+    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined);
+    return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
+  }
+
   /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
-  function fromBlock(base: string, cost: number): Decision | undefined {
-    const hit = blocks?.get(base, cost);
+  fromBlock(base: string, cost: number): Decision | undefined {
+    const hit = this.blocks?.get(base, cost);
     if (!hit) return undefined;
     const d = hit.decision;
     const elapsed = Math.max(0, d.retryAfterMs - hit.leftMs);
@@ -196,231 +209,105 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   }
 
   /** Counts one decision a consume answered (peeks are not decisions). */
-  function counted(decision: Decision, scope: string): Decision {
-    tally.count(scope, decision.reason, decision.policy, decision.degraded, decision.allowed);
+  counted(decision: Decision, scope: string): Decision {
+    this.tally.count(scope, decision.reason, decision.policy, decision.degraded, decision.allowed);
     return decision;
   }
 
   /** Synchronous when nothing has to wait; throws FG_INVALID_COST for a bad cost. */
-  function decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Decision | Promise<Decision> {
+  decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Decision | Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
     const scope = opts.scope ?? '';
-    const { base, keys, lock } = keysOf(subject, scope);
+    const { base, keys, lock } = this.keysOf(subject, scope);
     const consume = mode === 'consume';
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
-    if (cost > maxCost) mode = 'peek';
+    if (cost > this.maxCost) mode = 'peek';
     if (mode === 'consume') {
-      const hit = fromBlock(base, cost);
-      if (hit) return counted(hit, scope);
+      const hit = this.fromBlock(base, cost);
+      if (hit) return this.counted(hit, scope);
     }
-    let request: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
+    const limits = this.storeLimits;
+    const request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
     const drew = mode === 'consume';
     // An acquire names its lease, so that it can be released (and renewed) later.
-    if (leases && drew) return leased({ ...request, token: newLeaseToken() }, base, cost, scope);
-    if (syncStore) return settled(decideNow(request, syncStore), base, cost, scope, consume, drew);
+    if (this.leases && drew) return this.leased({ ...request, token: newLeaseToken() }, base, cost, scope);
+    const link = this.link;
+    if (link.evaluateSync) {
+      let decision: Decision;
+      try {
+        decision = this.fromResult(request, link.evaluateSync(request));
+      } catch (error) {
+        decision = link.degraded(request, error);
+      }
+      return this.settled(decision, base, cost, scope, consume, drew);
+    }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
-    return store.evaluate(request).then(
-      (result) => settled(fromResult(request, result), base, cost, scope, consume, drew),
-      () => settled(fallback.decide(request), base, cost, scope, consume, drew),
+    return link.evaluate(request).then(
+      (result) => this.settled(this.fromResult(request, result), base, cost, scope, consume, drew),
+      (error: unknown) => this.settled(link.degraded(request, error), base, cost, scope, consume, drew),
     );
   }
 
   /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
-  function leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
-    const book = leases!;
+  private leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
+    const book = this.leases!;
+    const link = this.link;
     const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
-      decision = settled(decision, base, cost, scope, true, true);
+      decision = this.settled(decision, base, cost, scope, true, true);
       if (!decision.allowed || !site) return decision;
-      return { ...decision, lease: book.hold([request.keys[leaseIndex]], cost, request.token!, site) };
+      return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
     };
-    const local = fallback.leases;
-    if (syncStore) {
+    const degraded = (error: unknown): Decision => {
+      const decision = link.degraded(request, error);
+      return withLease(decision, decision.reason === 'fail-local' ? link.localLeases : undefined);
+    };
+    if (link.evaluateSync) {
+      let result: StoreResult;
       try {
-        return withLease(fromResult(request, syncStore(request)), store);
-      } catch {
-        const decision = fallback.decide(request);
-        return withLease(decision, decision.reason === 'fail-local' ? local : undefined);
+        result = link.evaluateSync(request);
+      } catch (error) {
+        return degraded(error);
       }
+      return withLease(this.fromResult(request, result), link);
     }
-    return store.evaluate(request).then(
-      (result) => withLease(fromResult(request, result), store),
-      () => {
-        const decision = fallback.decide(request);
-        return withLease(decision, decision.reason === 'fail-local' ? local : undefined);
-      },
-    );
+    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result), link), degraded);
+  }
+
+  /** A denial the block cache may keep: the shared store's, and not the in-flight limit's (a slot frees when a request ends, not at a known time). */
+  private blockable(decision: Decision): boolean {
+    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[this.leaseIndex]?.allowed !== false);
+  }
+
+  /**
+   * The store decided a request after its deadline (its caller already has the failure mode's
+   * answer): a denial still goes to the block cache, so a subject the store found over its limit
+   * is denied locally until its reset.
+   */
+  private lateAnswer(request: StoreRequest, result: StoreResult): void {
+    if (request.mode !== 'consume' || !this.blocks) return;
+    const decision = this.fromResult(request, result);
+    if (!this.blockable(decision)) return;
+    const base = request.keys[0].slice(0, -(this.limits[0].keySuffix.length + 1));
+    this.blocks.set(base, request.cost, decision.retryAfterMs, decision);
   }
 
   /** Counts a consume's decision and caches the shared store's denials. */
-  function settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
-    if (consume) counted(decision, scope);
+  private settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
+    if (consume) this.counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
-    // Nor a denial by the in-flight limit: a slot frees when a request ends, not at a known time.
-    if (blocks && drew && !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!leases || decision.limits[leaseIndex]?.allowed !== false)) {
-      blocks.set(base, cost, decision.retryAfterMs, decision);
+    if (this.blocks && drew && this.blockable(decision)) {
+      this.blocks.set(base, cost, decision.retryAfterMs, decision);
     }
     return decision;
   }
 
   /** decide() as a promise: a synchronous answer resolved, a synchronous throw rejected. */
-  function promised(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
+  promised(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Promise<Decision> {
     try {
-      const decision = decide(subject, opts, mode);
+      const decision = this.decide(subject, opts, mode);
       return isThenable(decision) ? decision : Promise.resolve(decision);
     } catch (error) {
       return Promise.reject(error);
     }
   }
-
-  return {
-    options: resolved,
-    consume: (subject, opts = {}) => promised(subject, opts, 'consume'),
-    consumeNow: (subject, opts = {}) => decide(subject, opts, 'consume'),
-    peek: (subject, opts = {}) => promised(subject, opts, 'peek'),
-    blocked(subject, opts = {}) {
-      const cost = opts.cost ?? 1;
-      // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
-      if (!blocks || !isCost(cost) || cost > maxCost) return undefined;
-      const scope = opts.scope ?? '';
-      const hit = fromBlock(subjectKey(prefix, scope, String(subject)), cost);
-      return hit && counted(hit, scope);
-    },
-    isBlocked(subject, { cost, scope }) {
-      if (!blocks || !isCost(cost) || cost > maxCost) return false;
-      return blocks.get(subjectKey(prefix, scope, String(subject)), cost) !== undefined;
-    },
-    healthSource,
-    health: () => healthOf([healthSource]),
-    async refund(subject, opts = {} as RefundOptions) {
-      const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
-      const at = refundAt(opts.at);
-      const { base, keys } = keysOf(subject, opts.scope ?? '');
-      // Room may have come back: the next consume asks the store.
-      blocks?.delete(base);
-      // Through the breaker and the deadline like every call; a failure keeps the unit charged (the safe side).
-      try {
-        await store.evaluate({ keys, limits: storeLimits, cost, mode: 'refund', at });
-      } catch {
-        return false;
-      }
-      return true;
-    },
-    async reset(subject, opts = {}) {
-      const { base, keys, lock } = keysOf(subject, opts.scope ?? '');
-      blocks?.delete(base);
-      fallback.reset(keys);
-      await store.reset(lock ? [...keys, lock.key] : keys);
-    },
-  };
-}
-
-/** Thrown, never logged, for a call the open breaker skips: the failure mode answers it. */
-const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
-
-/**
- * What every call to the shared store goes through, whether it answers through a promise or at
- * once: the breaker's admission, the call count, the duration (only with an SDK), the outcome for
- * the breaker and the health snapshot. Attribute objects are built once per store, never per call.
- */
-function callBookkeeping(name: string, breaker: CircuitBreaker, failMode: FailMode, monitor: StoreMonitor, meter: FloodgateMetrics) {
-  const ok: Attributes = { [ATTR.store]: name };
-  const failed = {} as Record<StoreErrorKind, Attributes>;
-  for (const kind of STORE_ERROR_KINDS) failed[kind] = { [ATTR.store]: name, [ATTR.errorType]: kind };
-  return {
-    /** The breaker's admission for a call about to be made; throws SKIPPED when it skips the call. */
-    begin(): { admission: Admission; started: number } {
-      const admission = breaker.admit();
-      if (admission === 'skip') throw SKIPPED;
-      monitor.calls++;
-      return { admission, started: meter.timed ? performance.now() : 0 };
-    },
-    succeeded(started: number): void {
-      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, ok);
-      monitor.lastSuccessAt = Date.now();
-      breaker.success();
-    },
-    failed(error: unknown, { admission, started }: { admission: Admission; started: number }): void {
-      const kind = recordFailure(monitor, error);
-      if (meter.timed) meter.storeDuration.record((performance.now() - started) / 1000, failed[kind]);
-      meter.storeErrors.add(1, failed[kind]);
-      breaker.failure(error, admission === 'probe', failMode);
-    },
-  };
-}
-type CallBookkeeping = ReturnType<typeof callBookkeeping>;
-
-/**
- * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
- * other is bounded by `timeoutMs` (when the store does not bound its own calls) and counted by the breaker.
- */
-function guarded(shared: Store, timeoutMs: number | undefined, book: CallBookkeeping): Store {
-  const call =
-    timeoutMs === undefined
-      ? (request: StoreRequest) => shared.evaluate(request)
-      : (request: StoreRequest) => withDeadline(shared.evaluate(request), timeoutMs, `Store "${shared.name}"`);
-  return {
-    name: shared.name,
-    timeoutMs: timeoutMs ?? shared.timeoutMs,
-    // Not an async function: one promise (the store's) and its then, no more.
-    evaluate(request: StoreRequest): Promise<StoreResult> {
-      let begun: ReturnType<CallBookkeeping['begin']>;
-      let pending: Promise<StoreResult>;
-      try {
-        begun = book.begin();
-      } catch (skipped) {
-        return Promise.reject(skipped);
-      }
-      try {
-        pending = call(request);
-      } catch (error) {
-        pending = Promise.reject(error);
-      }
-      return pending.then(
-        (result) => {
-          book.succeeded(begun.started);
-          return result;
-        },
-        (error: unknown) => {
-          book.failed(error, begun);
-          throw error;
-        },
-      );
-    },
-    reset: (keys) => shared.reset(keys),
-  };
-}
-
-/**
- * A store that decides synchronously (MemoryStore) behind the same bookkeeping as `guarded`'s
- * calls: a call the breaker skips throws at once; a throw is a store failure.
- */
-function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBookkeeping): (request: StoreRequest) => StoreResult {
-  return (request) => {
-    const begun = book.begin();
-    let result;
-    try {
-      result = shared.evaluateSync(request);
-    } catch (error) {
-      book.failed(error, begun);
-      throw error;
-    }
-    book.succeeded(begun.started);
-    return result;
-  };
-}
-
-const transitionsCounted = new WeakMap<CircuitBreaker, WeakSet<FloodgateMetrics>>();
-
-/** Counts this breaker's state changes on this meter, once however many limiters share them. */
-function countTransitions(breaker: CircuitBreaker, meter: FloodgateMetrics, store: string): void {
-  let counted = transitionsCounted.get(breaker);
-  if (!counted) transitionsCounted.set(breaker, (counted = new WeakSet()));
-  if (counted.has(meter)) return;
-  counted.add(meter);
-  const byState = {
-    closed: { [ATTR.store]: store, [ATTR.state]: 'closed' },
-    open: { [ATTR.store]: store, [ATTR.state]: 'open' },
-    'half-open': { [ATTR.store]: store, [ATTR.state]: 'half-open' },
-  };
-  breaker.subscribe((t) => meter.breakerTransitions.add(1, byState[t.to]));
 }

@@ -123,6 +123,12 @@ export interface StoreMonitor {
   readonly errors: Record<StoreErrorKind, number>;
   lastError: { kind: StoreErrorKind; message: string; at: number } | undefined;
   lastSuccessAt: number | undefined;
+  /** Answers that came after their call's deadline (the store was slow, not gone). */
+  lateAnswers: number;
+  /** Timeouts while the connection was still answering: slow, so not counted against the breaker. */
+  slowTimeouts: number;
+  /** Requests decided locally because the store had `maxInFlight` calls in flight (not store failures). */
+  shed: number;
 }
 
 // Counts kept as plain numbers by their owners, read only when a metric reader collects.

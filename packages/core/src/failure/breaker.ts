@@ -3,7 +3,6 @@ import type { Duration } from '../duration';
 import { parseDuration } from '../duration';
 import { invalidOption } from '../errors';
 import { checkOptionNames, optionNames, wholeNumber } from '../validate';
-import type { Store } from '../stores/store';
 
 export type BreakerState = 'closed' | 'open' | 'half-open';
 
@@ -37,13 +36,6 @@ export interface BreakerTransition {
   readonly failures: number;
   /** ms until the next probe may go to the store (to 'open'); 0 otherwise. */
   readonly retryInMs: number;
-}
-
-/** The first failed call of an outage (none since the store last answered), with the caller's context. */
-export interface FirstFailure {
-  readonly error: unknown;
-  /** What the caller passed along with the failure (the limiter's failMode). */
-  readonly context: string | undefined;
 }
 
 /** What the breaker lets one store call do. */
@@ -81,7 +73,6 @@ export class CircuitBreaker {
   // True from the first failed call until the store answers again: one outage.
   private failing = false;
   private readonly listeners = new Set<(t: BreakerTransition) => void>();
-  private readonly firstFailureListeners = new Set<(f: FirstFailure) => void>();
 
   constructor(
     readonly options: ResolvedBreakerOptions,
@@ -99,16 +90,15 @@ export class CircuitBreaker {
     return this.failures;
   }
 
+  /** True from the first failed call of an outage until the store answers again. */
+  get inOutage(): boolean {
+    return this.failing;
+  }
+
   /** Called once per state change. Returns the unsubscribe function. */
   subscribe(listener: (t: BreakerTransition) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
-  }
-
-  /** Called at the first failed call of each outage (reset when the store answers). Returns the unsubscribe function. */
-  onFirstFailure(listener: (f: FirstFailure) => void): () => void {
-    this.firstFailureListeners.add(listener);
-    return () => this.firstFailureListeners.delete(listener);
   }
 
   /** Whether the next store call may go ahead; 'probe' claims the one call allowed in half-open. */
@@ -130,14 +120,9 @@ export class CircuitBreaker {
     }
   }
 
-  /** One store call failed; `context` is passed to the first-failure listeners (the caller's failMode). */
-  failure(error: unknown, probe: boolean, context?: string): void {
-    if (!this.failing) {
-      // Told before any state change it causes, so the outage's first line comes first.
-      this.failing = true;
-      const first: FirstFailure = { error, context };
-      for (const listener of this.firstFailureListeners) listener(first);
-    }
+  /** One store call failed (`probe`: it was the half-open breaker's probe). */
+  failure(error: unknown, probe: boolean): void {
+    this.failing = true;
     if (this.current === 'closed') {
       this.failures++;
       if (this.failures >= this.options.failureThreshold) this.open(error);
@@ -172,29 +157,4 @@ export class CircuitBreaker {
     this.current = to;
     for (const listener of this.listeners) listener(transition);
   }
-}
-
-const shared = new WeakMap<Store, CircuitBreaker[]>();
-
-/**
- * The breaker of this store for these settings and clock, made once: every limiter (every route)
- * on one store sees one outage, opens one breaker and reports each state change once.
- */
-export function breakerFor(store: Store, options: ResolvedBreakerOptions, clock: () => number): CircuitBreaker {
-  let list = shared.get(store);
-  if (!list) shared.set(store, (list = []));
-  const same = list.find(
-    (b) =>
-      b.options.failureThreshold === options.failureThreshold &&
-      b.options.coolDownMs === options.coolDownMs &&
-      b.options.maxCoolDownMs === options.maxCoolDownMs &&
-      b.clock === clock,
-  );
-  if (same) return same;
-  const breaker = new CircuitBreaker(options, clock);
-  list.push(breaker);
-  // Held weakly: the client may outlive this breaker's limiters.
-  const ref = new WeakRef(breaker);
-  store.onReady?.(() => ref.deref()?.reconnected());
-  return breaker;
 }

@@ -1,5 +1,5 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
-import { isThenable } from '../maybe-promise';
+import type { StoreLimit } from '../algorithms/registry';
 import { bareDecision, toDecision, type Decision } from '../decision';
 import { parseDuration, type Duration } from '../duration';
 import { invalidOption } from '../errors';
@@ -118,9 +118,11 @@ export function localLimits(limits: readonly ResolvedLimit[], instances: number)
 /** What a request gets when the store could not decide it: a degraded Decision, per the failure mode. */
 export interface Fallback {
   decide(request: StoreRequest): Decision;
-  /** failMode 'local': where a lease taken from memory is released and renewed; undefined otherwise. */
-  readonly leases?: { evaluate(request: StoreRequest): Promise<unknown> };
-  /** Forgets a subject's local counts (failMode 'local'), with the limiter's reset(). */
+  /** This instance's share, from memory (reason 'fail-local'): failMode 'local', and any mode's answer while the store is overloaded. */
+  local(request: StoreRequest): Decision;
+  /** Where a lease taken from memory (a local decision) is released and renewed. */
+  readonly leases: { evaluate(request: StoreRequest): Promise<unknown> };
+  /** Forgets a subject's local counts, with the limiter's reset(). */
   reset(keys: readonly string[]): void;
 }
 
@@ -128,121 +130,29 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
   // Retry-After for a refusal the store did not make: when the breaker will look at the store
   // again, and never under a second, so refused clients do not hammer a recovering service.
   const retryMs = () => Math.max(1_000, breaker.msUntilProbe());
-  const none = () => undefined;
+  // Made at the first local decision: most limiters never need one.
+  let shares: { limits: ResolvedLimit[]; storeLimits: StoreLimit[] } | undefined;
+  const memory = new MemoryStore();
+  const local = (request: StoreRequest): Decision => {
+    if (!shares) {
+      const cut = localLimits(limits, failure.instances);
+      shares = { limits: cut, storeLimits: cut.map((l) => l.store) };
+    }
+    // Same keys as the shared store, so a subject's local bucket is the one it has there.
+    const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token });
+    const decision = toDecision(shares.limits, result.allowed, result.results, request.cost, 'fail-local', true);
+    // A cost above the local share may well fit the shared limit once the store is back.
+    return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
+  };
+  const reset = (keys: readonly string[]) => void memory.reset(keys);
+  // A lease's release and renewal name only the lease limit (its length is all they read).
+  const leases = { evaluate: (request: StoreRequest) => Promise.resolve(memory.evaluateSync(request)) };
   switch (failure.failMode) {
     case 'open':
-      return { decide: () => bareDecision(true, 'fail-open'), reset: none };
+      return { decide: () => bareDecision(true, 'fail-open'), local, leases, reset };
     case 'closed':
-      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), reset: none };
-    case 'local': {
-      const local = localLimits(limits, failure.instances);
-      const storeLimits = local.map((l) => l.store);
-      const memory = new MemoryStore();
-      return {
-        decide(request) {
-          // Same keys as the shared store, so a subject's local bucket is the one it has there.
-          const result = memory.evaluateSync({ keys: request.keys, limits: storeLimits, cost: request.cost, mode: request.mode, token: request.token });
-          const decision = toDecision(local, result.allowed, result.results, request.cost, 'fail-local', true);
-          // A cost above the local share may well fit the shared limit once the store is back.
-          return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
-        },
-        reset: (keys) => void memory.reset(keys),
-        // A lease's release and renewal name only the lease limit (its length is all they read).
-        leases: { evaluate: (request) => Promise.resolve(memory.evaluateSync(request)) },
-      };
-    }
+      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), local, leases, reset };
+    case 'local':
+      return { decide: local, local, leases, reset };
   }
-}
-
-interface Reporter {
-  logger: Logger;
-  hook: ((event: StoreErrorEvent) => void) | undefined;
-  /** The failure modes of the limiters reporting here: what the endpoints on this store now do. */
-  failModes: Set<FailMode>;
-}
-
-const reporters = new WeakMap<CircuitBreaker, Reporter[]>();
-
-/** What an endpoint does while its store cannot decide, in the words of the first-failure line. */
-const FAIL_MODE_DOES: Record<FailMode, string> = {
-  open: 'served without limiting',
-  closed: 'refused with 503 and Retry-After',
-  local: "limited from this instance's memory with its share of the limit",
-};
-
-/**
- * Reports this breaker's state changes, and the first failed call of each outage, to this logger
- * and hook. Limiters that share a store share its breaker; with the same logger and hook (every
- * route of one app) a change is reported once, and the first-failure line names every failMode.
- */
-export function reportTransitions(breaker: CircuitBreaker, storeName: string, logger: Logger, hook: Reporter['hook'], failMode: FailMode): void {
-  let list = reporters.get(breaker);
-  if (!list) reporters.set(breaker, (list = []));
-  const known = list.find((r) => r.logger === logger && r.hook === hook);
-  if (known) {
-    known.failModes.add(failMode);
-    return;
-  }
-  const reporter: Reporter = { logger, hook, failModes: new Set([failMode]) };
-  list.push(reporter);
-  breaker.subscribe((t) => report(t, storeName, logger, hook));
-  breaker.onFirstFailure((f) => reportFirstFailure(f.error, f.context as FailMode | undefined, storeName, reporter, breaker.options.failureThreshold));
-}
-
-/** One line at the first failed call of an outage: what failed and what the endpoints now do. Logger only: the hook hears state changes. */
-function reportFirstFailure(error: unknown, failMode: FailMode | undefined, store: string, reporter: Reporter, threshold: number): void {
-  const mode = failMode !== undefined && reporter.failModes.has(failMode) ? failMode : [...reporter.failModes][0];
-  const others = [...reporter.failModes].filter((m) => m !== mode);
-  const also = others.length ? ` Other endpoints on this store: ${others.map((m) => `${FAIL_MODE_DOES[m]} (failMode '${m}')`).join('; ')}.` : '';
-  const circuit = threshold > 1 ? ` The circuit opens after ${threshold} failures in a row.` : '';
-  try {
-    reporter.logger.error(
-      `[floodgate] store "${store}" failed (${describe(error)}): requests it cannot decide are now ${FAIL_MODE_DOES[mode]} (failMode '${mode}').${also} Logged once until the store answers again.${circuit}`,
-      { store, failMode: mode, failModes: [...reporter.failModes], error: describe(error) },
-    );
-  } catch {
-    // A broken logger must not break requests.
-  }
-}
-
-function report(t: BreakerTransition, store: string, logger: Logger, hook: Reporter['hook']): void {
-  const event: StoreErrorEvent = { state: t.to, previous: t.from, store, error: t.error, failures: t.failures, retryInMs: t.retryInMs };
-  const details = { store, state: t.to, previous: t.from, failures: t.failures, retryInMs: t.retryInMs, error: describe(t.error) };
-  try {
-    if (t.to === 'open') {
-      logger.error(
-        t.from === 'half-open'
-          ? `[floodgate] store "${store}" still failing (${describe(t.error)}); circuit open again: next probe in ${t.retryInMs} ms, failure modes apply.`
-          : `[floodgate] store "${store}" failed ${t.failures} times in a row (${describe(t.error)}); circuit open: store skipped for ${t.retryInMs} ms, failure modes apply.`,
-        details,
-      );
-    } else if (t.to === 'half-open') {
-      logger.warn(`[floodgate] store "${store}": circuit half-open, one request probes it.`, details);
-    } else {
-      logger.warn(`[floodgate] store "${store}" answered again; circuit closed, limiting resumed.`, details);
-    }
-  } catch {
-    // A broken logger must not break requests.
-  }
-  if (!hook) return;
-  try {
-    const returned: unknown = hook(event);
-    if (isThenable(returned)) Promise.resolve(returned).then(undefined, (error: unknown) => hookFailed(logger, error));
-  } catch (error) {
-    hookFailed(logger, error);
-  }
-}
-
-function hookFailed(logger: Logger, error: unknown): void {
-  try {
-    logger.error(`[floodgate] onStoreError threw: ${describe(error)}`, { error: describe(error) });
-  } catch {
-    // nothing left to tell
-  }
-}
-
-function describe(error: unknown): string | undefined {
-  if (error === undefined) return undefined;
-  if (error instanceof Error) return error.message;
-  return String(error);
 }

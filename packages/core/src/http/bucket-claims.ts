@@ -3,15 +3,8 @@ import { FloodgateError } from '../errors';
 import { periodOf } from '../algorithms/registry';
 import type { ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
+import { runtimeFor, type BucketClaim } from '../failure/store-runtime';
 
-interface Claim {
-  readonly definition: string;
-  readonly describe: string;
-  readonly where: string;
-}
-
-// Per store object: two stores on one Redis are not seen here (a different `prefix` is the answer there too).
-const claims = new WeakMap<Store, Map<string, Claim>>();
 
 function definitionOf(l: ResolvedLimit): string {
   return `${l.store.algorithm}|${l.store.capacity}|${periodOf(l.store)}`;
@@ -30,11 +23,11 @@ function describeLimit(l: ResolvedLimit): string {
  * a window of one length would read the other's counts). Idempotent for equal definitions.
  */
 export function claimBuckets(store: Store, prefix: string, scope: string, limits: readonly ResolvedLimit[], where: string): void {
-  let byBucket = claims.get(store);
-  if (!byBucket) claims.set(store, (byBucket = new Map()));
+  // Per store object (its runtime): two stores on one Redis are not seen here (a different `prefix` is the answer there too).
+  const byBucket = runtimeFor(store).claims;
   for (const l of limits) {
     const bucket = `${prefix}\u0000${scope}\u0000${l.keySuffix}`;
-    const mine: Claim = { definition: definitionOf(l), describe: describeLimit(l), where };
+    const mine: BucketClaim = { definition: definitionOf(l), describe: describeLimit(l), where };
     const theirs = byBucket.get(bucket);
     if (!theirs) {
       byBucket.set(bucket, mine);

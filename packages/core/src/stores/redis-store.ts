@@ -3,10 +3,10 @@ import { FloodgateError, invalidOption } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
-import { checkOptionNames, clockOption, optionNames, refundAt } from '../validate';
-import { withDeadline } from '../deadline';
+import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
+import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
-import { encodeCall, parseReply, runScript } from './redis-protocol';
+import { encodeCall, parseReply, runScript, type ScriptCall } from './redis-protocol';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface RedisStoreOptions {
@@ -55,12 +55,33 @@ export interface RedisStoreOptions {
    * - false: one script call per request.
    */
   coalesce?: CoalesceMode;
+  /**
+   * Most script calls this store keeps in flight on Redis at once (sent, not yet answered, late
+   * answers included: a call that timed out still occupies Redis until it runs). One more call
+   * waits in this process, never on Redis, for one of them to end; if none ends before its deadline
+   * it is never sent, fails with FG_STORE_OVERLOADED, and the limiter decides it locally with this
+   * instance's share of the limit, within the deadline (docs/failure-modes.md#bounded-load). So a
+   * flood never builds a queue on Redis past the deadline, nor admits without limit. Requests that
+   * share a coalesced call count once. A whole number from 1. Default 256.
+   */
+  maxInFlight?: number;
 }
 
-const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce']);
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce', 'maxInFlight']);
 
 /** See `RedisStoreOptions.coalesce`. */
 export type CoalesceMode = 'turn' | 'in-flight' | false;
+
+const first = (results: StoreResult[]): StoreResult => results[0];
+
+/** A script call waiting for a free place among the `maxInFlight`. */
+interface Queued {
+  call: ScriptCall;
+  /** performance.now() at its deadline. */
+  until: number;
+  resolve(results: Promise<StoreResult[]>): void;
+  reject(error: unknown): void;
+}
 
 interface Waiter {
   request: StoreRequest;
@@ -73,20 +94,8 @@ interface Waiter {
 /** Most requests sent in one coalesced call; the rest go in the next one. */
 const MAX_BATCH = 64;
 
-// Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
-// only with refunds of the same subject, each applied on its own with its own `at` (exact).
-const limitIds = new WeakMap<object, number>();
-let nextLimitId = 0;
-function batchKey(request: StoreRequest, now: number | undefined): string {
-  let id = limitIds.get(request.limits);
-  if (id === undefined) limitIds.set(request.limits, (id = nextLimitId++));
-  const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
-  // With a test clock, only requests made at the same test time share a call (one clock per call).
-  return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
-}
-
-/** Who wants to hear that a client is ready again (RedisStore.onReady), by client. */
-const readyListeners = new WeakMap<object, Set<() => void>>();
+/** Default `maxInFlight`: see docs/failure-modes.md#bounded-load. */
+export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
@@ -172,6 +181,14 @@ export class RedisStore implements Store {
   /** 'turn': this turn's requests by subject, sent together when the turn ends. */
   private turn = new Map<string, Waiter[]>();
   private turnScheduled = false;
+  /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
+  private readonly limitIds = new WeakMap<object, number>();
+  private nextLimitId = 0;
+  /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
+  private inFlight = 0;
+  private readonly waiting: Queued[] = [];
+  private waitTimer: NodeJS.Timeout | undefined;
+  readonly maxInFlight: number;
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
   readonly scriptStats = { calls: 0, requests: 0 };
 
@@ -191,6 +208,7 @@ export class RedisStore implements Store {
       invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }
     this.coalesce = options.coalesce ?? 'turn';
+    this.maxInFlight = wholeNumber('maxInFlight', options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
     this.warningList = [...client.warnings];
     this.warnings = this.warningList;
   }
@@ -245,17 +263,14 @@ export class RedisStore implements Store {
     for (const listener of this.warningListeners) listener(warning);
   }
 
+  /** The app's client: stores on one client share its 'ready' listener (failure/store-runtime.ts). */
+  get connection(): object {
+    return this.raw;
+  }
+
+  /** The client's own 'ready' event; Floodgate listens once per client (failure/store-runtime.ts). */
   onReady(listener: () => void): void {
-    const client = this.raw;
-    if (typeof client.on !== 'function') return;
-    let listeners = readyListeners.get(client);
-    if (!listeners) {
-      // One 'ready' listener per client, however many stores and breakers use it.
-      readyListeners.set(client, (listeners = new Set()));
-      const all = listeners;
-      client.on('ready', () => all.forEach((l) => l()));
-    }
-    listeners.add(listener);
+    if (typeof this.raw.on === 'function') this.raw.on('ready', listener);
   }
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
@@ -268,8 +283,12 @@ export class RedisStore implements Store {
     }
     // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
-    if (this.coalesce === false) return this.send([request], now).then((results) => results[0]);
-    const key = batchKey(request, now);
+    if (this.coalesce === false) {
+      return this.send([request], now).then(first, (error: unknown) => {
+        throw error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part(first) : error;
+      });
+    }
+    const key = this.batchKey(request, now);
     if (this.coalesce === 'turn') {
       return new Promise((resolve, reject) => {
         const waiter = { request, now, resolve, reject };
@@ -286,6 +305,16 @@ export class RedisStore implements Store {
     if (queued) return new Promise((resolve, reject) => queued.push({ request, now, resolve, reject }));
     this.batches.set(key, []);
     return new Promise((resolve, reject) => this.dispatch(key, [{ request, now, resolve, reject }]));
+  }
+
+  // Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
+  // only with refunds of the same subject, each applied on its own with its own `at` (exact).
+  private batchKey(request: StoreRequest, now: number | undefined): string {
+    let id = this.limitIds.get(request.limits);
+    if (id === undefined) this.limitIds.set(request.limits, (id = this.nextLimitId++));
+    const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
+    // With a test clock, only requests made at the same test time share a call (one clock per call).
+    return `${request.mode[0]}${id}${now === undefined ? '' : `@${now}`}|${keys}`;
   }
 
   /**
@@ -315,7 +344,9 @@ export class RedisStore implements Store {
         for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
       },
       (error: unknown) => {
-        for (const w of batch) w.reject(error);
+        // A timed-out call may still be answered: each waiter's timeout carries its own late result.
+        if (error instanceof StoreTimeout) batch.forEach((w, i) => w.reject((error as StoreTimeout<StoreResult[]>).part((results) => results[i])));
+        else for (const w of batch) w.reject(error);
         throw error;
       },
     );
@@ -339,27 +370,87 @@ export class RedisStore implements Store {
         // them to a store that just failed (the failure policy answers them at once).
         const queued = this.batches.get(key);
         this.batches.delete(key);
-        if (queued) for (const w of queued) w.reject(error);
+        // Never sent, so never answered late: a timeout reaches them without a late answer.
+        const unsent = error instanceof StoreTimeout ? new FloodgateError('FG_STORE_TIMEOUT', `${error.what}: not sent, the call ahead of it did not answer within ${error.timeoutMs} ms.`) : error;
+        if (queued) for (const w of queued) w.reject(unsent);
       },
     );
   }
 
-  /** One script call for requests on the same keys and limits; one result per request, in order. */
-  private async send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
-    const call = encodeCall(requests, now);
+  /**
+   * One script call for requests on the same keys and limits; one result per request, in order.
+   * With `maxInFlight` calls in flight it waits here (never on Redis) for one of them to end, within
+   * its deadline; a call still waiting at its deadline is never sent and fails FG_STORE_OVERLOADED.
+   * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
+   * answers after all; it counts as in flight until Redis answers or the call fails.
+   */
+  private send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
+    let call: ScriptCall;
+    try {
+      call = encodeCall(requests, now);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     this.scriptStats.calls++;
     this.scriptStats.requests += requests.length;
+    if (this.inFlight < this.maxInFlight) return this.start(call, this.timeoutMs);
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ call, until: performance.now() + this.timeoutMs, resolve, reject });
+      if (this.waiting.length === 1) this.armWaitTimer();
+    });
+  }
+
+  /** Sends one call now, bounded by what is left of its deadline. */
+  private start(call: ScriptCall, budgetMs: number): Promise<StoreResult[]> {
+    this.inFlight++;
     const deadline = { expired: false };
-    const reply = await withDeadline(
-      runScript(this.client.send, call, () => deadline.expired).then(undefined, (error: unknown) => explainRefusal(error, call.keys)),
-      this.timeoutMs,
-      'Redis',
-      () => {
-        deadline.expired = true;
+    const answered = runScript(this.client.send, call, () => deadline.expired).then(
+      (reply) => {
+        if (!this.memoryChecked) this.checkMemoryPolicy();
+        return parseReply(reply, call);
       },
+      (error: unknown) => explainRefusal(error, call.keys),
     );
-    if (!this.memoryChecked) this.checkMemoryPolicy();
-    return parseReply(reply, call);
+    answered.then(this.callEnded, this.callEnded);
+    return withDeadline(answered, budgetMs, 'Redis', () => {
+      deadline.expired = true;
+    });
+  }
+
+  /** A call left Redis (answered or failed): the first waiting call that still has time goes. */
+  private readonly callEnded = (): void => {
+    this.inFlight--;
+    const now = performance.now();
+    while (this.inFlight < this.maxInFlight && this.waiting.length > 0) {
+      const next = this.waiting.shift()!;
+      if (next.until > now) next.resolve(this.start(next.call, next.until - now));
+      else next.reject(this.overloaded());
+    }
+    if (this.waiting.length === 0 && this.waitTimer) {
+      clearTimeout(this.waitTimer);
+      this.waitTimer = undefined;
+    }
+  };
+
+  /** One timer for the waiting calls (their deadlines come in order): each fails at its own. */
+  private armWaitTimer(): void {
+    if (this.waitTimer) clearTimeout(this.waitTimer);
+    this.waitTimer = undefined;
+    const head = this.waiting[0];
+    if (!head) return;
+    this.waitTimer = setTimeout(() => {
+      this.waitTimer = undefined;
+      const now = performance.now();
+      while (this.waiting.length > 0 && this.waiting[0].until <= now) this.waiting.shift()!.reject(this.overloaded());
+      this.armWaitTimer();
+    }, Math.max(0, head.until - performance.now()));
+  }
+
+  private overloaded(): FloodgateError {
+    return new FloodgateError(
+      'FG_STORE_OVERLOADED',
+      `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight (maxInFlight) and was not sent.`,
+    );
   }
 
   async reset(keys: readonly string[]): Promise<void> {

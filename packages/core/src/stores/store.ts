@@ -70,6 +70,12 @@ export interface Store {
    * Optional: without it, the breaker probes on its timer only.
    */
   onReady?(listener: () => void): void;
+  /**
+   * The connection this store's calls travel on, when other stores may share it (RedisStore: the
+   * client). Stores on one connection share one `onReady` listener (the first store's) and what
+   * Floodgate learns of the connection's health. Optional: unset, the store is its own connection.
+   */
+  readonly connection?: object;
   /** Script calls sent and the requests they carried (RedisStore: requests / calls is the coalescing batch size). Optional. */
   readonly scriptStats?: { readonly calls: number; readonly requests: number };
   /** Resolves with the store's decision; rejects only when the store itself failed. */

@@ -1,0 +1,185 @@
+// The guard every call to a shared store passes (consume, peek, refund, reset): the breaker's admission, the deadline, the counts.
+import type { Attributes } from '@opentelemetry/api';
+import { lateAnswer, withDeadline } from '../deadline';
+import { FloodgateError } from '../errors';
+import { recordFailure } from '../health';
+import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../metrics';
+import type { Store, StoreRequest, StoreResult } from '../stores/store';
+import type { Admission } from './breaker';
+import type { FailMode } from './policy';
+import type { StoreChannel } from './store-runtime';
+
+/** Thrown, never logged, for a call the open breaker skips: the failure mode answers it. */
+export const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
+
+interface Begun {
+  readonly admission: Admission;
+  readonly started: number;
+  /** The connection's answer count when the call began. */
+  readonly answers: number;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * A timeout is slowness, not an outage, when the connection answered something no earlier than this
+ * many deadlines before the call began. Two, so that a store answering in bursts (each call queued
+ * behind a long command) is still seen as alive; the cost is that a store that just died is
+ * recognised one deadline later (its first calls' timeouts do not count), while the in-flight bound
+ * keeps what waits meanwhile small.
+ */
+const SLOW_WINDOW_DEADLINES = 2;
+
+/** The store refused the call because it has `maxInFlight` calls in flight: busy, not failing. */
+export const isOverload = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'FG_STORE_OVERLOADED';
+
+/**
+ * What every call to the shared store goes through, whether it answers through a promise or at
+ * once: the breaker's admission, the call count, the duration (only with an SDK), the outcome for
+ * the breaker and the health snapshot. Attribute objects are built once per limiter, never per call.
+ */
+export class CallBook {
+  private readonly ok: Attributes;
+  private readonly failedAttributes = {} as Record<StoreErrorKind, Attributes>;
+
+  constructor(
+    private readonly channel: StoreChannel,
+    private readonly meter: FloodgateMetrics,
+    private readonly failMode: FailMode,
+    /** The store's deadline per call, ms: the scale of "recently" for a slow store. */
+    private readonly deadlineMs: number,
+  ) {
+    const name = channel.runtime.store.name;
+    this.ok = { [ATTR.store]: name };
+    for (const kind of STORE_ERROR_KINDS) this.failedAttributes[kind] = { [ATTR.store]: name, [ATTR.errorType]: kind };
+  }
+
+  /** The breaker's admission for a call about to be made; throws SKIPPED when it skips the call. */
+  begin(): Begun {
+    const admission = this.channel.breaker.admit();
+    if (admission === 'skip') throw SKIPPED;
+    this.channel.monitor.calls++;
+    return { admission, started: performance.now(), answers: this.channel.runtime.connection.answers };
+  }
+
+  succeeded(begun: Begun): void {
+    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - begun.started) / 1000, this.ok);
+    this.alive();
+  }
+
+  /**
+   * A call failed; returns the error its caller gets. What it tells the breaker depends on the
+   * signal (docs/failure-modes.md#slow-is-not-down):
+   * - FG_STORE_OVERLOADED (the call waited for a free place among the store's `maxInFlight` until
+   *   its deadline, and was never sent) while the connection kept answering: busy, not failing;
+   *   not counted against the breaker, and the limiter decides locally with this instance's share.
+   *   With no answer at all meanwhile it is an outage's timeout: counted, and the failure mode answers.
+   * - a timeout while the connection kept answering other calls (answers arrived since this call
+   *   began): the store is slow, not gone; counted as a timeout, not against the breaker.
+   * - any other failure, or a timeout with no recent answer: counts against the breaker.
+   * The half-open breaker's probe is the exception: its failure always counts, so a dead store is
+   * probed again later rather than never. A timed-out call's late answer, when it comes, is
+   * evidence of life: the breaker closes.
+   */
+  failed(error: unknown, begun: Begun): unknown {
+    const { breaker, monitor, reporters } = this.channel;
+    const connection = this.channel.runtime.connection;
+    const call = begun.admission === 'call';
+    if (isOverload(error)) {
+      if (call && connection.answers > begun.answers) {
+        monitor.shed++;
+        return error;
+      }
+      error = new FloodgateError('FG_STORE_TIMEOUT', `${(error as Error).message.split(' [')[0]} The store answered nothing meanwhile.`);
+    }
+    const kind = recordFailure(monitor, error);
+    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - begun.started) / 1000, this.failedAttributes[kind]);
+    this.meter.storeErrors.add(1, this.failedAttributes[kind]);
+    const late = lateAnswer(error);
+    if (late) {
+      late.then(this.lateAnswered, ignore);
+      if (call && connection.lastAnswerAt >= begun.started - SLOW_WINDOW_DEADLINES * this.deadlineMs) {
+        monitor.slowTimeouts++;
+        return error;
+      }
+    }
+    // The outage's first line comes before any state change this failure causes.
+    if (!breaker.inOutage) reporters.firstFailure(error, this.failMode);
+    breaker.failure(error, begun.admission === 'probe');
+    return error;
+  }
+
+  /** The store answered a call after its deadline: slow, but alive. */
+  private readonly lateAnswered = (): void => {
+    this.channel.monitor.lateAnswers++;
+    this.alive();
+  };
+
+  /** An answer from the store, on time or late: the best evidence that it is there. */
+  private alive(): void {
+    const connection = this.channel.runtime.connection;
+    connection.answers++;
+    connection.lastAnswerAt = performance.now();
+    this.channel.monitor.lastSuccessAt = Date.now();
+    this.channel.breaker.success();
+  }
+
+  /** `run` as one guarded call: skipped by the open breaker (rejects SKIPPED), else counted and bounded. */
+  call<T>(run: () => Promise<T>): Promise<T> {
+    let begun: Begun;
+    let pending: Promise<T>;
+    try {
+      begun = this.begin();
+    } catch (skipped) {
+      return Promise.reject(skipped);
+    }
+    try {
+      pending = run();
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    return pending.then(
+      (result) => {
+        this.succeeded(begun);
+        return result;
+      },
+      (error: unknown) => {
+        throw this.failed(error, begun);
+      },
+    );
+  }
+}
+
+/**
+ * The shared store behind its breaker and deadline: a call the breaker skips rejects at once, every
+ * other (reset included) is bounded by `timeoutMs` (when the store does not bound its own calls)
+ * and counted by the breaker.
+ */
+export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook): Store {
+  const what = `Store "${shared.name}"`;
+  const bounded = <T>(promise: Promise<T>): Promise<T> => (timeoutMs === undefined ? promise : withDeadline(promise, timeoutMs, what));
+  return {
+    name: shared.name,
+    timeoutMs: timeoutMs ?? shared.timeoutMs,
+    evaluate: (request: StoreRequest): Promise<StoreResult> => book.call(() => bounded(shared.evaluate(request))),
+    reset: (keys) => book.call(() => bounded(shared.reset(keys))),
+  };
+}
+
+/**
+ * A store that decides synchronously (MemoryStore) behind the same bookkeeping as `guarded`'s
+ * calls: a call the breaker skips throws at once; a throw is a store failure.
+ */
+export function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBook): (request: StoreRequest) => StoreResult {
+  return (request) => {
+    const begun = book.begin();
+    let result;
+    try {
+      result = shared.evaluateSync(request);
+    } catch (error) {
+      throw book.failed(error, begun);
+    }
+    book.succeeded(begun);
+    return result;
+  };
+}

@@ -1,0 +1,100 @@
+// A limiter's link to its shared store: every call guarded (breaker, deadline, counts), hot-key mode above it, and a store failure turned into the failure mode's decision.
+import type { Decision } from '../decision';
+import { HotKeyStore, withHotKeys } from '../hot-keys/hot-key-store';
+import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../metrics';
+import type { ResolvedLimit } from '../limit';
+import type { ResolvedLimiterOptions } from '../options';
+import type { Store, StoreRequest, StoreResult } from '../stores/store';
+import { lateAnswer } from '../deadline';
+import { CallBook, guarded, guardedSync, isOverload } from './guard';
+import { createFallback, type Fallback } from './policy';
+import { runtimeFor } from './store-runtime';
+
+/** What the limiter hears from its link besides answers. */
+export interface LinkHooks {
+  /** The store's answer to a request that had already been given the failure mode's decision (it came after the deadline). */
+  late(request: StoreRequest, result: StoreResult): void;
+}
+
+export interface StoreLink {
+  /** The store's answer for this request; rejects when the store failed or was skipped: then ask `degraded`. */
+  evaluate(request: StoreRequest): Promise<StoreResult>;
+  /** The same, synchronously, for a store that decides synchronously (and no hot-key mode); else undefined. Throws like `evaluate` rejects. */
+  readonly evaluateSync: ((request: StoreRequest) => StoreResult) | undefined;
+  /** The failure mode's decision for a request whose call failed with `error`. */
+  degraded(request: StoreRequest, error: unknown): Decision;
+  /** Where a lease taken by a local ('fail-local') decision is released and renewed. */
+  readonly localLeases: { evaluate(request: StoreRequest): Promise<unknown> };
+  /** Forgets these keys in the store (through the same guard; rejects when the store fails) and in the local fallback. */
+  reset(keys: readonly string[]): Promise<void>;
+  readonly monitor: StoreMonitor;
+  readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
+  readonly scriptStats: ScriptCallCounts | undefined;
+}
+
+const ignore = (): void => undefined;
+// The scale of "recently answered" for a store that states no deadline of its own (nor gets one).
+const DEFAULT_DEADLINE_MS = 100;
+
+/**
+ * Links a limiter to its store's runtime: the breaker belongs to the shared store (not to this
+ * limiter), so every route sees one outage; hot-key mode sits above the breaker and the deadline,
+ * so every lease draw passes the breaker and is bounded, and the waiters of a failed draw get the
+ * failure mode's answer, not draws of their own.
+ */
+export function linkStore(
+  resolved: ResolvedLimiterOptions,
+  limits: readonly ResolvedLimit[],
+  clock: () => number,
+  meter: FloodgateMetrics,
+  hooks: LinkHooks,
+): StoreLink {
+  const { failure, store: shared } = resolved;
+  const runtime = runtimeFor(shared);
+  const channel = runtime.channel(failure.breaker, clock);
+  channel.reporters.add(failure.logger, failure.onStoreError, failure.failMode);
+  channel.countOn(meter);
+  runtime.warnOnce(failure.logger);
+  const fallback: Fallback = createFallback(limits, failure, channel.breaker);
+  if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: ScriptCallCounts });
+
+  const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
+  const guard = guarded(shared, failure.timeoutMs, book);
+  const store: Store = withHotKeys(guard, resolved.hotKeys);
+  const hotKeys = store instanceof HotKeyStore ? store : undefined;
+  if (hotKeys) meter.hotKeys.add(hotKeys);
+
+  // A store that decides synchronously (MemoryStore, no hot-key mode) is asked without a promise.
+  const sync =
+    hotKeys === undefined && typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined
+      ? guardedSync(shared as Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book)
+      : undefined;
+
+  return {
+    evaluate: (request) => store.evaluate(request),
+    evaluateSync: sync,
+    degraded(request, error) {
+      // A late answer still counts (the limiter caches its denial); a lease draw's is the hot-key store's own.
+      const late = hotKeys === undefined ? lateAnswer<StoreResult>(error) : undefined;
+      if (late) {
+        late.then((result) => {
+          try {
+            hooks.late(request, result);
+          } catch {
+            // A late answer is a bonus: nothing it could throw may reach a request.
+          }
+        }, ignore);
+      }
+      // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode.
+      return isOverload(error) ? fallback.local(request) : fallback.decide(request);
+    },
+    localLeases: fallback.leases,
+    async reset(keys) {
+      fallback.reset(keys);
+      await store.reset(keys);
+    },
+    monitor: channel.monitor,
+    hotKeys,
+    scriptStats: shared.scriptStats,
+  };
+}

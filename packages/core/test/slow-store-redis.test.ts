@@ -1,0 +1,259 @@
+// Slow is not down, on a real redis-server: late answers still count, a store that keeps answering never opens the breaker, load on it is bounded, and the deadline fires at timeoutMs.
+import { createLimiter, RedisStore, type Decision, type Logger, type StoreErrorEvent } from '@floodgate/core';
+import { failOnUnhandledErrors, startRedis, waitFor, whilePaused, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import { CircuitBreaker, resolveBreakerOptions, type BreakerTransition } from '../src/failure/breaker';
+
+failOnUnhandledErrors();
+
+const TIMEOUT_MS = 100;
+const rnd = () => `s${Math.random().toString(36).slice(2, 10)}`;
+const quiet: Logger = { warn: () => undefined, error: () => undefined };
+
+let server: RedisServer;
+const clients: Redis[] = [];
+
+beforeAll(async () => {
+  server = await startRedis({ args: ['--enable-debug-command', 'yes'] });
+});
+
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await server?.stop();
+});
+
+async function client(): Promise<Redis> {
+  const c = server.client({ autoResendUnfulfilledCommands: false });
+  clients.push(c);
+  await c.ping();
+  return c;
+}
+
+/**
+ * How long this process's event loop stood still, at most, while `body` ran: a timer that should
+ * fire every 5 ms and fired later. The allowance a loaded machine needs, which cannot hide a wait
+ * inside Floodgate (a wait does not stall the loop).
+ */
+async function withStallWatch<T>(body: () => Promise<T>): Promise<{ result: T; stallMs: number }> {
+  let last = performance.now();
+  let stallMs = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    stallMs = Math.max(stallMs, now - last - 5);
+    last = now;
+  }, 5);
+  try {
+    const result = await body();
+    return { result, stallMs: Math.max(stallMs, performance.now() - last - 5) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Keeps Redis busy with back-to-back `DEBUG SLEEP`s on a side connection: slow (every call waits behind one), never silent. */
+function busyRedis(side: Redis, sleepMs: number): { stop(): Promise<void> } {
+  let running = true;
+  const loop = (async () => {
+    while (running) await side.call('DEBUG', 'SLEEP', (sleepMs / 1000).toFixed(3));
+  })();
+  return {
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
+describe('slow is not down', () => {
+  it("a late answer still counts: the store's denial reaches the block cache, and it closes the breaker", async () => {
+    const c = await client();
+    const store = new RedisStore({ client: c, timeoutMs: TIMEOUT_MS });
+    const events: StoreErrorEvent[] = [];
+    const limiter = createLimiter({
+      store,
+      prefix: rnd(),
+      limit: 2,
+      windowMs: '1m',
+      failMode: 'closed',
+      breaker: { failureThreshold: 1, coolDownMs: 60_000 },
+      onStoreError: (e) => events.push(e),
+      logger: quiet,
+    });
+    expect((await limiter.consume('alice')).allowed).toBe(true);
+    expect((await limiter.consume('alice')).allowed).toBe(true);
+    // A store silent for longer than two deadlines is down, not slow (failure/guard.ts): let the
+    // last answer age past that, so that the paused call below counts against the breaker.
+    await new Promise((resolve) => setTimeout(resolve, 2 * TIMEOUT_MS + 20));
+    const late = await whilePaused(server, async () => {
+      const answer = await limiter.consume('alice');
+      // The store did not answer in time: the failure mode spoke, and the breaker opened (threshold 1, nothing answered).
+      expect(answer).toMatchObject({ reason: 'fail-closed', degraded: true });
+      expect(limiter.health().stores[0].breaker).toBe('open');
+      return answer;
+    });
+    expect(late.allowed).toBe(false);
+    // Redis runs the queued call on SIGCONT and answers it, late: evidence of life, and a denial.
+    await waitFor('the late answer', () => limiter.health().stores[0].lateAnswers === 1);
+    expect(limiter.health().stores[0].breaker).toBe('closed');
+    expect(events.map((e) => e.state)).toEqual(['open', 'closed']);
+    const calls = store.scriptStats.calls;
+    const blocked = await limiter.consume('alice');
+    expect(blocked).toMatchObject({ allowed: false, reason: 'blocked', degraded: false });
+    expect(blocked.retryAfterMs).toBeGreaterThan(0);
+    // Answered from the block cache: no store call.
+    expect(store.scriptStats.calls).toBe(calls);
+  });
+
+  it('a store that keeps answering late never opens the breaker; the same load on a paused store does', async () => {
+    const c = await client();
+    const side = await client();
+    const store = new RedisStore({ client: c, timeoutMs: TIMEOUT_MS, coalesce: false });
+    const events: StoreErrorEvent[] = [];
+    const limiter = createLimiter({
+      store,
+      prefix: rnd(),
+      limit: 1_000_000,
+      failMode: 'open',
+      breaker: { failureThreshold: 3, coolDownMs: 60_000 },
+      onStoreError: (e) => events.push(e),
+      logger: quiet,
+    });
+    const load = async (ms: number): Promise<Decision[]> => {
+      const answers: Promise<Decision>[] = [];
+      const until = performance.now() + ms;
+      while (performance.now() < until) {
+        answers.push(limiter.consume(rnd()));
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      return Promise.all(answers);
+    };
+    await limiter.consume('warm-up');
+    // Every call waits behind a 150 ms DEBUG SLEEP: most pass the 100 ms deadline, and are answered late.
+    const busy = busyRedis(side, 150);
+    const slow = await load(1_500);
+    await busy.stop();
+    await waitFor('the late answers', () => limiter.health().stores[0].lateAnswers > 0);
+    const health = limiter.health().stores[0];
+    expect(slow.filter((d) => d.reason === 'fail-open').length).toBeGreaterThanOrEqual(3);
+    expect(health.errors.timeout).toBeGreaterThanOrEqual(3);
+    expect(health.slowTimeouts).toBe(health.errors.timeout);
+    expect(events).toEqual([]);
+    expect(health.breaker).toBe('closed');
+    // Silent (SIGSTOP): nothing answers, so the same timeouts open the breaker.
+    await whilePaused(server, async () => {
+      await load(600);
+      expect(events.map((e) => e.state)).toContain('open');
+    });
+    await waitFor('the breaker to close on the late answers', () => limiter.health().stores[0].breaker === 'closed');
+  });
+
+  it('bounds the calls in flight: past maxInFlight a request waits in the process, never on Redis, and is decided locally within the deadline', async () => {
+    const c = await client();
+    const side = await client();
+    const MAX = 4;
+    // A client that counts the script calls it has in flight on Redis, around the real one.
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const counted = <T>(p: Promise<T>): Promise<T> => {
+      mostInFlight = Math.max(mostInFlight, ++inFlight);
+      const done = () => void inFlight--;
+      p.then(done, done);
+      return p;
+    };
+    const counting = {
+      get status() {
+        return c.status;
+      },
+      evalsha: (...args: Parameters<Redis['evalsha']>) => counted(c.evalsha(...args)),
+      eval: (...args: Parameters<Redis['eval']>) => counted(c.eval(...args)),
+      del: (...keys: string[]) => c.del(...keys),
+      once: c.once.bind(c),
+      on: c.on.bind(c),
+    };
+    const store = new RedisStore({ client: counting, timeoutMs: TIMEOUT_MS, coalesce: false, maxInFlight: MAX });
+    const limiter = createLimiter({ store, prefix: rnd(), limit: 10, failMode: 'open', instances: 2, breaker: { failureThreshold: 1_000 }, logger: quiet });
+    const busy = busyRedis(side, 60);
+    const { result, stallMs } = await withStallWatch(() =>
+      Promise.all(
+        Array.from({ length: 200 }, async (_, i) => {
+          const started = performance.now();
+          // One flooding caller among fresh ones: it must keep a limit even when decided locally.
+          const flooder = i % 2 === 0;
+          const decision = await limiter.consume(flooder ? 'flooder' : rnd());
+          return { decision, flooder, ms: performance.now() - started };
+        }),
+      ),
+    );
+    await busy.stop();
+    expect(mostInFlight).toBeLessThanOrEqual(MAX);
+    const health = limiter.health().stores[0];
+    expect(health.shed).toBeGreaterThan(0);
+    const local = result.filter((r) => r.decision.reason === 'fail-local');
+    expect(local.length).toBe(health.shed);
+    // Shed requests keep this instance's share (10 / 2): the flooder is limited, not let through.
+    expect(local.filter((r) => r.flooder && r.decision.allowed).length).toBeLessThanOrEqual(5);
+    // Nobody waited past the deadline (plus a margin and this process's own stalls).
+    const worst = Math.max(...result.map((r) => r.ms));
+    expect(worst).toBeLessThan(TIMEOUT_MS + 50 + stallMs);
+  });
+});
+
+describe('the mutants that survived (issue 24)', () => {
+  it('the deadline fires at timeoutMs, not later: measured while Redis is paused', async () => {
+    const c = await client();
+    const DEADLINE = 300;
+    const limiter = createLimiter({ store: new RedisStore({ client: c, timeoutMs: DEADLINE }), prefix: rnd(), limit: 5, failMode: 'closed', logger: quiet });
+    await limiter.consume('warm');
+    const { result: waited, stallMs } = await withStallWatch(() =>
+      whilePaused(server, async () => {
+        const started = performance.now();
+        const decision = await limiter.consume('x');
+        expect(decision.reason).toBe('fail-closed');
+        return performance.now() - started;
+      }),
+    );
+    expect(waited).toBeGreaterThanOrEqual(DEADLINE - 1);
+    // Twice the deadline would be 600 ms: far outside this bound.
+    expect(waited).toBeLessThan(DEADLINE + 50 + stallMs);
+  });
+
+  it("the breaker's back-off starts again from coolDownMs when the store reports ready after a doubled wait", () => {
+    let now = 0;
+    const breaker = new CircuitBreaker(resolveBreakerOptions({ failureThreshold: 1, coolDownMs: 100, maxCoolDownMs: 10_000 }), () => now);
+    const opened: BreakerTransition[] = [];
+    breaker.subscribe((t) => t.to === 'open' && opened.push(t));
+    breaker.failure(new Error('down'), false);
+    for (const wait of [100, 200, 400]) {
+      now += wait;
+      expect(breaker.admit()).toBe('probe');
+      breaker.failure(new Error('still down'), true);
+    }
+    expect(opened.map((t) => t.retryInMs)).toEqual([100, 200, 400, 800]);
+    // Ready after the doubled waits: the next request probes at once...
+    now += 1;
+    breaker.reconnected();
+    expect(breaker.msUntilProbe()).toBe(0);
+    expect(breaker.admit()).toBe('probe');
+    // ...and if that probe fails, the wait doubles from coolDownMs again (200), not from 800 (1,600).
+    breaker.failure(new Error('flapping'), true);
+    expect(opened[opened.length - 1].retryInMs).toBe(200);
+  });
+
+  it('a hot-key lease is never larger than limit / instances, even with leaseSize above the share', async () => {
+    const c = await client();
+    const limiter = createLimiter({
+      store: new RedisStore({ client: c, timeoutMs: 1_000 }),
+      prefix: rnd(),
+      limit: 100,
+      windowMs: '1m',
+      algorithm: 'fixed-window',
+      hotKeys: { instances: 4, threshold: 1, leaseSize: 60 },
+      logger: quiet,
+    });
+    const peeker = createLimiter({ store: new RedisStore({ client: c, timeoutMs: 1_000 }), prefix: limiter.options.prefix, limit: 100, windowMs: '1m', algorithm: 'fixed-window', logger: quiet });
+    expect((await limiter.consume('hot')).allowed).toBe(true);
+    // One lease was drawn: the share, 100 / 4 = 25, not the 60 asked for (a peek counts its own unit).
+    const untouched = (await peeker.peek('cold')).remaining ?? NaN;
+    expect(untouched - ((await peeker.peek('hot')).remaining ?? NaN)).toBe(25);
+  });
+});
