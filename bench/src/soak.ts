@@ -167,6 +167,9 @@ async function startApps(store: RedisStore, prefix: string, logger: Logger, rout
   });
   const kServer = k.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => kServer.once('listening', resolve));
+  // Longer than any soak: the load's keep-alive sockets are never closed under it by the server
+  // (a socket reused just as the server times it out fails with ECONNRESET, a client-side race, not a limiter's answer).
+  for (const server of [eServer, f.server, kServer]) server.keepAliveTimeout = 10 * 60_000;
 
   return [
     { name: 'express', port: (eServer.address() as AddressInfo).port, close: () => closeServer(eServer) },

@@ -52,8 +52,8 @@ export function runConcurrencySuite(h: AdapterHarness): void {
 
     it('admits `limit` requests in flight per caller and answers the next 429 with qu="concurrent-requests"; the rate quota is not charged for it', async () => {
       const { app, held } = await start(2);
-      const a = slow(ctx().agent, app.port, 600);
-      const b = slow(ctx().agent, app.port, 600);
+      const a = slow(ctx().agent, app.port, 3_000);
+      const b = slow(ctx().agent, app.port, 3_000);
       await holding(held, 2, 'two slow requests');
       const refused = await slow(ctx().agent, app.port, 0).done;
       expect(refused.status).toBe(429);
