@@ -8,7 +8,7 @@ import type { Logger } from '../logger';
 import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
-import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type BreakerTransition, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
+import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
 
 export const FAIL_MODES = ['open', 'closed', 'local'] as const;
 
