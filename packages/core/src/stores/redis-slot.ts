@@ -22,7 +22,17 @@ export function slotOf(key: string): number {
     const close = key.indexOf('}', open + 1);
     if (close > open + 1) part = key.slice(open + 1, close);
   }
-  const bytes = Buffer.from(part, 'utf8');
+  let crc = 0;
+  // Floodgate's keys are ASCII (a prefix and a hex digest): their UTF-8 bytes are their char codes, no Buffer needed.
+  for (let i = 0; i < part.length; i++) {
+    const code = part.charCodeAt(i);
+    if (code > 127) return slotOfBytes(Buffer.from(part, 'utf8'));
+    crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ code) & 0xff];
+  }
+  return crc & 16383;
+}
+
+function slotOfBytes(bytes: Uint8Array): number {
   let crc = 0;
   for (let i = 0; i < bytes.length; i++) crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ bytes[i]) & 0xff];
   return crc & 16383;

@@ -187,6 +187,8 @@ export class RedisStore implements Store {
   /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
   private readonly limitIds = new WeakMap<object, number>();
   private nextLimitId = 0;
+  /** The script each limits array runs (held weakly, as limitIds). */
+  private readonly scriptNames = new WeakMap<object, string>();
   /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
   private inFlight = 0;
   private readonly waiting: Queued[] = [];
@@ -371,7 +373,9 @@ export class RedisStore implements Store {
   /** Which groups may share a script call: one mode and script (and test time); on a Cluster, one slot. */
   private shareKey(waiter: Waiter): string {
     const { request, now } = waiter;
-    const key = `${request.mode[0]}${scriptFor(request.limits).name}${now === undefined ? '' : `@${now}`}`;
+    let script = this.scriptNames.get(request.limits);
+    if (script === undefined) this.scriptNames.set(request.limits, (script = scriptFor(request.limits).name));
+    const key = now === undefined ? `${request.mode}${script}` : `${request.mode}${script}@${now}`;
     return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
   }
 
