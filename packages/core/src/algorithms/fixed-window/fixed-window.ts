@@ -34,4 +34,10 @@ export const fixedWindow: Twin<FixedWindowState, WindowLimit> = {
     if (!s || s.w !== w || s.c === 0) return undefined;
     return { state: { w, c: Math.max(0, s.c - cost) }, ttlMs: ttl((w + 1) * win - now) };
   },
+  // Past the limit the count stays above it (debt) until the window ends.
+  debit(s, now, { windowMs: win }, cost) {
+    const w = Math.floor(now / win);
+    const c = s && s.w === w ? s.c : 0;
+    return { state: { w, c: c + cost }, ttlMs: ttl((w + 1) * win - now) };
+  },
 };
