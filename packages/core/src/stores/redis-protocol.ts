@@ -1,6 +1,6 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, LIMIT_KINDS, periodOf, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
 import { leaseToken, refundAt } from '../validate';
@@ -23,7 +23,10 @@ import type { StoreRequest, StoreResult } from './store';
  *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x');
  *             for 's' (settle: rate limits only, the settle record's key last in KEYS),
  *             `delta:at:token`, delta = actual - reserved, possibly negative ('-3:1699999200000:Sk2')
- *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodOf: windowMs, refillPerSecond or leaseMs)
+ *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodArg:
+ *             windowMs, refillPerSecond or leaseMs; for a calendar window, the boundaries of the
+ *             periods around the caller's clock, 'b0,b1,b2,b3' in ms, of which the script picks the
+ *             one holding its TIME)
  *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 's': withinMs (how long a reservation
  *             stays settleable); with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
@@ -117,8 +120,10 @@ function costArg(request: StoreRequest): string | number {
 /**
  * Encodes requests that share keys, limits and mode (the first one's are sent) as one call.
  * `testNow`: the UNSAFE test clock's reading in ms; undefined in production (the script reads TIME).
+ * `appNow`: the clock a calendar window's boundaries are computed around; default `testNow`, else
+ * this process's clock (a test passes another to show that the script picks by its own TIME).
  */
-export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
+export function encodeCall(requests: readonly StoreRequest[], testNow?: number, appNow?: number): ScriptCall {
   const request = requests[0];
   const lock = request.lockout;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
@@ -126,7 +131,10 @@ export function encodeCall(requests: readonly StoreRequest[], testNow?: number):
     MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
     requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
   ];
-  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodOf(limit));
+  // A calendar window's boundaries are computed around the test clock, else around this process's clock (the script picks by TIME).
+  const at = appNow ?? testNow;
+  const clock = at !== undefined ? () => at : Date.now;
+  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
   if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
   const settle = request.mode === 'settle' ? settleOf(request) : undefined;
   if (settle) argv.push(settle.withinMs);
