@@ -1,6 +1,7 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
 import { LOG_MAX_LIMIT } from './admit';
 import { floodSection } from './flood-report';
+import { frameworkInfo } from './frameworks';
 import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
 import { ratio } from './stats';
 import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
@@ -9,9 +10,10 @@ const int = (x: number | null | undefined) => (x === null || x === undefined || 
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(x > 0 && x < 0.01 ? 2 : 0)}%` : 'n/a');
 
+const tableLine = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+
 function table(head: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+  return [tableLine(head), tableLine(head.map(() => '---')), ...rows.map(tableLine)].join('\n');
 }
 
 /** µs with two decimals below 10, one above. */
@@ -137,6 +139,90 @@ function throughputTables(results: BenchResults, framework: Framework): { title:
   return out;
 }
 
+/** The markers around one framework's throughput section, so that a later run of that framework alone can replace it. */
+export const frameworkMarkers = (framework: Framework) => [`<!-- bench:framework ${framework} -->`, `<!-- /bench:framework ${framework} -->`] as const;
+
+/**
+ * One framework's throughput section, between its markers: its heading and tables. With `separate`
+ * (a run of some frameworks only, spliced into a page another run wrote), it also says which run
+ * measured it and gives that run's goal verdicts for it, since the page's header and Goals table
+ * describe the other run.
+ */
+export function frameworkSection(results: BenchResults, framework: Framework, separate?: { command: string }): string | undefined {
+  const tables = throughputTables(results, framework);
+  if (!tables) return undefined;
+  const [start, end] = frameworkMarkers(framework);
+  const out = [start, `### ${framework}`];
+  if (separate) {
+    const { meta } = results;
+    out.push('');
+    out.push(
+      `${frameworkInfo(framework).title}. Measured ${meta.date.slice(0, 10)} by \`${separate.command}\` (a ${meta.mode} run of ${Math.round(meta.durationS)} s, ` +
+        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s, load average ${meta.loadAverageStart.join(', ')} at start and ${meta.loadAverageEnd.join(', ')} at the end), ` +
+        "a run of its own: not the run in this page's header, so set its ratios (each to this framework's own bare route, in the same rounds) against the other frameworks', not its req/s. " +
+        `Not in the chart above. Versions: ${frameworkInfo(framework).packages.map((p) => `${p} ${meta.versions[p] ?? '?'}`).join(', ')}; ${frameworkInfo(framework).peers.map((p) => p.label).filter((l, i, all) => all.indexOf(l) === i).join(', ')}.`,
+    );
+    const checks = evaluateGoals(results).filter((c) => c.framework === framework);
+    if (checks.length) {
+      out.push('');
+      out.push(table(['goal (see Goals above)', framework], checks.map((c) => [`(${c.goal}) ${c.regime === 'admit' ? 'admitting' : 'rejecting'}`, `${verdict(c)}: ${c.subject}`])));
+    }
+    for (const note of warnings(results)) {
+      out.push('');
+      out.push(`> ${note}`);
+    }
+  }
+  for (const t of tables) {
+    out.push('');
+    out.push(`#### ${framework}, ${t.title}`);
+    out.push('');
+    out.push(t.table);
+  }
+  out.push(end);
+  return out.join('\n');
+}
+
+/**
+ * The page with the frameworks of `results` (a run of those frameworks' throughput only) put in:
+ * each one's section replaced between its markers, or added after the last framework's section;
+ * and its row of the Summary table replaced or added. Everything else stays as the full run wrote it.
+ */
+export function spliceFrameworks(page: string, results: BenchResults, command: string): string {
+  let out = page;
+  const measured = FRAMEWORKS.filter((f) => results.throughput.some((r) => r.framework === f));
+  for (const framework of measured) {
+    const section = frameworkSection(results, framework, { command })!;
+    const [start, end] = frameworkMarkers(framework);
+    const from = out.indexOf(start);
+    const to = out.indexOf(end);
+    if (from >= 0 && to > from) {
+      out = `${out.slice(0, from)}${section}${out.slice(to + end.length)}`;
+      continue;
+    }
+    // After the Throughput section's last table: just before the next "## " heading.
+    const throughput = out.indexOf('\n## Throughput\n');
+    if (throughput < 0) throw new Error('docs/benchmarks.md has no "## Throughput" section to add a framework to: run the full bench first');
+    const next = out.indexOf('\n## ', throughput + 1);
+    const at = next < 0 ? out.length : next + 1;
+    out = `${out.slice(0, at).replace(/\n*$/, '\n\n')}${section}\n\n${out.slice(at)}`;
+  }
+  for (const [framework, cells] of summaryRows(results)) {
+    const line = tableLine([`${framework} (a run of its own: [below](#${framework}))`, ...cells.slice(1)]);
+    const lines = out.split('\n');
+    const heading = lines.indexOf('## Summary');
+    if (heading < 0) continue;
+    const first = lines.findIndex((l, i) => i > heading && l.startsWith('| '));
+    if (first < 0) continue;
+    let last = first;
+    while (lines[last + 1]?.startsWith('| ')) last++;
+    const row = lines.findIndex((l, i) => i >= first && i <= last && (l.startsWith(`| ${framework} |`) || l.startsWith(`| ${framework} (`)));
+    if (row >= 0) lines[row] = line;
+    else lines.splice(last + 1, 0, line);
+    out = lines.join('\n');
+  }
+  return out;
+}
+
 /**
  * A MemoryStore figure, never an impossible one: "395 ± 12", or "below measurement noise (± 40)"
  * when the median is not above its noise bound (or is negative, as in results from before the
@@ -157,9 +243,9 @@ function bothRatios(rows: readonly ThroughputRow[], label: string | undefined): 
   return `${a ? fix(a.ratio) : 'n/a'} / ${b ? fix(b.ratio) : 'n/a'}`;
 }
 
-/** The summary at the top: one row per framework, from the run. */
-export function summaryTable(results: BenchResults): string | undefined {
-  const rows: string[][] = [];
+/** The summary's rows, one per framework measured: [framework, cells...]. */
+function summaryRows(results: BenchResults): [Framework, string[]][] {
+  const rows: [Framework, string[]][] = [];
   for (const framework of FRAMEWORKS) {
     const g = groupsOf(results, framework);
     if (g.rows.length === 0) continue;
@@ -180,15 +266,21 @@ export function summaryTable(results: BenchResults): string | undefined {
       ? `${bothRatios(g.rows, fgRedis.label)} (${/\(([^)]+)\)/.exec(fgRedis.label)?.[1] ?? ''}; ${fix(g.floodgateRedis('admit')?.floorRatio ?? NaN)} of the floor)`
       : 'n/a';
     const redisPeer = best(g.redisPeers('admit'));
-    rows.push([
+    rows.push([framework, [
       framework,
       fgMem ? `${bothRatios(g.rows, fgMem.label)}` : 'n/a',
       memPeer,
       redisCell,
       redisPeer ? `${redisPeer.label} ${bothRatios(g.rows, redisPeer.label)}` : 'n/a',
       g.floorTurn ? fix(g.floorTurn.ratio) : 'n/a',
-    ]);
+    ]]);
   }
+  return rows;
+}
+
+/** The summary at the top: one row per framework, from the run. */
+export function summaryTable(results: BenchResults): string | undefined {
+  const rows = summaryRows(results).map(([, cells]) => cells);
   if (rows.length === 0) return undefined;
   return table(
     [
@@ -298,16 +390,10 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         'They are the most any limiter that asks Redis, or one that batches as Floodgate does, can keep on this machine: the round trip alone costs that much.',
     );
     for (const framework of FRAMEWORKS) {
-      const tables = throughputTables(results, framework);
-      if (!tables) continue;
+      const section = frameworkSection(results, framework);
+      if (!section) continue;
       out.push('');
-      out.push(`### ${framework}`);
-      for (const t of tables) {
-        out.push('');
-        out.push(`#### ${framework}, ${t.title}`);
-        out.push('');
-        out.push(t.table);
-      }
+      out.push(section);
     }
     out.push('');
   }
@@ -499,7 +585,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
   );
   out.push('');
   out.push(
-    'Run it: `pnpm bench` (full, about 30 minutes) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
+    'Run it: `pnpm bench` (full, about an hour) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
       'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
       'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
   );

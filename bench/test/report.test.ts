@@ -1,6 +1,6 @@
 // The report and chart are pure functions of a results set: check them on a fixed one.
 import { evaluateGoals, headersOf, quotaHeaders, storeOf, verdict } from '../src/goals';
-import { ceilingRatio, formatHeaderList, formatHeadersSeen, memoryCell, renderMarkdown, warnings } from '../src/report';
+import { ceilingRatio, formatHeaderList, formatHeadersSeen, frameworkMarkers, memoryCell, renderMarkdown, spliceFrameworks, warnings } from '../src/report';
 import { escapeXml, renderSvg } from '../src/svg';
 import { LEGACY, fixture } from './fixture';
 
@@ -210,6 +210,15 @@ describe('evaluateGoals', () => {
     ]);
   });
 
+  it('sets no memory target for a framework issue #15 gave none (NestJS, Hono): the figure without a verdict', () => {
+    const results = fixture();
+    const memory = results.throughput.filter((r) => r.id === 'express/floodgate-memory/admit')[0];
+    results.throughput.push({ ...memory, framework: 'hono', id: 'hono/floodgate-memory/admit' });
+    const a = evaluateGoals(results).find((c) => c.goal === 'a' && c.framework === 'hono')!;
+    expect(a.met).toBeNull();
+    expect(a.subject).toContain('no target set for this framework');
+  });
+
   it('reads results written before rows recorded their store', () => {
     const results = fixture();
     for (const r of results.throughput) delete r.store;
@@ -350,5 +359,48 @@ describe('warnings', () => {
     results.meta.mode = 'full';
     results.meta.loadAverageStart = [0.1, 0.1, 0.1];
     expect(warnings(results)).toEqual([]);
+  });
+});
+
+describe('spliceFrameworks', () => {
+  /** The fixture's express rows as another framework's: a run of that framework alone. */
+  function runOf(framework: 'hono' | 'nestjs-fastify', scale: number) {
+    const results = fixture();
+    results.meta.date = '2026-02-03T00:00:00.000Z';
+    results.throughput = results.throughput
+      .filter((r) => r.framework === 'express')
+      .map((r) => ({ ...r, framework, id: r.id.replace(/^express\//, `${framework}/`), ratio: r.group === 'ceiling' ? 1 : r.ratio * scale }));
+    return results;
+  }
+  const page = renderMarkdown(fixture(), 'benchmarks.svg');
+
+  it("adds a framework's section after the last one and its Summary row, and keeps the rest of the page", () => {
+    const out = spliceFrameworks(page, runOf('hono', 1), 'pnpm bench --only throughput --frameworks hono');
+    const [start, end] = frameworkMarkers('hono');
+    expect(out.indexOf(start)).toBeGreaterThan(out.indexOf(frameworkMarkers('express')[1]));
+    expect(out.indexOf(end)).toBeLessThan(out.indexOf('\n## The Redis ceiling'));
+    const section = out.slice(out.indexOf(start), out.indexOf(end));
+    expect(section).toContain('Measured 2026-02-03 by `pnpm bench --only throughput --frameworks hono`');
+    expect(section).toContain('#### hono, in memory');
+    expect(section).toContain('| (a) admitting |');
+    expect(out.split('\n').filter((l) => l.startsWith('| hono (a run of its own: [below](#hono)) |'))).toHaveLength(1);
+    // Everything outside the new section and row is the page as it was.
+    const without = out.replace(section + end, '').split('\n').filter((l) => !l.startsWith('| hono ('));
+    expect(without.join('\n').replace(/\n{3,}/g, '\n\n')).toBe(page.replace(/\n{3,}/g, '\n\n'));
+  });
+
+  it('replaces its own section and row on a later run, and leaves the other frameworks alone', () => {
+    const once = spliceFrameworks(page, runOf('hono', 1), 'first');
+    const twice = spliceFrameworks(spliceFrameworks(once, runOf('nestjs-fastify', 1), 'other'), runOf('hono', 0.5), 'second');
+    expect(twice.split(frameworkMarkers('hono')[0])).toHaveLength(2);
+    expect(twice).toContain('by `second`');
+    expect(twice).not.toContain('by `first`');
+    expect(twice).toContain('by `other`');
+    expect(twice.split('\n').filter((l) => l.startsWith('| hono ('))).toHaveLength(1);
+    expect(twice.split('\n').filter((l) => l.startsWith('| nestjs-fastify ('))).toHaveLength(1);
+  });
+
+  it('refuses a page with no Throughput section to add to', () => {
+    expect(() => spliceFrameworks('# Benchmarks\n', runOf('hono', 1), 'x')).toThrow(/no "## Throughput" section/);
   });
 });
