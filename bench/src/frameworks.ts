@@ -1,4 +1,4 @@
-// The frameworks the bench measures: one descriptor each, from which every list of frameworks (types, peers, goals, report, versions) is derived.
+// The frameworks the bench measures: one descriptor each, from which every list of frameworks (types, peers, report, versions) is derived.
 import type { LimiterKind, StoreKind } from './types';
 
 /** A peer limiter as its library's docs set it up, in memory (its default store) or on Redis. */
@@ -16,11 +16,6 @@ export interface FrameworkInfo {
   /** The Floodgate package that serves it. */
   adapter: string;
   peers: readonly PeerSpec[];
-  /**
-   * Goal (a): Floodgate in memory, admitting, × bare route (issue #15). Undefined: no target was
-   * ever set for this framework, so the page shows the figure without a verdict.
-   */
-  memoryAdmitGoal?: number;
 }
 
 /**
@@ -38,7 +33,6 @@ export const FRAMEWORK_INFO = {
       { kind: 'express-rate-limit', store: 'redis', label: 'express-rate-limit + rate-limit-redis' },
       { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)' },
     ],
-    memoryAdmitGoal: 0.9,
   },
   fastify: {
     title: 'Fastify',
@@ -48,7 +42,6 @@ export const FRAMEWORK_INFO = {
       { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
       { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
     ],
-    memoryAdmitGoal: 0.85,
   },
   koa: {
     title: 'Koa',
@@ -58,7 +51,6 @@ export const FRAMEWORK_INFO = {
       { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
       { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
     ],
-    memoryAdmitGoal: 0.9,
   },
   'nestjs-express': {
     title: 'NestJS on the Express platform',
@@ -92,7 +84,7 @@ export const FRAMEWORK_INFO = {
 export type Framework = keyof typeof FRAMEWORK_INFO;
 export const FRAMEWORKS = Object.keys(FRAMEWORK_INFO) as readonly Framework[];
 
-/** A framework's descriptor, typed as the interface (the literal's optional fields included). */
+/** A framework's descriptor, typed as the interface. */
 export const frameworkInfo = (framework: Framework): FrameworkInfo => FRAMEWORK_INFO[framework];
 
 /** Whether a string names a framework (ids start with one: `nestjs-fastify/none`). */

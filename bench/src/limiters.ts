@@ -289,14 +289,24 @@ function honoRateLimiterClient(redis: Redis) {
   };
 }
 
-export function honoLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<MiddlewareHandler> {
+/**
+ * Hono has no trust-proxy setting: with `trustProxy` (the many-caller runs, through the loopback
+ * proxy) Floodgate gets `trustProxy: ['127.0.0.1']` and hono-rate-limiter's keyGenerator reads the
+ * right-most X-Forwarded-For address of a request from loopback, as an app behind one proxy writes it.
+ */
+export function honoLimiter(spec: LimiterSpec, redis: Redis | undefined, trustProxy: boolean): Built<MiddlewareHandler> {
   const { getConnInfo } = require('@hono/node-server/conninfo') as typeof import('@hono/node-server/conninfo');
-  const key = (c: HonoContext) => headerKey(spec.keyHeader, spec.keyHeader && c.req.header(spec.keyHeader), getConnInfo(c).remote.address);
+  const clientIp = (c: HonoContext) => {
+    const remote = getConnInfo(c).remote.address;
+    const forwarded = trustProxy && remote === '127.0.0.1' ? c.req.header('x-forwarded-for') : undefined;
+    return forwarded ? forwarded.slice(forwarded.lastIndexOf(',') + 1).trim() : remote;
+  };
+  const key = (c: HonoContext) => headerKey(spec.keyHeader, spec.keyHeader && c.req.header(spec.keyHeader), clientIp(c));
   switch (spec.kind) {
     case 'floodgate': {
       // As the package's README shows: the client IP through @hono/node-server's getConnInfo.
       const { rateLimit } = require('@floodgate/hono') as typeof import('@floodgate/hono');
-      const options: Record<string, unknown> = { ...floodgateOptions(spec, redis), getConnInfo };
+      const options: Record<string, unknown> = { ...floodgateOptions(spec, redis), getConnInfo, ...(trustProxy ? { trustProxy: ['127.0.0.1'] } : {}) };
       if (spec.keyHeader) options.key = key;
       return { handler: rateLimit(options as Parameters<typeof rateLimit>[0]), wiring: 'adapter' };
     }

@@ -19,7 +19,7 @@ export async function serveHono(spec: ServerSpec, redis: Redis | undefined): Pro
       app.get(path, (c) => c.text(BODY));
       continue;
     }
-    const built = honoLimiter(limiter, redis);
+    const built = honoLimiter(limiter, redis, spec.trustProxy ?? false);
     wirings.push(built.wiring);
     // One limiter at '/': app-wide (`app.use`), as users mount it. Several: one per route.
     if (single) app.use(built.handler).get(path, (c) => c.text(BODY));

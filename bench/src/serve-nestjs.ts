@@ -35,10 +35,14 @@ export async function serveNest(platform: NestPlatform, spec: ServerSpec, redis:
   class BenchModule {}
   Module({ imports: limiter?.imports ?? [], controllers, providers: limiter?.providers ?? [] })(BenchModule);
 
-  const adapter =
-    platform === 'express'
-      ? new (await import('@nestjs/platform-express')).ExpressAdapter()
-      : new (await import('@nestjs/platform-fastify')).FastifyAdapter({ logger: false });
+  // Many-caller runs: the platform trusts the loopback proxy, as the other frameworks' servers do.
+  let adapter;
+  if (platform === 'express') {
+    adapter = new (await import('@nestjs/platform-express')).ExpressAdapter();
+    if (spec.trustProxy) adapter.set('trust proxy', 'loopback');
+  } else {
+    adapter = new (await import('@nestjs/platform-fastify')).FastifyAdapter({ logger: false, ...(spec.trustProxy ? { trustProxy: '127.0.0.1' } : {}) });
+  }
   const app = await NestFactory.create(BenchModule, adapter, { logger: false, abortOnError: false });
   await app.listen(0, '127.0.0.1');
   const address = app.getHttpServer().address() as AddressInfo;

@@ -20,6 +20,8 @@ const SERVERS: Record<Framework, (spec: ServerSpec, redis: Redis | undefined) =>
 async function serveExpress(spec: ServerSpec, redis: Redis | undefined): Promise<Started> {
   const express = (await import('express')).default;
   const app = express();
+  // Many-caller runs: one proxy hop trusted, so req.ip is X-Forwarded-For's address (every contender keys on it).
+  if (spec.trustProxy) app.set('trust proxy', 'loopback');
   const wirings: Wiring[] = [];
   const single = isSingle(spec);
   for (const { path, limiter } of spec.mounts) {
@@ -39,7 +41,7 @@ async function serveExpress(spec: ServerSpec, redis: Redis | undefined): Promise
 
 async function serveFastify(spec: ServerSpec, redis: Redis | undefined): Promise<Started> {
   const fastify = (await import('fastify')).default;
-  const app = fastify({ logger: false });
+  const app = fastify({ logger: false, ...(spec.trustProxy ? { trustProxy: '127.0.0.1' } : {}) });
   const wirings: Wiring[] = [];
   for (const { path, limiter } of spec.mounts) {
     await app.register(async (scope) => {
@@ -53,7 +55,7 @@ async function serveFastify(spec: ServerSpec, redis: Redis | undefined): Promise
 
 async function serveKoa(spec: ServerSpec, redis: Redis | undefined): Promise<Started> {
   const Koa = (await import('koa')).default;
-  const app = new Koa();
+  const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: 1 } : {});
   const wirings: Wiring[] = [];
   const single = isSingle(spec);
   const routes = new Map<string, ((ctx: import('koa').Context, next: () => Promise<void>) => unknown) | null>();

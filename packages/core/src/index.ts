@@ -3,6 +3,8 @@ export { createLimiter } from './limiter';
 export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, Limiter } from './limiter';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
+export { CALENDAR_UNITS } from './calendar/calendar-window';
+export type { CalendarUnit, CalendarWindowOptions } from './calendar/calendar-window';
 export type { LockoutOptions } from './lockout';
 export { ALGORITHMS } from './algorithms/registry';
 export type { AlgorithmName, RateAlgorithmName, StoreLimit, WindowAlgorithmName } from './algorithms/registry';

@@ -187,7 +187,7 @@ class Engine {
   /** The store's answer as a Decision: `at` only on a charged consume. */
   fromResult(request: StoreRequest, result: StoreResult): Decision {
     const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
-    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined);
+    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 

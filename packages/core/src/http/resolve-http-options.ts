@@ -250,6 +250,9 @@ export function resolveHttpOptions<Req = unknown>(
   if (route) {
     if (route.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
     if (route.limit !== undefined || route.burst !== undefined) delete merged.limits;
+    // A route's window of one kind replaces the global one of the other (a calendar `window` or a `windowMs`).
+    if (route.window !== undefined) delete merged.windowMs;
+    if (route.windowMs !== undefined) delete merged.window;
     for (const [k, v] of Object.entries(route)) if (v !== undefined) merged[k] = v;
   }
   const options = merged as HttpRateLimitOptions<Req>;

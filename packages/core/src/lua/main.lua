@@ -69,7 +69,9 @@ while pos do
   end
   for i = 1, limits do
     local base = i * 3
-    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
+    -- A period is a number, or a calendar window's boundaries ('b0,b1,b2,b3'), which its chunk reads.
+    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), ARGV[base + 2]
+    period = tonumber(period) or period
     if mode == 'r' or mode == 'x' or mode == 'n' then
       -- A refund, release or renewal is always applied; its figures are those of the state it
       -- leaves (a cost-0 check). Release and renewal are sent to lease limits only.

@@ -1,6 +1,6 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, LIMIT_KINDS, periodOf, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
 import { leaseToken, refundAt } from '../validate';
@@ -20,7 +20,10 @@ import type { StoreRequest, StoreResult } from './store';
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000');
  *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x')
- *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodOf: windowMs, refillPerSecond or leaseMs)
+ *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodArg:
+ *             windowMs, refillPerSecond or leaseMs; for a calendar window, the boundaries of the
+ *             periods around the caller's clock, 'b0,b1,b2,b3' in ms, of which the script picks the
+ *             one holding its TIME)
  *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
@@ -108,8 +111,10 @@ function costArg(request: StoreRequest): string | number {
 /**
  * Encodes requests that share keys, limits and mode (the first one's are sent) as one call.
  * `testNow`: the UNSAFE test clock's reading in ms; undefined in production (the script reads TIME).
+ * `appNow`: the clock a calendar window's boundaries are computed around; default `testNow`, else
+ * this process's clock (a test passes another to show that the script picks by its own TIME).
  */
-export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
+export function encodeCall(requests: readonly StoreRequest[], testNow?: number, appNow?: number): ScriptCall {
   const request = requests[0];
   const lock = request.lockout;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
@@ -117,7 +122,10 @@ export function encodeCall(requests: readonly StoreRequest[], testNow?: number):
     MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
     requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
   ];
-  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodOf(limit));
+  // A calendar window's boundaries are computed around the test clock, else around this process's clock (the script picks by TIME).
+  const at = appNow ?? testNow;
+  const clock = at !== undefined ? () => at : Date.now;
+  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
   if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
   if (testNow !== undefined) argv.push(testNow);
   const keys = lock ? [...request.keys, lock.key] : request.keys;
