@@ -41,7 +41,9 @@ class SlotSpreadingStore implements Store {
   }
   evaluate(request: StoreRequest): Promise<StoreResult> {
     const lockout = request.lockout && { ...request.lockout, key: this.salted([request.lockout.key])[0] };
-    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }) });
+    // A settle's marker key shares the subject's tag too (it is declared in the same script call).
+    const settle = request.settle && { ...request.settle, key: this.salted([request.settle.key])[0] };
+    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }), ...(settle && { settle }) });
   }
   reset(keys: readonly string[]): Promise<void> {
     return this.inner.reset(this.salted(keys));

@@ -3,7 +3,7 @@ import { FloodgateError, invalidOption } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
-import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
+import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeGroups, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
@@ -189,6 +189,7 @@ export class RedisStore implements Store {
   private nextLimitId = 0;
   /** The script each limits array runs (held weakly, as limitIds). */
   private readonly scriptNames = new WeakMap<object, string>();
+  private nextSettle = 0;
   /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
   private inFlight = 0;
   private readonly waiting: Queued[] = [];
@@ -281,7 +282,8 @@ export class RedisStore implements Store {
   evaluate(request: StoreRequest): Promise<StoreResult> {
     try {
       // A bad refund fails alone, before it could share (and fail) a coalesced call.
-      if (request.mode === 'refund') refundAt(request.at);
+      if (request.mode === 'refund' || request.mode === 'settle') refundAt(request.at);
+      if (request.mode === 'settle') leaseToken(request.token);
       this.checkConnection();
     } catch (error) {
       return Promise.reject(error);
@@ -375,6 +377,8 @@ export class RedisStore implements Store {
     const { request, now } = waiter;
     let script = this.scriptNames.get(request.limits);
     if (script === undefined) this.scriptNames.set(request.limits, (script = scriptFor(request.limits).name));
+    // A settle carries its own marker key and window: a call of its own.
+    if (request.mode === 'settle') return `settle#${this.nextSettle++}`;
     const key = now === undefined ? `${request.mode}${script}` : `${request.mode}${script}@${now}`;
     return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
   }
