@@ -18,8 +18,10 @@ import { runRedisCeiling } from './redis-ceiling';
 import { renderMarkdown, warnings } from './report';
 import { evaluateGoals } from './goals';
 import { renderSvg } from './svg';
-import { contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
-import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
+import { compareRuns } from './compare';
+import { planPinning, type Pinning } from './pinning';
+import { DEFAULT_CALLERS, contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
+import { FRAMEWORKS, LOAD_SHAPES, type BenchResults, type Framework, type LoadShape, type ProfileRow } from './types';
 
 const SECTIONS = ['accuracy', 'ceiling', 'flood', 'memory', 'micro', 'race', 'throughput'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -35,6 +37,14 @@ const HELP = `Usage: pnpm bench [options]
   --seconds S             seconds per throughput run (default 4; --quick 1)
   --warmup S              warm-up seconds per server (default 2; --quick 0.5)
   --connections N         autocannon connections (default 10)
+  --loads LIST            load shapes, comma-separated: one (every request from 127.0.0.1, one
+                          subject), callers (X-Forwarded-For from --callers addresses, the
+                          servers trusting the loopback proxy) (default: one,callers)
+  --callers N             callers of the 'callers' load (default 10000)
+  --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
+                          (the goals need none of them; about a third shorter)
+  --no-pin                do not pin processes to cores (default: the server under test on the
+                          last core, autocannon and redis-server on the others, with taskset)
   --profile / --no-profile  CPU-profile Floodgate contenders that miss a goal
                           (default: on for full runs, off for --quick)
   --profile-ids LIST      CPU-profile these throughput contenders (ids as in the results,
@@ -46,6 +56,8 @@ const HELP = `Usage: pnpm bench [options]
   --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
   --no-docs               write only bench/results/<date>.json
   --report FILE           only re-render docs/benchmarks.md and .svg from a results JSON
+  --compare A.json,B.json only compare two results JSONs: every Floodgate figure of both, and
+                          by how much they differ (for "do two runs agree")
   --help`;
 
 interface Config {
@@ -63,7 +75,12 @@ interface Config {
   notes: string[];
   docs: boolean;
   report?: string;
+  compare?: string[];
   against?: string;
+  loads: LoadShape[];
+  callers: number;
+  lean: boolean;
+  pin: boolean;
 }
 
 function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -102,6 +119,11 @@ export function parseConfig(argv: string[]): Config | 'help' {
       'no-docs': { type: 'boolean', default: false },
       report: { type: 'string' },
       against: { type: 'string' },
+      compare: { type: 'string' },
+      loads: { type: 'string' },
+      callers: { type: 'string' },
+      lean: { type: 'boolean', default: false },
+      'no-pin': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -119,11 +141,16 @@ export function parseConfig(argv: string[]): Config | 'help' {
     connections: Math.round(positive(values.connections, 10, 'connections')),
     profile: values['no-profile'] ? false : (values.profile ?? !quick),
     profileIds: values['profile-ids']?.split(',').map((s) => s.trim()).filter(Boolean) ?? [],
-    maxMinutes: positive(values['max-minutes'], quick ? 4 : 40, 'max-minutes'),
+    maxMinutes: positive(values['max-minutes'], quick ? 8 : 80, 'max-minutes'),
     notes: values.note ?? [],
     docs: !values['no-docs'],
     report: values.report,
+    compare: values.compare?.split(',').map((s) => s.trim()).filter(Boolean),
     against: values.against,
+    loads: list(values.loads, LOAD_SHAPES, 'loads') ?? [...LOAD_SHAPES],
+    callers: Math.round(positive(values.callers, DEFAULT_CALLERS, 'callers')),
+    lean: values.lean ?? false,
+    pin: !values['no-pin'],
   };
 }
 
@@ -142,14 +169,14 @@ async function profileOne(id: string, label: string, config: Config, redis: Redi
   if (!FRAMEWORKS.includes(framework)) throw new Error(`--profile-ids: "${id}" does not start with a framework`);
   // Every algorithm, so any id can be profiled; the memory and hot-key lines on the run's own algorithm.
   const settings = { ...throughputSettings(config), algorithms: ALGORITHMS, primary: primaryAlgorithm(config.algorithms) };
-  const contender = contendersFor(framework, settings).find((c) => c.id === id);
+  const contender = config.loads.flatMap((load) => contendersFor(framework, settings, load)).find((c) => c.id === id);
   if (!contender) throw new Error(`--profile-ids: no contender "${id}"`);
   progress.step(`profile: ${contender.id} (--cpu-prof)`, (config.warmup + config.seconds * 2) * 1000);
   return profileServer(
     contender.id,
     label,
-    { framework, redisPort: redis.port, mounts: [{ path: '/', limiter: contender.limiter }] },
-    { seconds: config.seconds * 2, warmupSeconds: config.warmup, connections: config.connections },
+    { framework, redisPort: redis.port, mounts: [{ path: '/', limiter: contender.limiter }], trustProxy: contender.load === 'callers' },
+    { seconds: config.seconds * 2, warmupSeconds: config.warmup, connections: config.connections, callers: contender.load === 'callers' ? config.callers : undefined },
   );
 }
 
@@ -163,14 +190,19 @@ async function profileShortfalls(results: BenchResults, config: Config, redis: R
     const label = `${framework}: ${row.label}, ${row.regime === 'admit' ? 'admitting' : 'rejecting'}`;
     results.profiles.push(await profileOne(id, label, config, redis, progress));
     // The bare route beside it: what the framework alone costs per request on this machine.
-    if (!results.profiles.some((p) => p.id === `${framework}/none`)) {
-      results.profiles.push(await profileOne(`${framework}/none`, `${framework}: no limiter (bare route)`, config, redis, progress));
+    const bare = id.endsWith('@callers') ? `${framework}/none@callers` : `${framework}/none`;
+    if (!results.profiles.some((p) => p.id === bare)) {
+      results.profiles.push(await profileOne(bare, `${framework}: no limiter (bare route)${id.endsWith('@callers') ? `, ${config.callers.toLocaleString('en-US')} callers` : ''}`, config, redis, progress));
     }
   }
 }
 
-function throughputSettings(config: Config): ThroughputSettings {
+function throughputSettings(config: Config, pinning?: Pinning): ThroughputSettings {
   return {
+    loads: config.loads,
+    callers: config.callers,
+    lean: config.lean,
+    pinning,
     frameworks: config.frameworks,
     rounds: config.rounds,
     secondsPerRun: config.seconds,
@@ -188,7 +220,7 @@ function plannedMs(config: Config): number {
   if (config.sections.has('throughput')) {
     for (const fw of config.frameworks) {
       const n = contendersFor(fw, t).length + 2; // the bare route and the per-turn floor run twice a round
-      ms += n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
+      ms += config.loads.length * n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
     }
   }
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
@@ -205,6 +237,12 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
+  if (config.compare) {
+    if (config.compare.length !== 2) throw new Error('--compare: two results files, comma-separated');
+    const [a, b] = config.compare.map((f) => JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), f), 'utf8')) as BenchResults);
+    console.log(compareRuns(a, b, config.compare[0], config.compare[1]));
+    return 0;
+  }
   if (config.report) {
     // pnpm runs this in bench/: a relative path is taken from where the command was typed.
     const results = JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), config.report), 'utf8')) as BenchResults;
@@ -214,6 +252,7 @@ async function main(): Promise<number> {
 
   const started = Date.now();
   const loadStart = loadAverage();
+  const pinning = planPinning(config.pin);
   const progress = new Progress(plannedMs(config));
   progress.step('building the child processes and Floodgate (esbuild, as a release build)');
   await buildChildren();
@@ -250,7 +289,9 @@ async function main(): Promise<number> {
         warmupSeconds: config.warmup,
         connections: config.connections,
         raceProcesses: config.quick ? 3 : 4,
+        callers: config.callers,
       },
+      pinning: { pinned: pinning.pinned, how: pinning.how },
       hotKeys,
       notes: [],
     },
@@ -329,7 +370,8 @@ async function main(): Promise<number> {
       );
     });
     await section('throughput', async () => {
-      results.throughput = await runThroughput(redis, throughputSettings(config), progress);
+      progress.note(`bench: throughput ${pinning.how}`);
+      results.throughput = await runThroughput(redis, throughputSettings(config, pinning), progress);
       if (config.profile) await profileShortfalls(results, config, redis, progress);
     });
     if (config.profileIds.length) {

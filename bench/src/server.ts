@@ -25,6 +25,8 @@ async function start(spec: ServerSpec): Promise<{ port: number; wiring: Wiring; 
   if (spec.framework === 'express') {
     const express = (await import('express')).default;
     const app = express();
+    // Many-caller runs: one proxy hop trusted, so req.ip is X-Forwarded-For's address (every contender keys on it).
+    if (spec.trustProxy) app.set('trust proxy', 'loopback');
     for (const { path, limiter } of spec.mounts) {
       if (limiter.kind === 'none') {
         app.get(path, (_req, res) => void res.send(BODY));
@@ -47,7 +49,7 @@ async function start(spec: ServerSpec): Promise<{ port: number; wiring: Wiring; 
 
   if (spec.framework === 'fastify') {
     const fastify = (await import('fastify')).default;
-    const app = fastify({ logger: false });
+    const app = fastify({ logger: false, ...(spec.trustProxy ? { trustProxy: '127.0.0.1' } : {}) });
     for (const { path, limiter } of spec.mounts) {
       await app.register(async (scope) => {
         if (limiter.kind !== 'none') wirings.push(await fastifyLimiter(scope, limiter, redis));
@@ -63,7 +65,7 @@ async function start(spec: ServerSpec): Promise<{ port: number; wiring: Wiring; 
   }
 
   const Koa = (await import('koa')).default;
-  const app = new Koa();
+  const app = new Koa(spec.trustProxy ? { proxy: true, maxIpsCount: 1 } : {});
   const routes = new Map<string, ((ctx: import('koa').Context, next: () => Promise<void>) => unknown) | null>();
   for (const { path, limiter } of spec.mounts) {
     if (limiter.kind === 'none') {
