@@ -6,6 +6,7 @@ import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type 
 import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
 import { resolveConcurrency, type ConcurrencyOptions } from './concurrency';
+import { resolveSettle, type ResolvedSettle, type SettleOptions } from './settle';
 import type { ResolvedLimit } from './limit';
 import { resolveCalendarWindow, type CalendarWindowOptions } from './calendar/calendar-window';
 import { storeOption, type Store } from './stores/store';
@@ -58,6 +59,13 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
    * release it when the response finishes or the connection closes) or expires. Default: off.
    */
   concurrency?: ConcurrencyOptions;
+  /**
+   * Reserve, then settle (docs/quotas.md#reserve-then-settle): the bounds on settling a reserved
+   * cost with the actual one (`maxCost`, default the smallest limit; `withinMs`, default '15m').
+   * Setting it (`{}` for the defaults) also makes the HTTP adapters offer `settle` on each admitted
+   * request. `limiter.reserve` works without it, under the defaults.
+   */
+  settle?: SettleOptions;
 }
 
 /** Everything `createLimiter` takes. */
@@ -102,6 +110,8 @@ export interface ResolvedLimiterOptions {
   readonly lockout: ResolvedLockout | undefined;
   /** The in-flight limit, a limit of the lease kind the limiter adds to `limits` (plans' included); undefined: off. */
   readonly concurrency: ResolvedLimit | undefined;
+  /** Reserve, then settle: its bounds, and whether the app turned it on. */
+  readonly settle: ResolvedSettle;
   /** Where metrics go; undefined: the global provider. */
   readonly meterProvider: MeterProvider | undefined;
   /** The warnings switched on. */
@@ -120,6 +130,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'limits',
   'lockout',
   'concurrency',
+  'settle',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -267,5 +278,6 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
     concurrency,
+    settle: resolveSettle(options.settle, limits),
   };
 }

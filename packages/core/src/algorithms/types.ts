@@ -80,6 +80,12 @@ export interface Twin<S, L extends TwinLimit = TwinLimit> {
    * written, as on a missing key). The script's `refund` takes the same steps.
    */
   refund(state: S | undefined, now: number, limit: L, cost: number, at: number): TwinWrite<S> | null | undefined;
+  /**
+   * Window and rate families (required there): charges `cost` units now whatever is left, past the
+   * limit if need be: a settle above its reservation (debt, which later checks see as a limit over
+   * its capacity). Returns the state to write; the script's `debit` takes the same steps.
+   */
+  debit?(state: S | undefined, now: number, limit: L, cost: number): TwinWrite<S>;
   /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
   release?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
   /** Lease family only: a lease still held runs `leaseMs` from now again (the script's `renew`). */

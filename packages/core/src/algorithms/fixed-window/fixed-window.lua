@@ -50,3 +50,13 @@ local function refund(key, now, cap, win, cost, at)
   if not s[1] or tonumber(s[1]) ~= w or tonumber(s[2]) == 0 then return end
   hsave(key, ttl(stop - now), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
 end
+-- Debit (a settle above its reservation): `cost` more units in the current window, whatever is
+-- left; past the limit the count stays above it (debt) until the window ends.
+local function debit(key, now, cap, win, cost)
+  if cost == 0 then return end
+  local w, stop = span(now, win)
+  local s = hmget(key, 'w', 'c')
+  local c = 0
+  if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
+  hsave(key, ttl(stop - now), 'w', w, 'c', c + cost)
+end

@@ -60,4 +60,10 @@ export const fixedWindow: Twin<FixedWindowState, WindowLimit> = {
     if (!s || s.w !== w || s.c === 0) return undefined;
     return { state: { w, c: Math.max(0, s.c - cost) }, ttlMs: ttl(end - now) };
   },
+  // Past the limit the count stays above it (debt) until the window ends.
+  debit(s, now, limit, cost) {
+    const [w, end] = span(now, limit);
+    const c = s && s.w === w ? s.c : 0;
+    return { state: { w, c: c + cost }, ttlMs: ttl(end - now) };
+  },
 };
