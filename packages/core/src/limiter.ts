@@ -207,7 +207,7 @@ class Engine {
     this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
     this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
-    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs);
     this.leaseIndex = this.limits.length - 1;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
