@@ -93,7 +93,7 @@ export function runQuotaSuite(h: AdapterHarness): void {
       expect(Number(last.headers['retry-after'])).toBeGreaterThanOrEqual(Number(last.headers['ratelimit-reset']));
     });
 
-    it('plans from resolveKey: Basic 3 and Pro 5 a month from the billing date; a change of plan mid-month takes effect on the next request and keeps the usage', async () => {
+    it('plans from resolveKey: Basic 3 and Pro 5 a month from the billing date; a change of plan mid-month takes effect on the next request, even for a caller already refused, and keeps the usage', async () => {
       const zone = 'America/New_York';
       const plan = { current: 'basic' as 'basic' | 'pro' };
       const resolveKey = (apiKey: string): ResolvedKey | null =>
@@ -112,14 +112,16 @@ export function runQuotaSuite(h: AdapterHarness): void {
         const a = await get(ctx().agent, app.port, alice);
         return [a.status, a.headers['ratelimit-remaining']];
       };
-      expect([await call(), await call()]).toEqual([
-        [200, '2'],
-        [200, '1'],
-      ]);
-      plan.current = 'pro';
-      // 2 used of Pro's 5: 3 left before this request.
       expect([await call(), await call(), await call(), await call()]).toEqual([
         [200, '2'],
+        [200, '1'],
+        [200, '0'],
+        [429, '0'],
+      ]);
+      // Alice upgrades while refused (her denial is held in the block cache until the period ends):
+      // the next request reads her plan again and is counted by Pro's limit on the same count.
+      plan.current = 'pro';
+      expect([await call(), await call(), await call()]).toEqual([
         [200, '1'],
         [200, '0'],
         [429, '0'],
