@@ -1,5 +1,5 @@
 // `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks.md and .svg.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
@@ -18,6 +18,7 @@ import { runRedisCeiling } from './redis-ceiling';
 import { renderMarkdown, spliceFrameworks, warnings } from './report';
 import { evaluateGoals } from './goals';
 import { renderSvg } from './svg';
+import { carryOver } from './carry-over';
 import { compareRuns } from './compare';
 import { frameworkOf } from './frameworks';
 import { planPinning, type Pinning } from './pinning';
@@ -156,14 +157,18 @@ export function parseConfig(argv: string[]): Config | 'help' {
   };
 }
 
-function writeDocs(results: BenchResults): string[] {
+function writeDocs(results: BenchResults, keepUnmeasured = false): string[] {
   // The Flood section shows every recorded run (bench/flood-runs.json), whether or not this run had one.
   if (!results.flood?.length) results.flood = readFloodRuns();
   const docs = join(REPO_DIR, 'docs');
   mkdirSync(docs, { recursive: true });
+  const file = join(docs, 'benchmarks.md');
+  let page = renderMarkdown(results, 'benchmarks.svg');
+  // A run of some sections keeps the others from the page as it was, each saying which run measured it.
+  if (keepUnmeasured && existsSync(file)) page = carryOver(readFileSync(file, 'utf8'), page).page;
   writeFileSync(join(docs, 'benchmarks.svg'), renderSvg(results));
-  writeFileSync(join(docs, 'benchmarks.md'), renderMarkdown(results, 'benchmarks.svg'));
-  return [join(docs, 'benchmarks.md'), join(docs, 'benchmarks.svg')];
+  writeFileSync(file, page);
+  return [file, join(docs, 'benchmarks.svg')];
 }
 
 /**
@@ -415,7 +420,8 @@ async function main(): Promise<number> {
   mkdirSync(resultsDir, { recursive: true });
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
-  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results) : writeDocs(results)) : [])];
+  const partial = config.sections.size < SECTIONS.length;
+  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results) : writeDocs(results, partial)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;
