@@ -15,9 +15,17 @@ const ACL_RULE_OPTION_NAMES = optionNames<AclRuleOptions>()(['prefix']);
 
 /**
  * What RedisStore sends itself, outside the scripts: EVALSHA, EVAL once after NOSCRIPT (which also
- * loads the script), DEL for `limiter.reset()`, and PING, which clients and health checks send.
+ * loads the script), DEL for `limiter.reset()`, and PING, which clients and health checks send
+ * (and the fleet announcement's, below).
  */
 const CLIENT_COMMANDS = ['evalsha', 'eval', 'del', 'ping'] as const;
+
+/**
+ * The fleet announcement (RedisStore.announce, failure/fleet.ts), plain commands on
+ * `<prefix>:{<prefix>}:instances`, which the key pattern already covers: how the default
+ * `instances: 'auto'` learns how many instances share a limit.
+ */
+export const FLEET_COMMANDS = ['time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire'] as const;
 
 /**
  * Every command a script may run, whichever algorithms a limiter uses: Redis 7 checks each
@@ -43,6 +51,6 @@ export function aclRule(options: AclRuleOptions = {}): string {
   const given = options.prefix ?? 'fg';
   const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
   const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].map((p) => `~${p}:*`);
-  const commands = [...new Set([...CLIENT_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
+  const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
   return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');
 }

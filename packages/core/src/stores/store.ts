@@ -49,6 +49,9 @@ export interface StoreResult {
   readonly lockedMs?: number;
 }
 
+/** Default `Store.announceMs` (RedisStore's `announceMs`): how often an instance announces itself to its fleet. */
+export const DEFAULT_ANNOUNCE_MS = 5_000;
+
 export interface Store {
   /** 'memory', 'redis', or a custom store's name; shown in logs. */
   readonly name: string;
@@ -78,6 +81,15 @@ export interface Store {
   readonly connection?: object;
   /** Script calls sent and the requests they carried (RedisStore: requests / calls is the coalescing batch size). Optional. */
   readonly scriptStats?: { readonly calls: number; readonly requests: number };
+  /**
+   * Announces this instance (`member`) in the fleet under `key` for `ttlMs`, by the store's clock,
+   * and resolves with the number of instances whose announcement has not expired, this one included
+   * (failure/fleet.ts: the limiters' default `instances` is learned through it). Optional: a store
+   * without it (MemoryStore, a custom store) learns nothing, and its limiters count 1 instance.
+   */
+  announce?(key: string, member: string, ttlMs: number): Promise<number>;
+  /** How often (ms) a limiter on this store announces its instance through `announce`. Optional (default 5 s). */
+  readonly announceMs?: number;
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
   /**
