@@ -51,6 +51,8 @@ export class Fleet implements FleetView {
   learnedAt: number | undefined;
   failures = 0;
   private busy = false;
+  /** The counts learned within the last announcement lifetime (performance.now()): `instances` is their largest. */
+  private readonly recent: { count: number; at: number }[] = [];
 
   constructor(
     readonly prefix: string,
@@ -84,8 +86,17 @@ export class Fleet implements FleetView {
     pending.then(
       (count) => {
         this.busy = false;
-        // This instance has just announced itself: it counts at least itself.
-        this.instances = Math.max(1, Math.floor(count));
+        // This instance has just announced itself: it counts at least itself. A drop is believed
+        // only once it has lasted an announcement's lifetime: a Redis restarted without its data
+        // (or a failover to a replica that had not the ZSET yet) counts the fleet from zero, each
+        // instance finding only those that announced since, and a share cut for a fleet of one then
+        // would let a fleet of N admit N limits in the next outage. The safe side: smaller shares
+        // for one lifetime more, whereas a dead instance leaves the count about 3 periods later.
+        const now = performance.now();
+        this.recent.push({ count: Math.max(1, Math.floor(count)), at: now });
+        const lifetime = ANNOUNCE_TTL_PERIODS * this.periodMs;
+        while (this.recent.length > 1 && this.recent[0].at < now - lifetime) this.recent.shift();
+        this.instances = Math.max(...this.recent.map((r) => r.count));
         this.learnedAt = Date.now();
       },
       () => {
