@@ -22,10 +22,10 @@ const chunks = names.map((name) => {
   const lease = /^local function release\(/m.test(source);
   const wanted = lease
     ? [/^local function check\(key, now, cap, \w+, cost, token\)$/m, /^local function refund\(key, now, cap, \w+, cost, at\)$/m, /^local function release\(key, now, cap, \w+, cost, token\)$/m, /^local function renew\(key, now, cap, \w+, cost, token\)$/m]
-    : [/^local function check\(key, now, cap, \w+, cost\)$/m, /^local function refund\(key, now, cap, \w+, cost, at\)$/m];
+    : [/^local function check\(key, now, cap, \w+, cost\)$/m, /^local function refund\(key, now, cap, \w+, cost, at\)$/m, /^local function debit\(key, now, cap, \w+, cost\)$/m];
   if (!wanted.every((re) => re.test(source))) {
     console.error(
-      `algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\` and \`local function refund(key, now, cap, period, cost, at)\`` +
+      `algorithms/${name}/${name}.lua must define \`local function check(key, now, cap, period, cost)\`, \`local function refund(key, now, cap, period, cost, at)\` and \`local function debit(key, now, cap, period, cost)\` (a settle's charge past the limit)` +
         ' (a lease chunk: check(key, now, cap, period, cost, token), refund, release and renew(key, now, cap, period, cost, token)).',
     );
     process.exit(1);

@@ -5,6 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OUT_DIR } from './build';
 import { BENCH_DIR } from './env';
+import { pinnedCommand } from './pinning';
+import { procCpuUs } from './proc-cpu';
 import type { ServerSpec, Wiring } from './types';
 
 const live = new Set<ChildProcess>();
@@ -32,6 +34,8 @@ export interface SpawnOptions {
   name: string;
   /** Where the compiled entry is: dist/ (default), or another checkout's build (dist-against/). */
   dir?: string;
+  /** Cores to run on (taskset's list, e.g. '1'); undefined: wherever the scheduler puts it. */
+  cpus?: string;
 }
 
 export interface Child<M> {
@@ -54,7 +58,8 @@ export async function spawnChild<M>(entry: string, args: string[], options: Spaw
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(options.dir ?? OUT_DIR, `${entry}.js`), ...args], {
+    const command = pinnedCommand(options.cpus, process.execPath, [...(options.nodeArgs ?? []), join(options.dir ?? OUT_DIR, `${entry}.js`), ...args]);
+    child = spawn(command.file, command.args, {
       cwd: BENCH_DIR,
       stdio: ['ignore', fd, fd, 'ipc'],
       env: { ...process.env, NODE_ENV: 'production' },
@@ -141,14 +146,18 @@ export interface RunningServer {
   readonly wiring: Wiring;
   /** The server's monotonic clock in µs (the clock of its CPU profile's timestamps). */
   mark(): Promise<number>;
-  /** CPU time (user + system) the server has used, in µs. */
+  /**
+   * CPU time (user + system) the server has used, in µs: from /proc/<pid>/stat (every thread, and
+   * children it reaped), read by the bench without disturbing the server; where /proc cannot tell,
+   * the server's own process.cpuUsage() over IPC.
+   */
   cpuUs(): Promise<number>;
   stop(): Promise<void>;
 }
 
 /** Starts src/server.ts with this spec and waits until it listens. */
-export async function startServer(spec: ServerSpec, name: string, nodeArgs: string[] = []): Promise<RunningServer> {
-  const child = await spawnChild<ServerMessage>('server', [JSON.stringify(spec)], { name, nodeArgs });
+export async function startServer(spec: ServerSpec, name: string, nodeArgs: string[] = [], cpus?: string): Promise<RunningServer> {
+  const child = await spawnChild<ServerMessage>('server', [JSON.stringify(spec)], { name, nodeArgs, cpus });
   const first = child.first;
   if (first.type !== 'ready') {
     await child.stop();
@@ -167,6 +176,8 @@ export async function startServer(spec: ServerSpec, name: string, nodeArgs: stri
       return reply.monotonicUs;
     },
     async cpuUs() {
+      const fromProc = child.process.pid === undefined ? undefined : procCpuUs(child.process.pid);
+      if (fromProc !== undefined) return fromProc;
       child.send({ type: 'usage' });
       const reply = await child.next(10_000);
       if (reply.type !== 'usage') throw new Error(`${name}: unexpected reply ${JSON.stringify(reply)}`);

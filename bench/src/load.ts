@@ -21,6 +21,30 @@ export interface LoadOptions {
   /** Total requests. */
   amount?: number;
   headers?: Record<string, string>;
+  /**
+   * Many callers: each request carries `X-Forwarded-For` with the next of this many addresses in
+   * turn (198.18.0.0/15, the range set aside for benchmarks), so a server that trusts one proxy hop
+   * sees that many clients, each sending 1/callers of the load. Undefined: every request from 127.0.0.1.
+   */
+  callers?: number;
+}
+
+/** The i-th caller's address in 198.18.0.0/15 (up to 131,072 of them). */
+export function callerAddress(i: number): string {
+  return `198.${18 + ((i >> 16) & 1)}.${(i >> 8) & 255}.${i & 255}`;
+}
+
+/** autocannon's per-request hook: the next caller's address in X-Forwarded-For (the counter is shared by every connection). */
+function everyCaller(callers: number): { setupRequest: (request: { headers?: Record<string, string> }) => unknown }[] {
+  let next = 0;
+  return [
+    {
+      setupRequest(request) {
+        request.headers = { ...request.headers, 'x-forwarded-for': callerAddress(next++ % callers) };
+        return request;
+      },
+    },
+  ];
 }
 
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
@@ -30,6 +54,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     pipelining: 1,
     ...(options.amount !== undefined ? { amount: options.amount } : { duration: options.durationS ?? 1 }),
     headers: options.headers,
+    ...(options.callers ? { requests: everyCaller(options.callers) } : {}),
     timeout: 10,
     // autocannon checks its stop flag once per sample: sample often so a run lasts what was asked.
     sampleInt: 100,

@@ -15,11 +15,14 @@ import { profileServer } from './profile';
 import { Progress } from './progress';
 import { runRace } from './race';
 import { runRedisCeiling } from './redis-ceiling';
-import { renderMarkdown, warnings } from './report';
+import { renderMarkdown, spliceFrameworks, warnings } from './report';
 import { evaluateGoals } from './goals';
 import { renderSvg } from './svg';
-import { contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
-import { FRAMEWORKS, type BenchResults, type Framework, type ProfileRow } from './types';
+import { compareRuns } from './compare';
+import { frameworkOf } from './frameworks';
+import { planPinning, type Pinning } from './pinning';
+import { DEFAULT_CALLERS, contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
+import { FRAMEWORKS, LOAD_SHAPES, type BenchResults, type Framework, type LoadShape, type ProfileRow } from './types';
 
 const SECTIONS = ['accuracy', 'ceiling', 'flood', 'memory', 'micro', 'race', 'throughput'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -28,24 +31,35 @@ const HELP = `Usage: pnpm bench [options]
 
   --quick                 a few minutes: one short round, the default algorithm only
   --only LIST             sections, comma-separated: ${SECTIONS.join(',')} (default: all)
-  --frameworks LIST       express,fastify,koa (default: all)
+  --frameworks LIST       ${FRAMEWORKS.join(',')} (default: all)
   --algorithms LIST       Floodgate algorithms on Redis for throughput and the ceiling
                           (default: all; --quick: sliding-window-counter)
   --rounds N              throughput rounds (default 4; --quick 1)
   --seconds S             seconds per throughput run (default 4; --quick 1)
   --warmup S              warm-up seconds per server (default 2; --quick 0.5)
   --connections N         autocannon connections (default 10)
+  --loads LIST            load shapes, comma-separated: one (every request from 127.0.0.1, one
+                          subject), callers (X-Forwarded-For from --callers addresses, the
+                          servers trusting the loopback proxy) (default: one,callers)
+  --callers N             callers of the 'callers' load (default 10000)
+  --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
+                          (the goals need none of them; about a third shorter)
+  --no-pin                do not pin processes to cores (default: the server under test on the
+                          last core, autocannon and redis-server on the others, with taskset)
   --profile / --no-profile  CPU-profile Floodgate contenders that miss a goal
                           (default: on for full runs, off for --quick)
   --profile-ids LIST      CPU-profile these throughput contenders (ids as in the results,
                           e.g. koa/none,koa/floodgate-redis-sliding-window-counter/admit)
                           and report them, whether or not they miss a goal
-  --max-minutes M         hard time budget; the run is stopped past it (default 40; --quick 4)
+  --max-minutes M         hard time budget; the run is stopped past it (default: twice the
+                          planned length, at least 80; --quick at least 8)
   --against DIR           the micro section also measures another checkout's Floodgate
                           (e.g. a worktree of an older commit): before / after columns
   --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
   --no-docs               write only bench/results/<date>.json
   --report FILE           only re-render docs/benchmarks.md and .svg from a results JSON
+  --compare A.json,B.json only compare two results JSONs: every Floodgate figure of both, and
+                          by how much they differ (for "do two runs agree")
   --help`;
 
 interface Config {
@@ -63,7 +77,12 @@ interface Config {
   notes: string[];
   docs: boolean;
   report?: string;
+  compare?: string[];
   against?: string;
+  loads: LoadShape[];
+  callers: number;
+  lean: boolean;
+  pin: boolean;
 }
 
 function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -102,6 +121,11 @@ export function parseConfig(argv: string[]): Config | 'help' {
       'no-docs': { type: 'boolean', default: false },
       report: { type: 'string' },
       against: { type: 'string' },
+      compare: { type: 'string' },
+      loads: { type: 'string' },
+      callers: { type: 'string' },
+      lean: { type: 'boolean', default: false },
+      'no-pin': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -119,11 +143,16 @@ export function parseConfig(argv: string[]): Config | 'help' {
     connections: Math.round(positive(values.connections, 10, 'connections')),
     profile: values['no-profile'] ? false : (values.profile ?? !quick),
     profileIds: values['profile-ids']?.split(',').map((s) => s.trim()).filter(Boolean) ?? [],
-    maxMinutes: positive(values['max-minutes'], quick ? 4 : 40, 'max-minutes'),
+    maxMinutes: values['max-minutes'] === undefined ? NaN : positive(values['max-minutes'], 0, 'max-minutes'),
     notes: values.note ?? [],
     docs: !values['no-docs'],
     report: values.report,
+    compare: values.compare?.split(',').map((s) => s.trim()).filter(Boolean),
     against: values.against,
+    loads: list(values.loads, LOAD_SHAPES, 'loads') ?? [...LOAD_SHAPES],
+    callers: Math.round(positive(values.callers, DEFAULT_CALLERS, 'callers')),
+    lean: values.lean ?? false,
+    pin: !values['no-pin'],
   };
 }
 
@@ -137,19 +166,35 @@ function writeDocs(results: BenchResults): string[] {
   return [join(docs, 'benchmarks.md'), join(docs, 'benchmarks.svg')];
 }
 
+/**
+ * A run of some frameworks' throughput only (`--only throughput --frameworks ...`) does not own the
+ * page: it puts those frameworks' sections and Summary rows into the page a full run wrote, and
+ * leaves the rest (the other frameworks, the chart, every other section) as that run measured it.
+ */
+function spliceable(config: Config): boolean {
+  return config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
+}
+
+function spliceDocs(results: BenchResults): string[] {
+  const page = join(REPO_DIR, 'docs', 'benchmarks.md');
+  const command = `pnpm bench ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim();
+  writeFileSync(page, spliceFrameworks(readFileSync(page, 'utf8'), results, command));
+  return [page];
+}
+
 async function profileOne(id: string, label: string, config: Config, redis: RedisServer, progress: Progress): Promise<ProfileRow> {
-  const framework = id.split('/')[0] as Framework;
-  if (!FRAMEWORKS.includes(framework)) throw new Error(`--profile-ids: "${id}" does not start with a framework`);
+  const framework = frameworkOf(id);
+  if (!framework) throw new Error(`--profile-ids: "${id}" does not start with a framework (${FRAMEWORKS.join(', ')})`);
   // Every algorithm, so any id can be profiled; the memory and hot-key lines on the run's own algorithm.
   const settings = { ...throughputSettings(config), algorithms: ALGORITHMS, primary: primaryAlgorithm(config.algorithms) };
-  const contender = contendersFor(framework, settings).find((c) => c.id === id);
+  const contender = config.loads.flatMap((load) => contendersFor(framework, settings, load)).find((c) => c.id === id);
   if (!contender) throw new Error(`--profile-ids: no contender "${id}"`);
   progress.step(`profile: ${contender.id} (--cpu-prof)`, (config.warmup + config.seconds * 2) * 1000);
   return profileServer(
     contender.id,
     label,
-    { framework, redisPort: redis.port, mounts: [{ path: '/', limiter: contender.limiter }] },
-    { seconds: config.seconds * 2, warmupSeconds: config.warmup, connections: config.connections },
+    { framework, redisPort: redis.port, mounts: [{ path: '/', limiter: contender.limiter }], trustProxy: contender.load === 'callers' },
+    { seconds: config.seconds * 2, warmupSeconds: config.warmup, connections: config.connections, callers: contender.load === 'callers' ? config.callers : undefined },
   );
 }
 
@@ -157,20 +202,25 @@ async function profileShortfalls(results: BenchResults, config: Config, redis: R
   // Each Floodgate contender behind a missed goal once (goal (b)'s and (e)'s memory rows, (c), (d), (f)'s Redis row, ...).
   const missed = evaluateGoals(results).filter((c) => c.met === false && config.frameworks.includes(c.framework));
   for (const id of [...new Set(missed.map((c) => c.id))]) {
-    const framework = id.split('/')[0] as Framework;
     const row = results.throughput.find((r) => r.id === id);
     if (!row) continue;
+    const { framework } = row;
     const label = `${framework}: ${row.label}, ${row.regime === 'admit' ? 'admitting' : 'rejecting'}`;
     results.profiles.push(await profileOne(id, label, config, redis, progress));
     // The bare route beside it: what the framework alone costs per request on this machine.
-    if (!results.profiles.some((p) => p.id === `${framework}/none`)) {
-      results.profiles.push(await profileOne(`${framework}/none`, `${framework}: no limiter (bare route)`, config, redis, progress));
+    const bare = id.endsWith('@callers') ? `${framework}/none@callers` : `${framework}/none`;
+    if (!results.profiles.some((p) => p.id === bare)) {
+      results.profiles.push(await profileOne(bare, `${framework}: no limiter (bare route)${id.endsWith('@callers') ? `, ${config.callers.toLocaleString('en-US')} callers` : ''}`, config, redis, progress));
     }
   }
 }
 
-function throughputSettings(config: Config): ThroughputSettings {
+function throughputSettings(config: Config, pinning?: Pinning): ThroughputSettings {
   return {
+    loads: config.loads,
+    callers: config.callers,
+    lean: config.lean,
+    pinning,
     frameworks: config.frameworks,
     rounds: config.rounds,
     secondsPerRun: config.seconds,
@@ -188,7 +238,7 @@ function plannedMs(config: Config): number {
   if (config.sections.has('throughput')) {
     for (const fw of config.frameworks) {
       const n = contendersFor(fw, t).length + 2; // the bare route and the per-turn floor run twice a round
-      ms += n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
+      ms += config.loads.length * n * (700 + (config.warmup + config.rounds * config.seconds) * 1000 + config.rounds * 150);
     }
   }
   if (config.sections.has('ceiling')) ms += config.algorithms.length * 3 * (config.quick ? 1.5 : 4) * 1000;
@@ -205,6 +255,12 @@ async function main(): Promise<number> {
     console.log(HELP);
     return 0;
   }
+  if (config.compare) {
+    if (config.compare.length !== 2) throw new Error('--compare: two results files, comma-separated');
+    const [a, b] = config.compare.map((f) => JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), f), 'utf8')) as BenchResults);
+    console.log(compareRuns(a, b, config.compare[0], config.compare[1]));
+    return 0;
+  }
   if (config.report) {
     // pnpm runs this in bench/: a relative path is taken from where the command was typed.
     const results = JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), config.report), 'utf8')) as BenchResults;
@@ -212,8 +268,11 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  // Six frameworks take longer than the three the old fixed budget was set for: scale it with the plan.
+  if (Number.isNaN(config.maxMinutes)) config.maxMinutes = Math.max(config.quick ? 8 : 80, Math.ceil((2 * plannedMs(config)) / 60_000));
   const started = Date.now();
   const loadStart = loadAverage();
+  const pinning = planPinning(config.pin);
   const progress = new Progress(plannedMs(config));
   progress.step('building the child processes and Floodgate (esbuild, as a release build)');
   await buildChildren();
@@ -250,7 +309,9 @@ async function main(): Promise<number> {
         warmupSeconds: config.warmup,
         connections: config.connections,
         raceProcesses: config.quick ? 3 : 4,
+        callers: config.callers,
       },
+      pinning: { pinned: pinning.pinned, how: pinning.how },
       hotKeys,
       notes: [],
     },
@@ -265,7 +326,7 @@ async function main(): Promise<number> {
     micro: null,
   };
   progress.note(
-    `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; frameworks: ${FRAMEWORKS.join(', ')}; child logs in ${childLogDir()}`,
+    `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; frameworks: ${config.frameworks.join(', ')}; child logs in ${childLogDir()}`,
   );
 
   // A section that fails is reported and the others still run: one broken peer must not cost the whole run.
@@ -329,7 +390,8 @@ async function main(): Promise<number> {
       );
     });
     await section('throughput', async () => {
-      results.throughput = await runThroughput(redis, throughputSettings(config), progress);
+      progress.note(`bench: throughput ${pinning.how}`);
+      results.throughput = await runThroughput(redis, throughputSettings(config, pinning), progress);
       if (config.profile) await profileShortfalls(results, config, redis, progress);
     });
     if (config.profileIds.length) {
@@ -353,7 +415,7 @@ async function main(): Promise<number> {
   mkdirSync(resultsDir, { recursive: true });
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
-  const written = [resultsFile, ...(config.docs ? writeDocs(results) : [])];
+  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results) : writeDocs(results)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;

@@ -81,16 +81,16 @@ export async function profileServer(
   id: string,
   label: string,
   spec: ServerSpec,
-  options: { seconds: number; warmupSeconds: number; connections: number },
+  options: { seconds: number; warmupSeconds: number; connections: number; callers?: number },
 ): Promise<ProfileRow> {
   const dir = mkdtempSync(join(childLogDir(), 'cpuprof-'));
   const server = await startServer(spec, `profile-${id}`, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
   let rps = 0;
   let from: number | undefined;
   try {
-    await runLoad({ url: server.url, connections: options.connections, durationS: options.warmupSeconds });
+    await runLoad({ url: server.url, connections: options.connections, durationS: options.warmupSeconds, callers: options.callers });
     from = await server.mark();
-    rps = (await runLoad({ url: server.url, connections: options.connections, durationS: options.seconds })).rps;
+    rps = (await runLoad({ url: server.url, connections: options.connections, durationS: options.seconds, callers: options.callers })).rps;
   } finally {
     await server.stop();
   }

@@ -1,17 +1,37 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
 import { LOG_MAX_LIMIT } from './admit';
 import { floodSection } from './flood-report';
-import { GOAL_TEXT, best, evaluateGoals, groupsOf, headersOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
+import { frameworkInfo } from './frameworks';
+import { GOAL_TEXT, LOAD_TEXT, best, evaluateGoals, groupsOf, headersOf, loadOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
 import { ratio } from './stats';
-import { DEFAULT_ALGORITHM, FRAMEWORKS, type BenchResults, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
+import { DEFAULT_ALGORITHM, FRAMEWORKS, LOAD_SHAPES, type BenchResults, type LoadShape, type RoundSample, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
 const int = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : Math.round(x).toLocaleString('en-US'));
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(x > 0 && x < 0.01 ? 2 : 0)}%` : 'n/a');
 
+const tableLine = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+
 function table(head: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+  return [tableLine(head), tableLine(head.map(() => '---')), ...rows.map(tableLine)].join('\n');
+}
+
+/**
+ * A figure with its spread over rounds: "0.76 (0.74–0.78)" when the row kept two or more rounds,
+ * else the figure alone (results from before rounds were kept).
+ */
+export function withSpread(figure: string, row: ThroughputRow | undefined, of: (r: RoundSample) => number | null, digits: number): string {
+  const values = (row?.rounds ?? []).map(of).filter((v): v is number => v !== null && Number.isFinite(v));
+  if (values.length < 2) return figure;
+  return `${figure} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
+}
+
+/** The load shapes a run measured, in report order. */
+const loadsOf = (results: BenchResults): LoadShape[] => LOAD_SHAPES.filter((load) => results.throughput.some((r) => loadOf(r) === load));
+
+/** A load shape in words: "one subject", "10,000 callers (X-Forwarded-For)". */
+export function loadName(results: BenchResults, load: LoadShape): string {
+  return load === 'one' ? LOAD_TEXT.one : `${(results.meta.settings.callers ?? 10_000).toLocaleString('en-US')} callers (X-Forwarded-For)`;
 }
 
 /** µs with two decimals below 10, one above. */
@@ -64,11 +84,11 @@ const name = (rows: readonly ThroughputRow[], label: string) =>
   `${label}${rows.find((r) => r.label === label)?.wiring === 'inline-core' ? ' (core inline: adapter not built)' : ''}`;
 
 /** The contenders of one framework: the memory group, the Redis group, bare route and floors, then cost per request. */
-function throughputTables(results: BenchResults, framework: Framework): { title: string; table: string }[] | undefined {
-  const g = groupsOf(results, framework);
+function throughputTables(results: BenchResults, framework: Framework, load: LoadShape = 'one'): { title: string; table: string }[] | undefined {
+  const g = groupsOf(results, framework, load);
   if (g.rows.length === 0) return undefined;
   const pick = (label: string, regime: 'admit' | 'reject') => g.rows.find((r) => r.label === label && r.regime === regime);
-  const speed = (r: ThroughputRow | undefined) => (r ? [int(r.medianRps), `**${fix(r.ratio)}**`, fix(r.cpuRatio)] : ['n/a', 'n/a', 'n/a']);
+  const speed = (r: ThroughputRow | undefined) => (r ? [int(r.medianRps), withSpread(`**${fix(r.ratio)}**`, r, (x) => x.ratio, 2), fix(r.cpuRatio)] : ['n/a', 'n/a', 'n/a']);
   const out: { title: string; table: string }[] = [];
   if (g.memory.length) {
     out.push({
@@ -109,16 +129,16 @@ function throughputTables(results: BenchResults, framework: Framework): { title:
     const b = pick(label, 'reject');
     return [
       name(g.rows, label),
-      pair(a, b, (r) => r.serverCpuUsPerRequest, 0),
+      withSpread(pair(a, b, (r) => r.serverCpuUsPerRequest, 0), a, (x) => x.serverCpuUs, 0),
       pair(a, b, (r) => r.redisCallsPerRequest, 1),
-      pair(a, b, (r) => r.redisCpuUsPerRequest, 1),
+      withSpread(pair(a, b, (r) => r.redisCpuUsPerRequest, 1), a?.store === 'redis' ? a : undefined, (x) => x.redisCpuUs, 1),
       pair(a, b, (r) => r.latencyP99Ms, 1),
       `${a ? pct(a.okShare) : 'n/a'} / ${b ? pct(b.limitedShare) : 'n/a'}`,
     ];
   });
   if (g.ceiling) {
     const c = g.ceiling;
-    cost.unshift([c.label, fix(c.serverCpuUsPerRequest, 0), '0', '0', fix(c.latencyP99Ms, 1), `${pct(c.okShare)} 2xx`]);
+    cost.unshift([c.label, withSpread(fix(c.serverCpuUsPerRequest, 0), c, (x) => x.serverCpuUs, 0), '0', '0', fix(c.latencyP99Ms, 1), `${pct(c.okShare)} 2xx`]);
   }
   out.push({
     title: 'cost per request',
@@ -134,6 +154,103 @@ function throughputTables(results: BenchResults, framework: Framework): { title:
       cost,
     ),
   });
+  return out;
+}
+
+/** The markers around one framework's throughput section in one load shape, so that a later run of that framework alone can replace it. */
+export const frameworkMarkers = (framework: Framework, load: LoadShape = 'one') =>
+  [`<!-- bench:framework ${framework} ${load} -->`, `<!-- /bench:framework ${framework} ${load} -->`] as const;
+
+const headingOf = (results: BenchResults, framework: Framework, load: LoadShape) => (load === 'one' ? framework : `${framework}, ${loadName(results, load)}`);
+
+/** The anchor GitHub gives a heading: lower case, punctuation but hyphens dropped, spaces as hyphens. */
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+
+/**
+ * One framework's throughput section in one load shape, between its markers: its heading and
+ * tables. With `separate` (a run of some frameworks only, spliced into a page another run wrote),
+ * it also says which run measured it and gives that run's goal verdicts and notes for it, since
+ * the page's header, Goals table and chart describe the other run.
+ */
+export function frameworkSection(results: BenchResults, framework: Framework, load: LoadShape = 'one', separate?: { command: string }): string | undefined {
+  const tables = throughputTables(results, framework, load);
+  if (!tables) return undefined;
+  const [start, end] = frameworkMarkers(framework, load);
+  const heading = headingOf(results, framework, load);
+  const out = [start, `### ${heading}`];
+  if (separate) {
+    const { meta } = results;
+    const info = frameworkInfo(framework);
+    out.push('');
+    out.push(
+      `${info.title}. Measured ${meta.date.slice(0, 10)} by \`${separate.command}\` (a ${meta.mode} run of ${Math.round(meta.durationS)} s, ` +
+        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s${meta.pinning ? `, ${meta.pinning.how}` : ''}, load average ${meta.loadAverageStart.join(', ')} at start and ${meta.loadAverageEnd.join(', ')} at the end): ` +
+        "a run of its own, not the run in this page's header, so compare its ratios (each to this framework's own bare route, in the same rounds) with the other frameworks', not its req/s. " +
+        `Not in the chart above. Versions: ${[info.adapter, ...info.packages].map((p) => `${p} ${meta.versions[p] ?? '?'}`).join(', ')}; peers ${[...new Set(info.peers.map((p) => p.label))].join(', ')}.`,
+    );
+    const checks = evaluateGoals(results).filter((c) => c.framework === framework && c.load === load);
+    if (checks.length) {
+      out.push('');
+      out.push(table(['goal (see Goals above)', heading], checks.map((c) => [`(${c.goal}) ${c.regime === 'admit' ? 'admitting' : 'rejecting'}`, `${verdict(c)}: ${c.subject}`])));
+    }
+    for (const note of warnings(results)) {
+      out.push('');
+      out.push(`> ${note}`);
+    }
+  }
+  for (const t of tables) {
+    out.push('');
+    out.push(`#### ${heading}, ${t.title}`);
+    out.push('');
+    out.push(t.table);
+  }
+  out.push(end);
+  return out.join('\n');
+}
+
+/**
+ * The page with the frameworks of `results` (a run of those frameworks' throughput only) put in:
+ * each one's section per load shape replaced between its markers, or added after the last
+ * framework's section; and its Summary rows replaced or added. Everything else stays as the run
+ * that wrote the page measured it.
+ */
+export function spliceFrameworks(page: string, results: BenchResults, command: string): string {
+  let out = page;
+  for (const load of loadsOf(results)) {
+    for (const framework of FRAMEWORKS) {
+      const section = frameworkSection(results, framework, load, { command });
+      if (!section) continue;
+      const [start, end] = frameworkMarkers(framework, load);
+      const from = out.indexOf(start);
+      const to = out.indexOf(end);
+      if (from >= 0 && to > from) {
+        out = `${out.slice(0, from)}${section}${out.slice(to + end.length)}`;
+        continue;
+      }
+      // After the Throughput section's last table: just before the next "## " heading.
+      const throughput = out.indexOf('\n## Throughput\n');
+      if (throughput < 0) throw new Error('docs/benchmarks.md has no "## Throughput" section to add a framework to: run the full bench first');
+      const next = out.indexOf('\n## ', throughput + 1);
+      const at = next < 0 ? out.length : next + 1;
+      out = `${out.slice(0, at).replace(/\n*$/, '\n\n')}${section}\n\n${out.slice(at)}`;
+    }
+  }
+  for (const { framework, load, cells } of summaryRows(results)) {
+    const [, loadCell, ...rest] = cells;
+    const line = tableLine([`${framework} (a run of its own: [below](#${anchorOf(headingOf(results, framework, load))}))`, loadCell, ...rest]);
+    const lines = out.split('\n');
+    const heading = lines.indexOf('## Summary');
+    if (heading < 0) continue;
+    const first = lines.findIndex((l, i) => i > heading && l.startsWith('| '));
+    if (first < 0) continue;
+    let last = first;
+    while (lines[last + 1]?.startsWith('| ')) last++;
+    const ours = (l: string) => (l.startsWith(`| ${framework} |`) || l.startsWith(`| ${framework} (`)) && l.split(' | ')[1] === tableLine([loadCell]).slice(2, -2);
+    const row = lines.findIndex((l, i) => i >= first && i <= last && ours(l));
+    if (row >= 0) lines[row] = line;
+    else lines.splice(last + 1, 0, line);
+    out = lines.join('\n');
+  }
   return out;
 }
 
@@ -157,68 +274,95 @@ function bothRatios(rows: readonly ThroughputRow[], label: string | undefined): 
   return `${a ? fix(a.ratio) : 'n/a'} / ${b ? fix(b.ratio) : 'n/a'}`;
 }
 
-/** The summary at the top: one row per framework, from the run. */
-export function summaryTable(results: BenchResults): string | undefined {
-  const rows: string[][] = [];
-  for (const framework of FRAMEWORKS) {
-    const g = groupsOf(results, framework);
-    if (g.rows.length === 0) continue;
-    const fgMem = g.floodgateMemory('admit') ?? g.floodgateMemory('reject');
-    const peers = g.memoryPeers('admit');
-    const withHeaders = best(peers.filter((p) => quotaHeaders(headersOf(g.rows, p.label)).length > 0));
-    const overall = best(peers);
-    const memPeer = peers.length
-      ? [
-          withHeaders ? `${withHeaders.label} ${bothRatios(g.rows, withHeaders.label)}` : 'none sends rate-limit headers',
-          overall && overall !== withHeaders ? `best overall: ${overall.label} ${bothRatios(g.rows, overall.label)} (no rate-limit headers)` : withHeaders ? 'also best overall' : '',
-        ]
-          .filter(Boolean)
-          .join('; ')
-      : 'n/a';
-    const fgRedis = g.floodgateRedis('admit') ?? g.floodgateRedis('reject');
-    const redisCell = fgRedis
-      ? `${bothRatios(g.rows, fgRedis.label)} (${/\(([^)]+)\)/.exec(fgRedis.label)?.[1] ?? ''}; ${fix(g.floodgateRedis('admit')?.floorRatio ?? NaN)} of the floor)`
-      : 'n/a';
-    const redisPeer = best(g.redisPeers('admit'));
-    rows.push([
-      framework,
-      fgMem ? `${bothRatios(g.rows, fgMem.label)}` : 'n/a',
-      memPeer,
-      redisCell,
-      redisPeer ? `${redisPeer.label} ${bothRatios(g.rows, redisPeer.label)}` : 'n/a',
-      g.floorTurn ? fix(g.floorTurn.ratio) : 'n/a',
-    ]);
+/** Server CPU per request over the bare route's, µs, with a sign: "+20.1". */
+function added(row: ThroughputRow | undefined, bare: ThroughputRow | undefined): string {
+  const x = (row?.serverCpuUsPerRequest ?? NaN) - (bare?.serverCpuUsPerRequest ?? NaN);
+  return Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(1)}` : 'n/a';
+}
+
+/** The summary's rows, one per framework and load shape measured. */
+function summaryRows(results: BenchResults): { framework: Framework; load: LoadShape; cells: string[] }[] {
+  const rows: { framework: Framework; load: LoadShape; cells: string[] }[] = [];
+  for (const load of loadsOf(results)) {
+    for (const framework of FRAMEWORKS) {
+      const g = groupsOf(results, framework, load);
+      if (g.rows.length === 0) continue;
+      const fgMem = g.floodgateMemory('admit') ?? g.floodgateMemory('reject');
+      const peers = g.memoryPeers('admit');
+      const withHeaders = best(peers.filter((p) => quotaHeaders(headersOf(g.rows, p.label)).length > 0));
+      const overall = best(peers);
+      const memPeer = peers.length
+        ? [
+            withHeaders ? `${withHeaders.label} ${bothRatios(g.rows, withHeaders.label)}` : 'none sends rate-limit headers',
+            overall && overall !== withHeaders ? `best overall: ${overall.label} ${bothRatios(g.rows, overall.label)} (no rate-limit headers)` : withHeaders ? 'also best overall' : '',
+          ]
+            .filter(Boolean)
+            .join('; ')
+        : 'n/a';
+      const fgRedis = g.floodgateRedis('admit') ?? g.floodgateRedis('reject');
+      const fgRedisAdmit = g.floodgateRedis('admit');
+      const spread = withSpread('', fgRedisAdmit, (x) => x.ratio, 2).trim();
+      const redisCell = fgRedis
+        ? `${bothRatios(g.rows, fgRedis.label)} (${/\(([^)]+)\)/.exec(fgRedis.label)?.[1] ?? ''}; ${fix(fgRedisAdmit?.floorRatio ?? NaN)} of the floor${spread ? `; admitting by round ${spread.slice(1, -1)}` : ''})`
+        : 'n/a';
+      const redisPeer = best(g.redisPeers('admit'));
+      rows.push({ framework, load, cells: [
+        framework,
+        loadName(results, load),
+        fgMem ? `${bothRatios(g.rows, fgMem.label)}` : 'n/a',
+        memPeer,
+        redisCell,
+        redisPeer ? `${redisPeer.label} ${bothRatios(g.rows, redisPeer.label)}` : 'n/a',
+        g.floorTurn ? fix(g.floorTurn.ratio) : 'n/a',
+        `${added(fgRedisAdmit, g.ceiling)} / ${added(redisPeer, g.ceiling)} / ${added(g.floorTurn, g.ceiling)}`,
+        `${fix(fgRedisAdmit?.redisCpuUsPerRequest ?? NaN, 1)} / ${fix(redisPeer?.redisCpuUsPerRequest ?? NaN, 1)} / ${fix(g.floorTurn?.redisCpuUsPerRequest ?? NaN, 1)}`,
+      ] });
+    }
   }
+  return rows;
+}
+
+/** The summary at the top: one row per framework and load shape, from the run. */
+export function summaryTable(results: BenchResults): string | undefined {
+  const rows = summaryRows(results).map((r) => r.cells);
   if (rows.length === 0) return undefined;
   return table(
     [
       'framework',
+      'load',
       'Floodgate in memory',
       'best in-memory peer (that sends rate-limit headers, and best overall)',
       'Floodgate on Redis',
       'best Redis peer',
       'floor: one PING per turn',
+      'server CPU µs added per admitted request: Floodgate on Redis / best Redis peer / floor',
+      'Redis CPU µs per admitted request: Floodgate / best Redis peer / floor',
     ],
     rows,
   );
 }
 
-/** The goals as a table: one line per goal and regime, one column per framework measured. */
+/** The goals as a table: one line per goal, regime and load shape, one column per framework measured. */
 export function goalsTable(results: BenchResults): string | undefined {
   const checks = evaluateGoals(results);
   if (checks.length === 0) return undefined;
   const frameworks = FRAMEWORKS.filter((f) => checks.some((c) => c.framework === f));
-  const keys = [...new Set(checks.map((c) => `${c.goal}\u0000${c.regime}\u0000${c.goal === 'e' ? (c.id.includes('-memory') ? 'memory' : 'Redis') : ''}`))];
+  const keyOf = (c: (typeof checks)[number]) => `${c.load}\u0000${c.goal}\u0000${c.regime}\u0000${c.goal === 'f' ? (c.id.includes('-memory') ? 'memory' : 'Redis') : ''}`;
+  const keys = [...new Set(checks.map(keyOf))];
   const rows = keys.map((key) => {
-    const [goal, regime, where] = key.split('\u0000');
-    const of = checks.filter((c) => `${c.goal}\u0000${c.regime}\u0000${c.goal === 'e' ? (c.id.includes('-memory') ? 'memory' : 'Redis') : ''}` === key);
-    const label = goal === 'b' ? `${GOAL_TEXT.b} (${regime === 'admit' ? 'admitting' : 'rejecting'})` : goal === 'e' ? `${GOAL_TEXT.e}: ${where}` : GOAL_TEXT[goal as GoalId];
-    return [`(${goal}) ${label}`, ...frameworks.map((f) => {
-      const c = of.find((x) => x.framework === f);
-      return c ? `${verdict(c)}: ${c.subject}` : 'n/a';
-    })];
+    const [load, goal, regime, where] = key.split('\u0000');
+    const of = checks.filter((c) => keyOf(c) === key);
+    const label = goal === 'e' ? `${GOAL_TEXT.e} (${regime === 'admit' ? 'admitting' : 'rejecting'})` : goal === 'f' ? `${GOAL_TEXT.f}: ${where}` : GOAL_TEXT[goal as GoalId];
+    return [
+      `(${goal}) ${label}`,
+      loadName(results, load as LoadShape),
+      ...frameworks.map((f) => {
+        const c = of.find((x) => x.framework === f);
+        return c ? `${verdict(c)}: ${c.subject}` : 'n/a';
+      }),
+    ];
   });
-  return table(['goal', ...frameworks], rows);
+  return table(['goal', 'load', ...frameworks], rows);
 }
 
 /**
@@ -269,9 +413,10 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     out.push('## Goals');
     out.push('');
     out.push(
-      "Issue #15's goals, each checked against this run: the figure, ✓ met or ✗ missed and by how much (in the goal's unit, and as a share of the target). " +
+      "Issue #32's goals, each checked against this run for each load shape: the figure, ✓ met or ✗ missed and by how much (in the goal's unit, and as a share of the target). " +
         `Ratios are medians over rounds of ratios paired by round. "Floodgate in memory" is the memory store without an OpenTelemetry SDK; "Floodgate on Redis" is ${DEFAULT_ALGORITHM} when measured. ` +
-        'Goal (d) divides Floodgate\'s share of the bare route by the best Redis peer\'s; goal (f) is redis-server\'s own CPU time (INFO cpu) per admitted response.',
+        "Goal (a) divides Floodgate's share of the bare route by the best Redis peer's; (c) is the server's CPU per admitted response (process and children, from /proc) less the bare route's, " +
+        "against the same for the floor of one PING per turn plus 3 µs; (d) is redis-server's own CPU time (INFO cpu) per admitted response.",
     );
     out.push('');
     out.push(goals);
@@ -284,29 +429,28 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     out.push('## Throughput');
     out.push('');
     out.push(
-      `${meta.settings.connections} connections on one subject (all requests come from 127.0.0.1), every limiter on the same Redis; ` +
+      `${meta.settings.connections} connections, every limiter on the same Redis, in ${loadsOf(results).length > 1 ? 'two load shapes' : 'one load shape'}: ` +
+        `one subject (every request from 127.0.0.1)${loadsOf(results).includes('callers') ? `, and ${loadName(results, 'callers')}: each request carries the next of that many addresses (198.18.0.0/15) in X-Forwarded-For, every server trusting the loopback proxy (Express 'trust proxy' 'loopback', Fastify trustProxy '127.0.0.1', Koa proxy with maxIpsCount 1), so every contender keys on the address its framework reports` : ''}. ` +
+        `${meta.pinning ? `Processes: ${meta.pinning.how}. ` : ''}` +
         `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender (the bare route and the per-turn floor twice per round) after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
         'medians over rounds; "× bare route" is paired by round: the median over rounds of the contender\'s req/s divided by the bare route\'s in the same round, so slow drift in the machine\'s load cancels. ' +
         '"× floor (PING per turn)" is the same against the floor of one Redis PING per event-loop turn, for admitting contenders on Redis. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
         'Each server is its own Node process; autocannon runs in the bench process. "headers sent" is read from each server\'s own responses right after it started (its first admitted response and, with limit 1, its first 429), not from documentation; ' +
         '"none" means no rate-limit header at all. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
-        "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response. " +
+        "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response; server CPU is the server process's user + system time with its children's, read from /proc/<pid>/stat by the bench. " +
+        'A figure in bold with a range after it: the median and, in brackets, the lowest and highest round (the spread). ' +
         "0 when rejecting means the 429 was answered without Redis (Floodgate's block cache). " +
         '"by CPU" is the bare route\'s server CPU time per request divided by the contender\'s (each server\'s own user + system time over the measured runs): ' +
         'the ratio a CPU-bound server shows, and steadier than req/s when other processes share the machine. ' +
         'The two "floor" rows limit nothing: one sends a Redis PING per request, the other one PING per event-loop turn for all of that turn\'s requests (how Floodgate batches its script calls). ' +
         'They are the most any limiter that asks Redis, or one that batches as Floodgate does, can keep on this machine: the round trip alone costs that much.',
     );
-    for (const framework of FRAMEWORKS) {
-      const tables = throughputTables(results, framework);
-      if (!tables) continue;
-      out.push('');
-      out.push(`### ${framework}`);
-      for (const t of tables) {
+    for (const load of loadsOf(results)) {
+      for (const framework of FRAMEWORKS) {
+        const section = frameworkSection(results, framework, load);
+        if (!section) continue;
         out.push('');
-        out.push(`#### ${framework}, ${t.title}`);
-        out.push('');
-        out.push(t.table);
+        out.push(section);
       }
     }
     out.push('');
@@ -483,6 +627,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         ['Node / Redis', `${meta.node} / ${meta.redis}`],
         ['hot-key mode in core', meta.hotKeys ? 'yes (measured on its own line)' : 'not yet (not measured)'],
         ['settings', Object.entries(meta.settings).map(([k, v]) => `${k} ${v}`).join(', ')],
+        ['processes on cores', meta.pinning?.how ?? 'not pinned (not recorded)'],
         ...Object.entries(meta.versions).map(([name, version]) => [name, version]),
       ],
     ),
@@ -499,7 +644,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
   );
   out.push('');
   out.push(
-    'Run it: `pnpm bench` (full, about 30 minutes) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
+    'Run it: `pnpm bench` (full, about an hour) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
       'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
       'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
   );

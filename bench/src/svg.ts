@@ -1,6 +1,6 @@
 // The chart: bars drawn from the results (ratios to the ceiling, race and accuracy multiples), as one SVG.
-import { GOALS, storeOf } from './goals';
-import { FRAMEWORKS, type BenchResults, type Regime, type ThroughputRow } from './types';
+import { GOALS, LOAD_TEXT, loadOf, storeOf } from './goals';
+import { FRAMEWORKS, LOAD_SHAPES, type BenchResults, type Regime, type ThroughputRow } from './types';
 
 interface Bar {
   label: string;
@@ -60,24 +60,27 @@ function barKind(row: ThroughputRow): Bar['kind'] {
 
 function throughputPanel(results: BenchResults, regime: Regime): Panel {
   const groups: Group[] = [];
-  for (const framework of FRAMEWORKS) {
-    const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime);
-    if (rows.length === 0) continue;
-    const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling');
-    groups.push({
-      title: `${framework}${ceiling ? ` (ceiling ${Math.round(ceiling.medianRps).toLocaleString('en-US')} req/s)` : ''}`,
-      bars: rows.map((r) => ({ label: r.label, value: r.ratio, alt: r.cpuRatio, kind: barKind(r) })),
-    });
+  const shapes = LOAD_SHAPES.filter((load) => results.throughput.some((r) => loadOf(r) === load));
+  for (const load of shapes) {
+    for (const framework of FRAMEWORKS) {
+      const rows = results.throughput.filter((r) => r.framework === framework && r.regime === regime && loadOf(r) === load);
+      if (rows.length === 0) continue;
+      const ceiling = results.throughput.find((r) => r.framework === framework && r.group === 'ceiling' && loadOf(r) === load);
+      const shape = shapes.length > 1 ? `, ${LOAD_TEXT[load]}` : '';
+      groups.push({
+        title: `${framework}${shape}${ceiling ? ` (ceiling ${Math.round(ceiling.medianRps).toLocaleString('en-US')} req/s)` : ''}`,
+        bars: rows.map((r) => ({ label: r.label, value: r.ratio, alt: r.cpuRatio, kind: barKind(r) })),
+      });
+    }
   }
   return {
     title: regime === 'admit' ? 'Every request admitted: throughput kept' : 'Nearly every request rejected (429): throughput kept',
     subtitle: 'bar: req/s as a share of the same framework with no limiter (1.0), paired by round; tick: the same by server CPU per request; longer is better',
     groups,
+    // Admitting, the goals are relative (to the best peer, to the floor): no fixed line to draw.
     marks: [
       { at: 1, label: 'no limiter', dashed: false, color: '#111827' },
-      regime === 'admit'
-        ? { at: GOALS.memoryAdmit.express, label: `memory goal ${GOALS.memoryAdmit.express.toFixed(2)} (Fastify ${GOALS.memoryAdmit.fastify.toFixed(2)})`, dashed: true, color: '#b91c1c' }
-        : { at: GOALS.reject, label: `goal ${GOALS.reject.toFixed(2)}`, dashed: true, color: '#b91c1c' },
+      ...(regime === 'reject' ? [{ at: GOALS.reject, label: `goal ${GOALS.reject.toFixed(2)}`, dashed: true, color: '#b91c1c' }] : []),
     ],
   };
 }

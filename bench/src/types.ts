@@ -1,12 +1,13 @@
 // Shared shapes: what a server under test runs, and the results file the report is rendered from.
 import type { AlgorithmName } from '@floodgate/core';
+import type { Framework } from './frameworks';
 import type { MicroJob } from './micro-worker';
 
 /** Floodgate's default algorithm (packages/core/src/options.ts): what an app that names none runs. */
 export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
 
-export type Framework = 'express' | 'fastify' | 'koa';
-export const FRAMEWORKS: readonly Framework[] = ['express', 'fastify', 'koa'];
+// The list of frameworks and everything known about each lives in one registry (frameworks.ts).
+export { FRAMEWORKS, type Framework } from './frameworks';
 
 /** admit: a huge limit, every request allowed (the limiter's overhead). reject: limit 1, nearly all 429. */
 export type Regime = 'admit' | 'reject';
@@ -19,11 +20,33 @@ export type LimiterKind =
   | 'fastify-rate-limit'
   | 'koa-ratelimit'
   | 'rate-limiter-flexible'
+  /** @nestjs/throttler's ThrottlerGuard (its default in-memory storage, or @nest-lab/throttler-storage-redis). */
+  | 'nestjs-throttler'
+  /** hono-rate-limiter's rateLimiter (its MemoryStore, or its RedisStore on ioredis). */
+  | 'hono-rate-limiter'
   | 'naive'
   /** No limiting: one Redis round trip (PING) per request. What any exact shared limiter costs at least. */
   | 'redis-floor'
   /** No limiting: one Redis round trip (PING) per event-loop turn, shared by that turn's requests: Floodgate's design at no cost. */
   | 'redis-floor-turn';
+
+/**
+ * The shape of the load: 'one', every request from 127.0.0.1 (one subject); 'callers', each request
+ * from the next of many addresses in X-Forwarded-For (10,000 by default), the server trusting one hop.
+ */
+export type LoadShape = 'one' | 'callers';
+export const LOAD_SHAPES: readonly LoadShape[] = ['one', 'callers'];
+
+/** One round of one contender: its req/s, its share of the bare route that round, and its CPU per response. */
+export interface RoundSample {
+  rps: number;
+  /** This round's req/s over the bare route's mean req/s in the same round (1 for the bare route). */
+  ratio: number;
+  /** Server CPU (process and children) per response, µs. */
+  serverCpuUs: number | null;
+  /** redis-server CPU per response, µs. */
+  redisCpuUs: number | null;
+}
 
 /** Where a contender keeps its counts: in the server process, or in Redis (the floors only talk to Redis). */
 export type StoreKind = 'memory' | 'redis';
@@ -89,6 +112,11 @@ export interface ServerSpec {
   redisPort?: number;
   /** ioredis `enableAutoPipelining`: commands issued in one event-loop turn go out in one write. Default false. */
   autoPipelining?: boolean;
+  /**
+   * Trust the loopback proxy (Express 'trust proxy' 'loopback', Fastify trustProxy '127.0.0.1', Koa proxy with maxIpsCount
+   * 1): the client address is X-Forwarded-For's, as the many-caller load sends it. Default false.
+   */
+  trustProxy?: boolean;
 }
 
 /** How Floodgate was wired in a server: through its adapter, or (adapter not built yet) core in a few lines. */
@@ -96,6 +124,8 @@ export type Wiring = 'adapter' | 'inline-core' | 'n/a';
 
 export interface ThroughputRow {
   framework: Framework;
+  /** The load's shape (absent in results from before it was recorded: 'one'). */
+  load?: LoadShape;
   /** null for the no-limiter ceiling, which serves both regimes. */
   regime: Regime | null;
   id: string;
@@ -137,6 +167,8 @@ export interface ThroughputRow {
   cpuRatio: number;
   /** The first line where Floodgate logged a store failure during the run (its decisions then came from the failure mode). */
   storeTrouble?: string;
+  /** Each round's figures, for the spread (absent in older results). */
+  rounds?: RoundSample[];
 }
 
 export interface RedisCeilingRow {
@@ -253,7 +285,11 @@ export interface BenchMeta {
     warmupSeconds: number;
     connections: number;
     raceProcesses: number;
+    /** Callers in the many-caller load (absent in older results). */
+    callers?: number;
   };
+  /** How the throughput run placed its processes on cores (absent in older results: not pinned). */
+  pinning?: { pinned: boolean; how: string };
   hotKeys: boolean;
   notes: string[];
 }

@@ -1,12 +1,14 @@
-// The playground's HTTP server: the page and its bundle, the live adapter routes by path prefix, and the race API.
+// The playground's HTTP server: the page and its bundle, the live adapter routes, the clients, in-flight and shedding routes by path prefix, and the race API.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WEB_DIR, bundleWeb } from './bundle';
 import { CLIENTS_LIMIT, CLIENTS_PATH, createClientsApp } from './clients';
+import { INFLIGHT_HOLD_MS, INFLIGHT_LIMIT, INFLIGHT_PATH, INFLIGHT_STATE_PATH, createInflightApp } from './inflight';
 import { LIVE_ROUTES, createLiveApps, describeLiveLimit } from './live';
 import { RACE_COMMAND, RACE_HINT, createRace } from './race';
+import { MAX_WORK_MS, PRIORITIES, SHED_PREFIX, SHED_STATE_PATH, SHEDDING_OPTIONS, createSheddingApp } from './shedding';
 
 export interface PlaygroundOptions {
   /** TCP port; 0 picks a free one. Default 3000. */
@@ -77,12 +79,16 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
   ]);
   const live = await createLiveApps();
   const clients = createClientsApp();
+  const inflight = createInflightApp();
+  const shedding = createSheddingApp();
   const race = createRace(options.redisUrl, log);
   const info = {
     live: LIVE_ROUTES.map(({ framework, title, path, usage }) => ({ framework, title, path, usage })),
     liveLimit: describeLiveLimit(),
     race: { enabled: race.enabled, target: race.target, hint: RACE_HINT, command: RACE_COMMAND },
     clients: { path: CLIENTS_PATH, ...CLIENTS_LIMIT },
+    inflight: { path: INFLIGHT_PATH, statePath: INFLIGHT_STATE_PATH, ...INFLIGHT_LIMIT, holdMs: INFLIGHT_HOLD_MS },
+    shedding: { prefix: SHED_PREFIX, statePath: SHED_STATE_PATH, priorities: PRIORITIES, options: SHEDDING_OPTIONS, maxWorkMs: MAX_WORK_MS },
   };
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -91,6 +97,8 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     const app = live.handlerFor(path);
     if (app) return app(req, res);
     if (path.startsWith('/api/clients/')) return clients(req, res);
+    if (path.startsWith('/api/inflight/')) return inflight(req, res);
+    if (path.startsWith(SHED_PREFIX)) return shedding(req, res);
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/' || path === '/index.html') return send(res, 200, 'text/html; charset=utf-8', html);
       if (path === '/app.js') return send(res, 200, 'text/javascript; charset=utf-8', script);

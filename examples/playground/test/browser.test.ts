@@ -1,9 +1,9 @@
-// The playground in real Chromium: the boundary preset, the live panel's headers, the clients panel and the race panel, read from the page.
+// The playground in real Chromium: the boundary preset, the live panel's headers, the clients, in-flight, shedding and race panels, read from the page.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { startRedis, type RedisServer } from '@floodgate/testing';
+import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import { startPlayground, type Playground } from '../src/server';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -45,8 +45,8 @@ describe('playground in Chromium', () => {
     page = context.pages()[0] ?? (await context.newPage());
     page.on('pageerror', (error) => pageErrors.push(error.message));
     page.on('console', (message) => {
-      // Chromium logs every non-2xx fetch; the live panel's 429s are the point, not a fault.
-      if (message.type() === 'error' && !/status of 429/.test(message.text())) pageErrors.push(message.text());
+      // Chromium logs every non-2xx fetch; the 429s and the shedding panel's 503s are the point, not a fault.
+      if (message.type() === 'error' && !/status of (429|503)/.test(message.text())) pageErrors.push(message.text());
     });
     await page.goto(pg.url);
   });
@@ -146,6 +146,66 @@ describe('playground in Chromium', () => {
     expect(hot.sent).toBe(hot.done + hot.tooMany);
     expect(hot.done).toBeLessThanOrEqual(polite.done + 5);
     expect(await page.locator('.client-card[data-client="hot-loop"] [data-stat="too-many"] b').textContent()).toBe(String(hot.tooMany));
+  });
+
+  it('in-flight panel: 10 slow requests from one caller, 5 held and 5 refused with qu="concurrent-requests"; slots come back on abort and on finish', async () => {
+    const panel = page.locator('#inflight');
+    await page.locator('#inflight[data-inflight-state="ready"]').waitFor();
+    await page.selectOption('#inflight-hold', '4000');
+    await page.locator('#inflight-fire').click();
+    // The 429s come back at once; the five admitted ones are held by the handler.
+    await page.locator('#inflight[data-refused="5"][data-pending="5"]').waitFor({ timeout: 10_000 });
+    await page.locator('#inflight[data-in-handler="5"]').waitFor();
+    expect(await panel.getAttribute('data-max-in-handler')).toBe('5');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await panel.screenshot({ path: join(ARTIFACTS, 'playground-inflight.png') });
+    expect(await panel.locator('.req[data-status="refused"]').count()).toBe(5);
+    expect(await panel.locator('[data-header="ratelimit-policy"] dd').textContent()).toContain('"concurrency";q=5;qu="concurrent-requests"');
+    expect(await panel.locator('[data-header="ratelimit"] dd').textContent()).toContain('"concurrency";r=0');
+    expect(Number(await panel.locator('[data-header="retry-after"] dd').textContent())).toBeGreaterThanOrEqual(1);
+    // Two aborted: the handler sees them go, and their slots admit two new requests at once.
+    const pending = panel.locator('.req[data-status="pending"] .chip-abort');
+    await pending.first().click();
+    await pending.first().click();
+    await page.locator('#inflight[data-aborted="2"][data-in-handler="3"]').waitFor();
+    await page.locator('#inflight-fire-one').click();
+    await page.locator('#inflight-fire-one').click();
+    await page.locator('#inflight[data-pending="5"][data-in-handler="5"]').waitFor();
+    expect(await panel.getAttribute('data-refused')).toBe('5');
+    // A sixth is refused again; then all finish and every slot is back.
+    await page.locator('#inflight-fire-one').click();
+    await page.locator('#inflight[data-refused="6"]').waitFor();
+    await page.locator('#inflight[data-pending="0"][data-in-handler="0"]').waitFor({ timeout: 15_000 });
+    expect(await panel.getAttribute('data-finished')).toBe('5');
+    expect(await panel.getAttribute('data-max-in-handler')).toBe('5');
+    expect(await panel.locator('.slot.used').count()).toBe(0);
+  });
+
+  it('shedding panel: as the load rises background is shed first, then default; critical never; both come back once calm', async () => {
+    const panel = page.locator('#shedding');
+    await page.locator('#shedding[data-shedding-state="ready"]').waitFor();
+    await page.locator('#shedding-run').click();
+    await page.locator('#shedding[data-shedding-state="done"]').waitFor({ timeout: 40_000 });
+    const row = async (priority: string) => {
+      const r = panel.locator(`.shed-row[data-priority="${priority}"]`);
+      const first = await r.getAttribute('data-first-shed-ms');
+      return { served: Number(await r.getAttribute('data-served')), shed: Number(await r.getAttribute('data-shed')), firstShedMs: first === null ? undefined : Number(first) };
+    };
+    const background = await row('background');
+    const def = await row('default');
+    const critical = await row('critical');
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await panel.screenshot({ path: join(ARTIFACTS, 'playground-shedding.png') });
+    console.log(`shedding panel: background ${JSON.stringify(background)}, default ${JSON.stringify(def)}, critical ${JSON.stringify(critical)}`);
+    expect(critical.shed).toBe(0);
+    expect(critical.served).toBeGreaterThan(0);
+    expect(background.shed).toBeGreaterThan(0);
+    expect(def.shed).toBeGreaterThan(0);
+    expect(background.firstShedMs!).toBeLessThan(def.firstShedMs!);
+    expect(await panel.getAttribute('data-max-level')).toBe('2');
+    // Calm (the run is over) brings both back, one level per 3 calm samples: background is served again.
+    const background200 = async () => ((await fetch(new URL('/api/shed/background', pg.url))).status === 200 ? true : undefined);
+    await pollUntil(background200, { timeoutMs: 15_000, intervalMs: 200, what: 'background served again' });
   });
 
   it('race panel: the naive limiter over-admits, Floodgate admits exactly the limit', async () => {

@@ -1,5 +1,5 @@
-// The playground server over HTTP: the page, the live Express/Fastify/Koa routes with Floodgate's headers, and the race API.
-import { startRedis, type RedisServer } from '@floodgate/testing';
+// The playground server over HTTP: the page, the live Express/Fastify/Koa routes with Floodgate's headers, the in-flight and shedding routes, and the race API.
+import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import { parsePort } from '../src/main';
 import { startPlayground, type Playground } from '../src/server';
 
@@ -76,6 +76,50 @@ describe('playground server without Redis', () => {
     const race = await fetch(new URL('/api/race', pg.url), { method: 'POST', body: '{"requests":10,"limit":5}' });
     expect(race.status).toBe(503);
     expect((await json(race)).error).toMatch(/REDIS_URL/);
+  });
+
+  it('in-flight route: one caller holds 5 slow requests, the rest get 429 with qu="concurrent-requests"; an aborted one frees its slot', async () => {
+    const caller = { 'x-playground-caller': `t-${Math.random().toString(36).slice(2, 8)}` };
+    const slow = (signal?: AbortSignal) => fetch(new URL('/api/inflight/slow?ms=3000', pg.url), { headers: caller, signal });
+    const state = async () => json(await fetch(new URL(`/api/inflight/state?caller=${caller['x-playground-caller']}`, pg.url)));
+    const aborts = Array.from({ length: 5 }, () => new AbortController());
+    const held = aborts.map((a) => slow(a.signal).catch(() => 'aborted' as const));
+    await pollUntil(async () => ((await state()).inHandler === 5 ? true : undefined), { timeoutMs: 5_000, what: '5 in the handler' });
+    const refused = await Promise.all(Array.from({ length: 5 }, () => slow()));
+    for (const res of refused) {
+      expect(res.status).toBe(429);
+      expect(res.headers.get('ratelimit-policy')).toContain('"concurrency";q=5;qu="concurrent-requests"');
+      expect((await json(res))['violated-policies']).toEqual(['concurrency']);
+    }
+    // Another caller has slots of its own.
+    const other = await fetch(new URL('/api/inflight/slow?ms=100', pg.url), { headers: { 'x-playground-caller': 'someone-else' } });
+    expect(other.status).toBe(200);
+    await other.text();
+    aborts[0].abort();
+    expect(await held[0]).toBe('aborted');
+    await pollUntil(async () => ((await state()).inHandler === 4 ? true : undefined), { timeoutMs: 5_000, what: 'the aborted one gone' });
+    const next = await fetch(new URL('/api/inflight/slow?ms=100', pg.url), { headers: caller });
+    expect(next.status).toBe(200);
+    expect(await json(next)).toEqual({ heldMs: 100 });
+    for (const a of aborts) a.abort();
+    await Promise.all(held);
+    await pollUntil(async () => ((await state()).inHandler === 0 ? true : undefined), { timeoutMs: 5_000, what: 'all gone' });
+    expect((await state()).maxInHandler).toBe(5);
+  });
+
+  it('shedding routes: one per class, the CPU asked for bounded, the shedder state readable', async () => {
+    for (const priority of ['background', 'default', 'critical']) {
+      const res = await fetch(new URL(`/api/shed/${priority}?work=5000`, pg.url));
+      // Served unless this (loaded) machine already overloads the loop; critical is never shed either way.
+      if (priority === 'critical') expect(res.status).toBe(200);
+      if (res.status === 200) expect(await json(res)).toMatchObject({ priority, work: 50, shedding: { level: expect.any(Number) } });
+      else expect(res.status).toBe(503);
+    }
+    const state = await json(await fetch(new URL('/api/shed/state', pg.url)));
+    expect(state).toMatchObject({ level: expect.any(Number), utilization: expect.any(Number), shed: { background: expect.any(Number), default: expect.any(Number) } });
+    const info = await json(await fetch(new URL('/api/info', pg.url)));
+    expect(info.shedding).toMatchObject({ priorities: ['background', 'default', 'critical'], options: { sampleMs: 200 }, maxWorkMs: 50 });
+    expect(info.inflight).toMatchObject({ inFlight: 5, path: '/api/inflight/slow' });
   });
 
   it('refuses a port already in use', async () => {

@@ -1,4 +1,7 @@
-// The playground page's script: plays the simulation, drives the live adapter panel, the clients panel and the Redis race panel.
+// The playground page's script: plays the simulation, drives the live adapter panel, the clients panel, the in-flight and shedding panels (web/inflight.ts, web/shedding.ts) and the Redis race panel.
+import { byId, el } from './dom';
+import { setupInflight, type InflightInfo } from './inflight';
+import { setupShedding, type SheddingInfo } from './shedding';
 import { hotLoop, wellBehaved, HOT_LOOP_MAX_REQUESTS, type ClientName, type ClientStats } from './clients';
 import {
   BOUNDS,
@@ -33,26 +36,6 @@ const WHY_OVER: Record<string, string> = {
 };
 /** Overshoot that is the algorithm's known weakness (red), not its design (amber). */
 const FLAWED = new Set(['fixed-window']);
-
-function el<K extends keyof HTMLElementTagNameMap>(
-  tag: K,
-  attrs: Record<string, string> = {},
-  ...children: (Node | string)[]
-): HTMLElementTagNameMap[K] {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (k === 'class') node.className = v;
-    else node.setAttribute(k, v);
-  }
-  node.append(...children);
-  return node;
-}
-
-function byId<T extends HTMLElement>(id: string): T {
-  const node = document.getElementById(id);
-  if (!node) throw new Error(`#${id} missing from index.html`);
-  return node as T;
-}
 
 const app = byId<HTMLElement>('app');
 
@@ -301,6 +284,8 @@ interface Info {
   liveLimit: { limit: number; windowMs: number; algorithm: string };
   race: { enabled: boolean; target?: string; hint: string; command: string };
   clients: { path: string; limit: number; windowMs: number };
+  inflight: InflightInfo;
+  shedding: SheddingInfo;
 }
 
 const SHOWN_HEADER = /^(ratelimit|x-ratelimit|retry-after)/i;
@@ -521,6 +506,8 @@ fetch('/api/info')
   .then((info) => {
     setupLive(info);
     setupClients(info);
+    setupInflight(info.inflight);
+    setupShedding(info.shedding);
     setupRace(info);
   })
   .catch((error: unknown) => {

@@ -9,3 +9,4 @@ export { runAuthRouteSuite } from './auth-routes';
 export { expectServedInOneTurn, turnMarker } from './same-turn';
 export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';
+export { runQuotaSuite } from './quotas';

@@ -65,7 +65,11 @@ export interface Decision {
   readonly lease?: Lease;
 }
 
-/** Builds a Decision from per-limit results: the most restrictive limit speaks for the request. `at`: see Decision.at. */
+/**
+ * Builds a Decision from per-limit results: the most restrictive limit speaks for the request. `at`:
+ * see Decision.at. `clockMs`: the store's clock when it decided (StoreResult.at), from which a
+ * calendar window's figures give the length of the period running (its `windowMs`).
+ */
 export function toDecision(
   limits: readonly ResolvedLimit[],
   allowed: boolean,
@@ -74,6 +78,7 @@ export function toDecision(
   reason?: DecisionReason,
   degraded = false,
   at?: number,
+  clockMs?: number,
 ): Decision {
   const perLimit: LimitDecision[] = new Array(results.length);
   let pick: LimitDecision | undefined;
@@ -84,7 +89,7 @@ export function toDecision(
       policy: l.name,
       allowed: r.allowed,
       limit: l.limit,
-      windowMs: l.windowMs,
+      windowMs: calendarLength(l, r, clockMs),
       // A limit that would have admitted was not charged when another denied.
       remaining: !allowed && r.allowed ? r.remaining + cost : r.remaining,
       resetMs: r.resetMs,
@@ -118,6 +123,12 @@ export function toDecision(
   };
   if (at !== undefined) (decision as { at?: number }).at = at;
   return decision;
+}
+
+/** A limit's window: a calendar window's is the period that ends at its reset (a month has 28 to 31 days, a day 23 to 25 hours). */
+function calendarLength(l: ResolvedLimit, r: LimitResult, clockMs: number | undefined): number {
+  const calendar = 'windowMs' in l.store ? l.store.calendar : undefined;
+  return calendar === undefined || clockMs === undefined ? l.windowMs : calendar.lengthEnding(clockMs + r.resetMs);
 }
 
 const rank = (retry: number) => (retry < 0 ? Infinity : retry);

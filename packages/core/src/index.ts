@@ -1,8 +1,12 @@
 // @floodgate/core: the app author's surface, listed here once. The adapter author's pipeline is @floodgate/core/http; machinery for Floodgate's own tools lives behind @floodgate/core/internal.
 export { createLimiter } from './limiter';
-export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, Limiter } from './limiter';
+export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, SettleCallOptions, Limiter } from './limiter';
+export type { SettleOptions, SettleResult, SettleOutcomeName, Reservation } from './settle';
+export type { Usage, PolicyUsage } from './usage';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
+export { CALENDAR_UNITS } from './calendar/calendar-window';
+export type { CalendarUnit, CalendarWindowOptions } from './calendar/calendar-window';
 export type { LockoutOptions } from './lockout';
 export { ALGORITHMS } from './algorithms/registry';
 export type { AlgorithmName, RateAlgorithmName, StoreLimit, WindowAlgorithmName } from './algorithms/registry';
@@ -14,7 +18,7 @@ export type { RedisStoreOptions, CoalesceMode } from './stores/redis-store';
 export type { RedisClient, IoredisClient, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel, GlideClient } from './stores/redis-clients';
 export { aclRule } from './stores/redis-acl';
 export type { AclRuleOptions } from './stores/redis-acl';
-export type { Store, StoreRequest, StoreResult, StoreLockout } from './stores/store';
+export type { Store, StoreRequest, StoreResult, StoreLockout, StoreSettle, SettleOutcome } from './stores/store';
 export { FloodgateError, invalidOption } from './errors';
 export type { FloodgateErrorCode } from './errors';
 export { parseDuration } from './duration';

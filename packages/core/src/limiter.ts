@@ -9,9 +9,11 @@ import { NestedMemo } from './memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { ResolvedLimit } from './limit';
 import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
-import { isCost, refundAt, requestCost } from './validate';
+import { isCost, leaseToken, refundAt, requestCost } from './validate';
 import { healthOf, type Health, type HealthSource } from './health';
 import { DecisionTally, metricsFor } from './metrics';
+import { newSettleToken, type Reservation, type SettleResult } from './settle';
+import { usageOf, type Usage } from './usage';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -40,6 +42,19 @@ export interface RefundOptions extends ConsumeOptions {
   at: number;
 }
 
+export interface SettleCallOptions {
+  /** The reservation's scope (as it was consumed). Default ''. */
+  scope?: string;
+  /** The reservation's `at` (its `Decision.at`). Required. */
+  at: number;
+  /** The cost the reservation drew (the estimate). Required. */
+  reserved: number;
+  /** The actual cost, a whole number from 0; charged at most `settle.maxCost`. Required. */
+  actual: number;
+  /** The reservation's settle token: one per reservation, `[A-Za-z][A-Za-z0-9_-]{0,63}`; a second settle with it changes nothing. Required. */
+  token: string;
+}
+
 export interface Limiter {
   /** Draws `cost` units for this subject, all-or-nothing over every limit. Resolves; never rejects for a limit. */
   consume(subject: string, options?: ConsumeOptions): Promise<Decision>;
@@ -55,6 +70,22 @@ export interface Limiter {
   refund(subject: string, options: RefundOptions): Promise<boolean>;
   /** What a request of `cost` (default 1) would get now, without drawing anything. */
   peek(subject: string, options?: ConsumeOptions): Promise<Decision>;
+  /**
+   * A consume of the estimated `cost` that can be settled later with the actual cost
+   * (`reservation.settle(actual)`, see Reservation and docs/quotas.md#reserve-then-settle); an
+   * unsettled reservation stays charged. Resolves like `consume`.
+   */
+  reserve(subject: string, options?: ConsumeOptions): Promise<Reservation>;
+  /**
+   * Settles a reservation by its parts (what `reservation.settle` does): for a caller that keeps a
+   * reservation's `at` and `token` elsewhere (a queue, another process).
+   */
+  settle(subject: string, options: SettleCallOptions): Promise<SettleResult>;
+  /**
+   * This subject's use of every limit in this scope, read without consuming (a cost-0 peek):
+   * policies, used, remaining, resets at. Rejects when the store fails (there is no usage to make up).
+   */
+  usage(subject: string, options?: Pick<ConsumeOptions, 'scope'>): Promise<Usage>;
   /** Forgets this subject's counts in this scope (and its local ones, for failMode 'local'). Rejects if the store fails. */
   reset(subject: string, options?: Pick<ConsumeOptions, 'scope'>): Promise<void>;
   /**
@@ -81,8 +112,11 @@ export interface EngineLimiter extends Limiter {
    * turn, without a promise. Throws (synchronously) FG_INVALID_COST for a bad cost.
    */
   consumeNow(subject: string, options?: ConsumeOptions): Decision | Promise<Decision>;
-  /** Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead). */
-  isBlocked(subject: string, options: { cost: number; scope: string }): boolean;
+  /**
+   * Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead).
+   * `withinMs`: only a block that ends within this many ms counts (a longer one answers false).
+   */
+  isBlocked(subject: string, options: { cost: number; scope: string; withinMs?: number }): boolean;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
@@ -107,9 +141,10 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const hit = engine.fromBlock(subjectKey(prefix, scope, String(subject)), cost);
       return hit && engine.counted(hit, scope);
     },
-    isBlocked(subject, { cost, scope }) {
+    isBlocked(subject, { cost, scope, withinMs }) {
       if (!engine.blocks || !isCost(cost) || cost > maxCost) return false;
-      return engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost) !== undefined;
+      const hit = engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost);
+      return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
     health: () => healthOf([engine.healthSource]),
@@ -126,6 +161,25 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
         return false;
       }
       return true;
+    },
+    async reserve(subject, opts = {}) {
+      const decision = await engine.promised(subject, opts, 'consume');
+      const reserved = opts.cost ?? 1;
+      const scope = opts.scope ?? '';
+      // Only a charge the shared store made can be settled there.
+      const at = decision.allowed ? decision.at : undefined;
+      const token = at === undefined ? '' : newSettleToken();
+      return {
+        decision,
+        settle: (actual: number) => (at === undefined ? engine.notReserved(actual) : engine.settle(subject, { scope, at, reserved, actual, token })),
+      };
+    },
+    settle: (subject, opts) => engine.settle(subject, opts),
+    async usage(subject, opts = {}) {
+      const scope = opts.scope ?? '';
+      const { keys } = engine.keysOf(subject, scope);
+      const result = await engine.link.evaluate({ keys, limits: engine.storeLimits, cost: 0, mode: 'peek' });
+      return usageOf(scope, result.at, toDecision(engine.limits, true, result.results, 0).limits);
     },
     async reset(subject, opts = {}) {
       const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
@@ -157,7 +211,7 @@ class Engine {
     this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
     this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
-    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs);
     this.leaseIndex = this.limits.length - 1;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
@@ -184,10 +238,50 @@ class Engine {
     return entry;
   }
 
+  /** A settle of a reservation that charged nothing in the shared store (denied or degraded). */
+  async notReserved(actual: number): Promise<SettleResult> {
+    requestCost(actual, 'settle actual');
+    return { settled: false, outcome: 'not-reserved', charged: 0, capped: false, limits: [] };
+  }
+
+  /** Settles a reservation on the rate limits (not the in-flight one), once per token, atomically in the store. */
+  async settle(subject: string, opts: SettleCallOptions): Promise<SettleResult> {
+    const { maxCost, withinMs } = this.resolved.settle;
+    const actual = requestCost(opts.actual, 'settle actual');
+    const reserved = requestCost(opts.reserved, 'settle reserved');
+    const at = refundAt(opts.at);
+    const token = leaseToken(opts.token);
+    const charged = Math.min(actual, maxCost);
+    const capped = actual > maxCost;
+    const { base, keys } = this.keysOf(subject, opts.scope ?? '');
+    const rate = this.resolved.limits;
+    const request: StoreRequest = {
+      keys: rate.length === keys.length ? keys : keys.slice(0, rate.length),
+      limits: rate.length === this.storeLimits.length ? this.storeLimits : this.storeLimits.slice(0, rate.length),
+      cost: reserved,
+      mode: 'settle',
+      at,
+      token,
+      settle: { key: `${base}:settle`, actual: charged, withinMs },
+    };
+    // A settle below the reservation gives room back: the next consume asks the store.
+    this.blocks?.delete(base);
+    let result: StoreResult;
+    try {
+      result = await this.link.evaluate(request);
+    } catch {
+      // The safe side, as a refund's: the reservation stays charged, and the same settle can be tried again.
+      return { settled: false, outcome: 'store-failed', charged: reserved, capped, limits: [] };
+    }
+    const outcome = result.settled ?? 'expired';
+    const limits = toDecision(rate, true, result.results, 0).limits;
+    return { settled: outcome === 'settled', outcome, charged: outcome === 'settled' ? charged : outcome === 'expired' ? reserved : null, capped, limits };
+  }
+
   /** The store's answer as a Decision: `at` only on a charged consume. */
   fromResult(request: StoreRequest, result: StoreResult): Decision {
     const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
-    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined);
+    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 

@@ -5,8 +5,10 @@ import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
-import { resolveConcurrency, type ConcurrencyOptions } from './concurrency';
+import { resolveConcurrency, type ConcurrencyOptions, type ResolvedConcurrency } from './concurrency';
+import { resolveSettle, type ResolvedSettle, type SettleOptions } from './settle';
 import type { ResolvedLimit } from './limit';
+import { resolveCalendarWindow, type CalendarWindowOptions } from './calendar/calendar-window';
 import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
@@ -25,6 +27,13 @@ export interface LimitOptions {
   limit?: number;
   /** The window, in ms or as a duration string ('1m'). Default 60_000. */
   windowMs?: Duration;
+  /**
+   * A window that follows the calendar instead of a fixed length: `{ every: 'month', timeZone:
+   * 'America/New_York' }`, or from a billing date, `{ every: 'month', timeZone, anchor:
+   * '2026-01-17T09:00' }` (docs/quotas.md). A fixed window: with it, `algorithm` is 'fixed-window'
+   * (the default then) and `windowMs` is not set. Default: none (the window is `windowMs`).
+   */
+  window?: CalendarWindowOptions;
   /** token-bucket and gcra: the most units admitted at once. Default `limit`. */
   burst?: number;
   /** token-bucket and gcra: units restored per second. Default `limit / windowSeconds`. */
@@ -50,6 +59,13 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
    * release it when the response finishes or the connection closes) or expires. Default: off.
    */
   concurrency?: ConcurrencyOptions;
+  /**
+   * Reserve, then settle (docs/quotas.md#reserve-then-settle): the bounds on settling a reserved
+   * cost with the actual one (`maxCost`, default the smallest limit; `withinMs`, default '15m').
+   * Setting it (`{}` for the defaults) also makes the HTTP adapters offer `settle` on each admitted
+   * request. `limiter.reserve` works without it, under the defaults.
+   */
+  settle?: SettleOptions;
 }
 
 /** Everything `createLimiter` takes. */
@@ -93,7 +109,9 @@ export interface ResolvedLimiterOptions {
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
   /** The in-flight limit, a limit of the lease kind the limiter adds to `limits` (plans' included); undefined: off. */
-  readonly concurrency: ResolvedLimit | undefined;
+  readonly concurrency: ResolvedConcurrency | undefined;
+  /** Reserve, then settle: its bounds, and whether the app turned it on. */
+  readonly settle: ResolvedSettle;
   /** Where metrics go; undefined: the global provider. */
   readonly meterProvider: MeterProvider | undefined;
   /** The warnings switched on. */
@@ -101,7 +119,7 @@ export interface ResolvedLimiterOptions {
 }
 
 /** The names of one limit's options. */
-export const LIMIT_OPTION_NAMES = optionNames<LimitOptions>()(['name', 'algorithm', 'limit', 'windowMs', 'burst', 'refillPerSecond']);
+export const LIMIT_OPTION_NAMES = optionNames<LimitOptions>()(['name', 'algorithm', 'limit', 'windowMs', 'window', 'burst', 'refillPerSecond']);
 
 /** The names of every option `createLimiter` takes. */
 export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
@@ -112,6 +130,7 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'limits',
   'lockout',
   'concurrency',
+  'settle',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -127,11 +146,23 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) invalidOption(option, raw, 'an object');
   if (option !== 'options') checkOptionNames(option, raw, LIMIT_OPTION_NAMES);
   const get = <K extends keyof LimitOptions>(k: K) => (raw[k] !== undefined ? raw[k] : defaults[k]);
-  const algorithm = get('algorithm') ?? 'sliding-window-counter';
+  // A limit's own windowMs or window wins over a default of the other kind.
+  if (raw.window !== undefined && raw.windowMs !== undefined) {
+    invalidOption(`${option}.windowMs`, raw.windowMs, `no \`windowMs\` with \`window\` (a calendar window's periods have their own lengths)`);
+  }
+  // A calendar window is a fixed window, the default algorithm with one; a default `window` (top
+  // level, with `limits`) applies to the limits that set no windowMs and no other algorithm.
+  const algorithm =
+    raw.algorithm ?? (raw.window !== undefined ? 'fixed-window' : defaults.algorithm ?? (defaults.window !== undefined && raw.windowMs === undefined ? 'fixed-window' : 'sliding-window-counter'));
   if (!ALGORITHMS.includes(algorithm)) invalidOption(`${option}.algorithm`, algorithm, `one of ${ALGORITHMS.join(', ')}`);
+  const calendarRaw = raw.window ?? (raw.windowMs === undefined && algorithm === 'fixed-window' ? defaults.window : undefined);
+  if (calendarRaw !== undefined && algorithm !== 'fixed-window') {
+    invalidOption(`${option}.algorithm`, algorithm, "'fixed-window' (or no `algorithm`) with a calendar `window`: a quota per calendar period is a fixed window");
+  }
   const name = raw.name ?? defaultName;
   if (typeof name !== 'string' || !NAME.test(name)) invalidOption(`${option}.name`, name, 'a string matching [A-Za-z0-9_.-]{1,64}');
-  const windowMs = parseDuration(`${option}.windowMs`, get('windowMs') ?? 60_000);
+  const calendar = calendarRaw === undefined ? undefined : resolveCalendarWindow(`${option}.window`, calendarRaw);
+  const windowMs = calendar ? calendar.longestMs : parseDuration(`${option}.windowMs`, get('windowMs') ?? 60_000);
   const keySuffix = `${name}.${ALGORITHM[algorithm].keySuffix}`;
 
   if (isRateAlgorithm(algorithm)) {
@@ -168,7 +199,9 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
     invalidOption(`${option}.limit`, get('limit'), `a whole number from 1 to ${maxLimit} for ${algorithm}, which stores one entry per unit (sliding-window-counter takes up to ${MAX_UNITS})`);
   }
   const limit = units(`${option}.limit`, get('limit'));
-  return { name, algorithm, limit, windowMs, store: { algorithm, capacity: limit, windowMs }, keySuffix };
+  // The key does not depend on the window or the limit: a plan change keeps the subject's count.
+  const store = calendar ? { algorithm, capacity: limit, windowMs, calendar } : { algorithm, capacity: limit, windowMs };
+  return { name, algorithm, limit, windowMs, store, keySuffix };
 }
 
 /**
@@ -207,8 +240,11 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     if (options.name !== undefined) {
       invalidOption('name', options.name, 'no top-level `name` when `limits` is given (name each limit)');
     }
-    // Top-level algorithm, windowMs and refillPerSecond are defaults for every limit.
-    limits = resolveLimits(options.limits, 'limits', { algorithm: options.algorithm, windowMs: options.windowMs, refillPerSecond: options.refillPerSecond });
+    if (options.window !== undefined && options.algorithm !== undefined && options.algorithm !== 'fixed-window') {
+      invalidOption('algorithm', options.algorithm, "'fixed-window' (or no `algorithm`) with a calendar `window`: a quota per calendar period is a fixed window");
+    }
+    // Top-level algorithm, windowMs, window and refillPerSecond are defaults for every limit.
+    limits = resolveLimits(options.limits, 'limits', { algorithm: options.algorithm, windowMs: options.windowMs, window: options.window, refillPerSecond: options.refillPerSecond });
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
@@ -243,5 +279,6 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
     concurrency,
+    settle: resolveSettle(options.settle, limits),
   };
 }

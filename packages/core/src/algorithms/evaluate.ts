@@ -50,6 +50,28 @@ export function refundTwins(states: readonly unknown[], limits: readonly StoreLi
 }
 
 /**
+ * Settles a reservation of every limit (rate limits only): a negative `delta` (actual below the
+ * reserved cost) refunded as of `at`, a positive one debited now, past the limit if need be; the
+ * figures are a cost-0 check of the state left (as lua/main.lua's mode 's').
+ */
+export function settleTwins(states: readonly unknown[], limits: readonly StoreLimit[], delta: number, now: number, at: number): TwinRefund {
+  const writes = limits.map((limit, i) => {
+    const twin = TWINS[limit.algorithm];
+    if (delta < 0) return twin.refund(states[i], now, limit, -delta, at);
+    if (delta === 0) return undefined;
+    if (!twin.debit) throw new Error(`${limit.algorithm} takes no debit: a settle goes to rate limits only`);
+    return twin.debit(states[i], now, limit, delta);
+  });
+  const results = limits.map((limit, i) => {
+    const w = writes[i];
+    const left = w === undefined ? states[i] : w === null ? undefined : w.state;
+    const { remaining, resetMs } = TWINS[limit.algorithm].check(left, now, limit, 0);
+    return { allowed: true, remaining, resetMs, retryAfterMs: 0 };
+  });
+  return { writes, results };
+}
+
+/**
  * Releases or renews the `cost` slots leased under `token` in every limit (all of a lease family:
  * the limiter sends these to its lease limits only); the figures are a cost-0 check of the state left.
  */

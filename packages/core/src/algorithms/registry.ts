@@ -76,9 +76,21 @@ export function isRateAlgorithm(name: AlgorithmName): name is RateAlgorithmName 
 }
 
 /**
- * The one number the scripts (and the `period` of their check and refund) take for a limit, in the
- * unit its kind knows: the window in ms, the refill rate in units per second, or the lease in ms.
+ * What defines a limit's periods, in the unit its kind knows: the window in ms, the refill rate in
+ * units per second, or the lease in ms; for a calendar window, its id. Equal periods, equal values
+ * (plan names, bucket claims and hot keys compare limits by it).
  */
-export function periodOf(limit: StoreLimit): number {
+export function periodOf(limit: StoreLimit): number | string {
+  if ('windowMs' in limit) return limit.calendar ? limit.calendar.id : limit.windowMs;
+  return 'refillPerSecond' in limit ? limit.refillPerSecond : limit.leaseMs;
+}
+
+/**
+ * The `period` a script call carries for a limit: periodOf's number, or a calendar window's
+ * boundaries around `now` (the application's clock, or the test clock), among which the script
+ * picks by its own TIME.
+ */
+export function periodArg(limit: StoreLimit, now: () => number): number | string {
+  if ('windowMs' in limit && limit.calendar) return limit.calendar.around(now()).text;
   return 'windowMs' in limit ? limit.windowMs : 'refillPerSecond' in limit ? limit.refillPerSecond : limit.leaseMs;
 }

@@ -4,6 +4,33 @@
 export interface WindowLimit {
   readonly capacity: number;
   readonly windowMs: number;
+  /**
+   * fixed-window only: windows that follow the calendar (option `window`) instead of
+   * floor(now / windowMs); `windowMs` is then the longest period, for what needs one number.
+   */
+  readonly calendar?: CalendarPeriods;
+}
+
+/** The periods of a calendar window around one instant: boundaries in ms, ascending, and as the script takes them. */
+export interface CalendarSpan {
+  /** The previous period's start, the current one's start and end, the next one's end. */
+  readonly boundaries: readonly number[];
+  /** The same, comma-separated: the `period` a fixed-window script call carries. */
+  readonly text: string;
+}
+
+/**
+ * A calendar window's periods (calendar/calendar-window.ts), computed in TypeScript from the
+ * platform's time-zone database: Lua in Redis has none, so the script is sent the boundaries around
+ * the application's clock and picks the period by its own TIME; the twin picks by its clock alike.
+ */
+export interface CalendarPeriods {
+  /** What defines the periods ('month@America/New_York@d17 09:00:00'): equal ids, equal periods. */
+  readonly id: string;
+  /** The boundaries around `now` (ms): the period holding `now` and one either side. */
+  around(now: number): CalendarSpan;
+  /** The length in ms of the period that ends at `end` (a boundary), for headers that state the window. */
+  lengthEnding(end: number): number;
 }
 
 /** What a rate algorithm's twin reads of a limit: a burst of `capacity` units, refilled at `refillPerSecond`. */
@@ -53,6 +80,12 @@ export interface Twin<S, L extends TwinLimit = TwinLimit> {
    * written, as on a missing key). The script's `refund` takes the same steps.
    */
   refund(state: S | undefined, now: number, limit: L, cost: number, at: number): TwinWrite<S> | null | undefined;
+  /**
+   * Window and rate families (required there): charges `cost` units now whatever is left, past the
+   * limit if need be: a settle above its reservation (debt, which later checks see as a limit over
+   * its capacity). Returns the state to write; the script's `debit` takes the same steps.
+   */
+  debit?(state: S | undefined, now: number, limit: L, cost: number): TwinWrite<S>;
   /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
   release?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
   /** Lease family only: a lease still held runs `leaseMs` from now again (the script's `renew`). */

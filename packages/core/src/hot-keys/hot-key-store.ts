@@ -197,7 +197,8 @@ export class HotKeyStore implements Store {
     const cost = request.cost;
     // A refund gives units back to the shared store, where every unit it names was charged (a
     // unit served from a lease was charged when the lease was, at the lease's `at`).
-    if (request.mode === 'refund') return this.passThrough(request);
+    // A settle likewise: its refund part gives back what the reservation charged, its debit is charged there.
+    if (request.mode === 'refund' || request.mode === 'settle') return this.passThrough(request);
     // Lock-out strikes are counted by the store on each refused consume: a lease would hide them.
     if (request.lockout) return this.passThrough(request);
     if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);

@@ -1,4 +1,4 @@
--- Floodgate main: consume, peek or refund N limits of one subject (or release or renew its leases),
+-- Floodgate main: consume, peek, refund or settle N limits of one subject (or release or renew its leases),
 -- for one or more requests in arrival order, each all-or-nothing and each seeing the writes of the
 -- ones before it.
 -- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
@@ -16,9 +16,16 @@
 --           HASH { s = strikes, u = locked until (ms, 0: not locked), l = last strike (ms) }; its
 --           TTL: until the lock ends or forgetMs after the last strike, whichever is later.
 --           lockout.ts is its twin.
+-- Settle    in mode 's': the settle marker key last in KEYS (ZSET { token = ms its record expires }),
+--           the ms a reservation stays settleable in the ARGV after the limits. A request's entry
+--           is 'delta:at:token': the actual cost minus the reserved one, the reservation's `at`, its
+--           token. A token recorded and not expired is not settled again (status 1); a reservation
+--           `within` ms old or older is not settled (status 2); else (status 0) a negative delta is
+--           refunded as of `at` and a positive one debited now, past the limit if need be (debt),
+--           and the token recorded until at + within. The status goes where lockedMs goes.
 local mode = ARGV[1]
 local limits = #KEYS
-local lock, now = nil, nil
+local lock, now, settle = nil, nil, nil
 -- Production calls carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
 if #mode > 1 then
   local hasLock, hasClock = string.find(mode, 'L', 2, true), string.find(mode, 'T', 2, true)
@@ -29,6 +36,10 @@ if #mode > 1 then
     local a, b, m, f = string.match(ARGV[3 + 3 * limits], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
     lock = { key = KEYS[limits + 1], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
   end
+end
+if mode == 's' then
+  limits = limits - 1
+  settle = { key = KEYS[limits + 1], within = tonumber(ARGV[3 + 3 * limits]) }
 end
 if not now then
   local t = redis.call('TIME')
@@ -54,6 +65,23 @@ while pos do
     cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
     if mode == 'r' then at = tonumber(token) end
   end
+  -- A settle's status: 0 applied now, 1 settled before, 2 too old (see the header).
+  local status = 0
+  if settle then
+    local colon2 = string.find(token, ':', 1, true)
+    at, token = tonumber(string.sub(token, 1, colon2 - 1)), string.sub(token, colon2 + 1)
+    local seen = redis.call('ZSCORE', settle.key, token)
+    if seen and tonumber(seen) > now then
+      status = 1
+    elseif now - at >= settle.within then
+      status = 2
+    else
+      redis.call('ZREMRANGEBYSCORE', settle.key, '-inf', now)
+      redis.call('ZADD', settle.key, at + settle.within, token)
+      -- Every record expires within `within` of now (each `at` is at most now).
+      redis.call('PEXPIRE', settle.key, ttl(settle.within))
+    end
+  end
   local head = n + 1
   out[head] = 1
   out[head + 1] = 0
@@ -69,11 +97,17 @@ while pos do
   end
   for i = 1, limits do
     local base = i * 3
-    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
-    if mode == 'r' or mode == 'x' or mode == 'n' then
-      -- A refund, release or renewal is always applied; its figures are those of the state it
-      -- leaves (a cost-0 check). Release and renewal are sent to lease limits only.
-      if mode == 'r' then REFUND[id](KEYS[i], now, cap, period, cost, at)
+    -- A period is a number, or a calendar window's boundaries ('b0,b1,b2,b3'), which its chunk reads.
+    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), ARGV[base + 2]
+    period = tonumber(period) or period
+    if mode == 'r' or mode == 'x' or mode == 'n' or mode == 's' then
+      -- A refund, release or renewal is always applied, a settle when its status is 0; the figures
+      -- are those of the state left (a cost-0 check). Release and renewal are sent to lease limits
+      -- only, a settle to rate limits only.
+      if mode == 's' then
+        if status == 0 and cost < 0 then REFUND[id](KEYS[i], now, cap, period, -cost, at)
+        elseif status == 0 and cost > 0 then DEBIT[id](KEYS[i], now, cap, period, cost) end
+      elseif mode == 'r' then REFUND[id](KEYS[i], now, cap, period, cost, at)
       elseif mode == 'x' then RELEASE[id](KEYS[i], now, cap, period, cost, token)
       else RENEW[id](KEYS[i], now, cap, period, cost, token) end
       local _, remaining, reset = CHECK[id](KEYS[i], now, cap, period, 0)
@@ -86,8 +120,9 @@ while pos do
     end
     n = n + 4
   end
+  if settle then lockedMs = status end
   if lockedMs > 0 then
-    -- Locked out: denied whatever the limits say, nothing charged, no new strike.
+    -- Locked out (or, for a settle, not applied): denied whatever the limits say, nothing charged, no new strike.
     out[head] = 0
   elseif out[head] == 0 and mode == 'c' and lock then
     strikes = strikes + 1

@@ -1,8 +1,8 @@
 -- Floodgate prelude: helpers shared by every algorithm chunk. Concatenated before the chunks.
 -- The whole script body runs on every call (Redis keeps no Lua state between calls), so the prelude
--- does as little as it can: the helpers below, five small tables, no work per key until a key is used.
+-- does as little as it can: the helpers below, six small tables, no work per key until a key is used.
 local EPSILON = 1e-9
-local CHECK, REFUND, RELEASE, RENEW = {}, {}, {}, {}
+local CHECK, REFUND, RELEASE, RENEW, DEBIT = {}, {}, {}, {}, {}
 local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
 -- A helper after an `-- optional: <name>` line is left out of a script none of whose chunks calls it
 -- (stores/redis-protocol.ts, compose): each closure defined here costs every call of the script.

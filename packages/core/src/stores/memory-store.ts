@@ -1,11 +1,12 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { evaluateTwins, leaseTwins, refundTwins } from '../algorithms/evaluate';
+import { evaluateTwins, leaseTwins, refundTwins, settleTwins } from '../algorithms/evaluate';
+import { ttl } from '../algorithms/twin-math';
 import { invalidOption } from '../errors';
 import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../validate';
 import { lockView, strike, type LockState } from '../lockout';
 import type { LimitResult } from '../algorithms/types';
-import type { Store, StoreRequest, StoreResult } from './store';
+import type { SettleOutcome, Store, StoreRequest, StoreResult } from './store';
 
 export interface MemoryStoreOptions {
   /**
@@ -45,6 +46,7 @@ export class MemoryStore implements Store {
 
   /** The same decision, synchronously: used where a promise would cost too much (local modes). */
   evaluateSync(request: StoreRequest): StoreResult {
+    if (request.mode === 'settle') return this.settle(request);
     const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
@@ -87,6 +89,36 @@ export class MemoryStore implements Store {
       results[i] = { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
     }
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
+  }
+
+  /** Mode 'settle', as lua/main.lua's 's': the record of settled tokens first, then the limits. */
+  private settle(request: StoreRequest): StoreResult {
+    const at = refundAt(request.at);
+    const token = leaseToken(request.token);
+    const settle = request.settle;
+    if (!settle) throw new Error('a settle request carries `settle`');
+    const now = Math.floor(this.clock());
+    const { keys, limits } = request;
+    const states: unknown[] = keys.map((key) => this.live(key, now)?.state);
+    // The record: token -> ms its record expires (the script's ZSET).
+    const record = (this.live(settle.key, now)?.state as Map<string, number> | undefined) ?? new Map<string, number>();
+    const seen = record.get(token);
+    let outcome: SettleOutcome = 'settled';
+    if (seen !== undefined && seen > now) outcome = 'already-settled';
+    else if (now - at >= settle.withinMs) outcome = 'expired';
+    if (outcome !== 'settled') {
+      const { results } = settleTwins(states, limits, 0, now, at);
+      return { at: now, allowed: false, results, settled: outcome };
+    }
+    for (const [t, until] of record) if (until <= now) record.delete(t);
+    record.set(token, at + settle.withinMs);
+    this.entries.set(settle.key, { state: record, expiresAt: now + ttl(settle.withinMs) });
+    const { writes, results } = settleTwins(states, limits, settle.actual - request.cost, now, at);
+    writes.forEach((write, i) => {
+      if (write === null) this.entries.delete(keys[i]);
+      else if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+    });
+    return { at: now, allowed: true, results, settled: outcome };
   }
 
   /** A key's entry, or undefined when absent or expired (then dropped). Reading it makes it the most recently used. */

@@ -1,9 +1,10 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, LIMIT_KINDS, periodOf, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
+import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
 import { FloodgateError } from '../errors';
 import { leaseToken, refundAt } from '../validate';
+import { SETTLE_OUTCOMES } from './store';
 import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from './store';
 
@@ -19,13 +20,20 @@ import type { StoreRequest, StoreResult } from './store';
  *             'pT', 'rLT'). Production calls without lock-out carry none: no empty ARGV to pass.
  *   ARGV[2]   costs: one non-negative integer per request, comma-separated ('1' or '1,1,10'); for
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000');
- *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x')
- *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodOf: windowMs, refillPerSecond or leaseMs)
- *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'T': the test clock in ms (last). Without
+ *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x');
+ *             for 's' (settle: rate limits only, the settle record's key last in KEYS),
+ *             `delta:at:token`, delta = actual - reserved, possibly negative ('-3:1699999200000:Sk2')
+ *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodArg:
+ *             windowMs, refillPerSecond or leaseMs; for a calendar window, the boundaries of the
+ *             periods around the caller's clock, 'b0,b1,b2,b3' in ms, of which the script picks the
+ *             one holding its TIME)
+ *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 's': withinMs (how long a reservation
+ *             stays settleable); with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
  *             locked out, 0 when not), then per limit: allowed, remaining, resetMs, retryAfterMs (a
- *             refund: 1, what is left, its reset, 0)
+ *             refund: 1, what is left, its reset, 0). For 's', lockedMs is the settle's status:
+ *             0 applied (allowedAll 1), 1 settled before, 2 too old (allowedAll 0)
  *
  * encodeCall writes KEYS and ARGV, parseReply reads the reply; runScript sends them.
  */
@@ -54,7 +62,8 @@ function preludeFor(chunks: string): string {
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
   const chunks = algorithms.map(
-    (a) => `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : ''}end\n`,
+    (a) =>
+      `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}end\n`,
   );
   const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
@@ -94,13 +103,16 @@ export interface ScriptCall {
   readonly argv: readonly (string | number)[];
   readonly limitCount: number;
   readonly requestCount: number;
+  /** A settle call: the reply's lockedMs slot is the settle's status. */
+  readonly settle?: boolean;
 }
 
-const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n' } as const;
+const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's' } as const;
 
 /** A request's entry in ARGV[2]: its cost, for a refund `cost:at`, and with a lease `cost:token`. */
 function costArg(request: StoreRequest): string | number {
   if (request.mode === 'refund') return `${request.cost}:${refundAt(request.at)}`;
+  if (request.mode === 'settle') return `${request.settle!.actual - request.cost}:${refundAt(request.at)}:${leaseToken(request.token)}`;
   if (request.mode === 'release' || request.mode === 'renew') return `${request.cost}:${leaseToken(request.token)}`;
   return request.mode === 'consume' && request.token !== undefined ? `${request.cost}:${leaseToken(request.token)}` : request.cost;
 }
@@ -108,8 +120,10 @@ function costArg(request: StoreRequest): string | number {
 /**
  * Encodes requests that share keys, limits and mode (the first one's are sent) as one call.
  * `testNow`: the UNSAFE test clock's reading in ms; undefined in production (the script reads TIME).
+ * `appNow`: the clock a calendar window's boundaries are computed around; default `testNow`, else
+ * this process's clock (a test passes another to show that the script picks by its own TIME).
  */
-export function encodeCall(requests: readonly StoreRequest[], testNow?: number): ScriptCall {
+export function encodeCall(requests: readonly StoreRequest[], testNow?: number, appNow?: number): ScriptCall {
   const request = requests[0];
   const lock = request.lockout;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
@@ -117,11 +131,26 @@ export function encodeCall(requests: readonly StoreRequest[], testNow?: number):
     MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
     requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
   ];
-  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodOf(limit));
+  // A calendar window's boundaries are computed around the test clock, else around this process's clock (the script picks by TIME).
+  const at = appNow ?? testNow;
+  const clock = at !== undefined ? () => at : Date.now;
+  for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
   if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+  const settle = request.mode === 'settle' ? settleOf(request) : undefined;
+  if (settle) argv.push(settle.withinMs);
   if (testNow !== undefined) argv.push(testNow);
-  const keys = lock ? [...request.keys, lock.key] : request.keys;
-  return { script: scriptFor(request.limits), keys, argv, limitCount: request.limits.length, requestCount: requests.length };
+  const keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
+  const call = { script: scriptFor(request.limits), keys, argv, limitCount: request.limits.length, requestCount: requests.length };
+  return settle ? { ...call, settle: true } : call;
+}
+
+/** A settle request's own fields; FG_INVALID_OPTION when they are missing (a bug in the caller, never a client's doing). */
+function settleOf(request: StoreRequest): NonNullable<StoreRequest['settle']> {
+  const s = request.settle;
+  if (!s || typeof s.key !== 'string' || !Number.isInteger(s.actual) || s.actual < 0 || !Number.isInteger(s.withinMs) || s.withinMs < 1) {
+    throw new FloodgateError('FG_INVALID_OPTION', `Invalid settle request: ${JSON.stringify(s)}; expected { key, actual (whole, from 0), withinMs (whole, from 1) }.`);
+  }
+  return s;
 }
 
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
@@ -132,7 +161,7 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
 }
 
 /** One result per request, in order; FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount'>): StoreResult[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'settle'>): StoreResult[] {
   const size = 2 + 4 * call.limitCount;
   if (!Array.isArray(reply) || reply.length !== 1 + size * call.requestCount) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
@@ -152,6 +181,10 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
       });
     }
     const lockedMs = Number(reply[head + 1]);
+    if (call.settle) {
+      out.push({ at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' });
+      continue;
+    }
     out.push(lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results });
   }
   return out;

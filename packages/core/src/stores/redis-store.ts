@@ -3,7 +3,7 @@ import { FloodgateError, invalidOption } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
-import { checkOptionNames, clockOption, optionNames, refundAt, wholeNumber } from '../validate';
+import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeCall, parseReply, runScript, type ScriptCall } from './redis-protocol';
@@ -299,7 +299,8 @@ export class RedisStore implements Store {
   evaluate(request: StoreRequest): Promise<StoreResult> {
     try {
       // A bad refund fails alone, before it could share (and fail) a coalesced call.
-      if (request.mode === 'refund') refundAt(request.at);
+      if (request.mode === 'refund' || request.mode === 'settle') refundAt(request.at);
+      if (request.mode === 'settle') leaseToken(request.token);
       this.checkConnection();
     } catch (error) {
       return Promise.reject(error);

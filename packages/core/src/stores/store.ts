@@ -9,6 +9,16 @@ export interface StoreLockout extends ResolvedLockout {
   readonly key: string;
 }
 
+/** A settle's own fields (mode `settle`): see StoreRequest.mode. */
+export interface StoreSettle {
+  /** The subject's settle record (same {hash tag} as the limits' keys): the tokens settled, each until its record expires. */
+  readonly key: string;
+  /** The actual cost: `cost` (what was reserved) is replaced by it. A whole number from 0. */
+  readonly actual: number;
+  /** A reservation can be settled until `at + withinMs`; its token is remembered as long. */
+  readonly withinMs: number;
+}
+
 export interface StoreRequest {
   /** One key per limit; all keys of one subject share one {hash tag}. */
   readonly keys: readonly string[];
@@ -21,9 +31,13 @@ export interface StoreRequest {
    * (never below zero, never past a full limit; a missing key stays missing) and is always allowed.
    * `release` and `renew` (lease limits only, with `token`): give back the `cost` slots leased
    * under `token`, or run a lease still held for its length from now again; always allowed.
+   * `settle` (rate limits only, with `at`, `token` and `settle`): replaces the `cost` a consume
+   * decided at `at` reserved by `settle.actual`: less is refunded as `refund` does, more is charged
+   * now whatever is left, past the limit if need be (debt: later consumes are denied until it is
+   * paid back). Applied once per `token` (StoreResult.settled says whether it was).
    */
-  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew';
-  /** `refund` only, and required there: the store-clock ms at which the refunded consume was decided (its StoreResult.at). */
+  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew' | 'settle';
+  /** `refund` and `settle`, and required there: the store-clock ms at which the refunded (settled) consume was decided (its StoreResult.at). */
   readonly at?: number;
   /**
    * The lease's id, when the limits hold leases (concurrency): required by `release` and `renew`,
@@ -36,6 +50,8 @@ export interface StoreRequest {
    * strike, and may lock it. `refund` ignores it. Absent: no lock-out.
    */
   readonly lockout?: StoreLockout;
+  /** `settle` only, and required there. */
+  readonly settle?: StoreSettle;
 }
 
 export interface StoreResult {
@@ -47,7 +63,19 @@ export interface StoreResult {
   readonly results: readonly LimitResult[];
   /** Set (ms left) when the request's lock-out denied it: the subject is locked out (possibly by this very request's strike). */
   readonly lockedMs?: number;
+  /**
+   * Set for `settle` only: 'settled' when it was applied now (then `allowed` is true),
+   * 'already-settled' when its token was settled before, 'expired' when the reservation is
+   * `withinMs` old or older (neither changes anything).
+   */
+  readonly settled?: SettleOutcome;
 }
+
+/** What became of a settle in the store. */
+export type SettleOutcome = 'settled' | 'already-settled' | 'expired';
+
+/** The reply's settle status (lua/main.lua), as an outcome: 0 applied, 1 settled before, 2 too old. */
+export const SETTLE_OUTCOMES: readonly SettleOutcome[] = ['settled', 'already-settled', 'expired'];
 
 /** Default `Store.announceMs` (RedisStore's `announceMs`): how often an instance announces itself to its fleet. */
 export const DEFAULT_ANNOUNCE_MS = 5_000;

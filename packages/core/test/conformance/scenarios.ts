@@ -1,8 +1,9 @@
 // The conformance table: one set of scenarios with exact expected decisions, run against any Store.
 import { prng } from '@floodgate/testing';
-import { createLimiter, subjectKey } from '../../src';
+import { createLimiter, formatHeaders, subjectKey } from '../../src';
 import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, Store } from '../../src';
 import { FakeClock, T0 } from './fake-clock';
+import { SETTLE_SCENARIOS } from './settle-scenarios';
 
 export interface ConformanceContext {
   /** Drives the store: MemoryStore's `clock`, RedisStore's `UNSAFE_testClock`. Starts at T0. */
@@ -43,7 +44,7 @@ export function describeConformance(
 ): void {
   const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
   describe(label, () => {
-    SCENARIOS.forEach((scenario, n) => {
+    [...SCENARIOS, ...SETTLE_SCENARIOS].forEach((scenario, n) => {
       it(scenario.name, async () => {
         const clock = new FakeClock();
         const store = await makeStore(clock.now);
@@ -204,7 +205,136 @@ const OVER_REFUND: Record<AlgorithmName, number> = {
   gcra: 4,
 };
 
-export const SCENARIOS: readonly Scenario[] = [
+export /** Moves the fake clock forward to the instant `iso` (both stores read it: the twin, and Redis through the test clock). */
+function moveTo(ctx: ConformanceContext, iso: string): number {
+  const t = Date.parse(iso);
+  ctx.clock.advance(t - ctx.clock.now());
+  return t;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/**
+ * Calendar windows: a quota of 3 per period is used up, then denied until the period's last ms and
+ * admitted again at the instant the next one starts; the boundaries come from the time-zone
+ * database and the store (Lua, or the twin) picks the period by its clock. `windowMs` of the
+ * decision is the running period's length.
+ */
+async function expectCalendarReset(
+  ctx: ConformanceContext,
+  window: NonNullable<LimitOptions['window']>,
+  steps: { use: string; across?: string; resetAt: string; periodMs: number; nextMs: number },
+): Promise<void> {
+  const l = ctx.limiter({ limit: 3, window });
+  const start = moveTo(ctx, steps.use);
+  const end = Date.parse(steps.resetAt);
+  for (let k = 1; k <= 3; k++) {
+    const d = await expectDecision(`use ${k}`, l.consume('q'), { allowed: true, remaining: 3 - k, resetMs: end - start });
+    expect({ k, windowMs: limitOf(d, 'default').windowMs }).toEqual({ k, windowMs: steps.periodMs });
+  }
+  if (steps.across) {
+    const t = moveTo(ctx, steps.across);
+    await expectDecision('across the change', l.consume('q'), { allowed: false, remaining: 0, resetMs: end - t, retryAfterMs: end - t });
+  }
+  moveTo(ctx, new Date(end - 1).toISOString());
+  const last = await expectDecision('the period\'s last ms', l.consume('q'), { allowed: false, remaining: 0, resetMs: 1, retryAfterMs: 1 });
+  // The headers state the real reset: 1 ms is 1 s in whole seconds, never 0.
+  expect(formatHeaders(last, ['draft-6'])).toContainEqual(['RateLimit-Reset', '1']);
+  ctx.clock.advance(1);
+  const next = await expectDecision('the next period\'s first ms', l.consume('q'), { allowed: true, remaining: 2, resetMs: steps.nextMs });
+  expect(limitOf(next, 'default').windowMs).toBe(steps.nextMs);
+  const w = steps.nextMs / 1000;
+  expect(formatHeaders(next, ['draft-10'])).toContainEqual(['RateLimit-Policy', `"default";q=3;w=${w}`]);
+  expect(formatHeaders(next, ['draft-10'])).toContainEqual(['RateLimit', `"default";r=2;t=${w}`]);
+}
+
+const CALENDAR_SCENARIOS: Scenario[] = [
+  {
+    name: 'calendar month in America/New_York across the March change: resets at local midnight on 1 April (04:00 UTC, EDT), after 31 days less an hour',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'month', timeZone: 'America/New_York' }, {
+        use: '2026-03-07T12:00:00Z',
+        across: '2026-03-08T07:30:00Z',
+        resetAt: '2026-04-01T04:00:00Z',
+        periodMs: 31 * DAY - HOUR,
+        nextMs: 30 * DAY,
+      }),
+  },
+  {
+    name: 'calendar month in America/New_York across the November change: November lasts 30 days and an hour, resetting at 05:00 UTC (EST) on 1 December',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'month', timeZone: 'America/New_York' }, {
+        use: '2026-11-01T05:00:00Z',
+        across: '2026-11-01T07:00:00Z',
+        resetAt: '2026-12-01T05:00:00Z',
+        periodMs: 30 * DAY + HOUR,
+        nextMs: 31 * DAY,
+      }),
+  },
+  {
+    name: 'calendar month in Asia/Kolkata (+05:30): February of a leap year ends at 18:30 UTC on 29 February',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'month', timeZone: 'Asia/Kolkata' }, {
+        use: '2028-02-10T00:00:00Z',
+        resetAt: '2028-02-29T18:30:00Z',
+        periodMs: 29 * DAY,
+        nextMs: 31 * DAY,
+      }),
+  },
+  {
+    name: 'calendar month from a billing date on the 31st, 09:00 in Asia/Kolkata: February 2028 starts on the 29th, March on the 31st',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'month', timeZone: 'Asia/Kolkata', anchor: '2026-01-31T09:00' }, {
+        use: '2028-02-01T00:00:00Z',
+        resetAt: '2028-02-29T03:30:00Z',
+        periodMs: 29 * DAY,
+        nextMs: 31 * DAY,
+      }),
+  },
+  {
+    name: 'calendar month from a billing date, the 17th at 09:00 in America/New_York: the period that spans the March change ends at 13:00 UTC (EDT)',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'month', timeZone: 'America/New_York', anchor: '2025-12-17T09:00' }, {
+        use: '2026-03-01T00:00:00Z',
+        across: '2026-03-08T07:30:00Z',
+        resetAt: '2026-03-17T13:00:00Z',
+        periodMs: 28 * DAY - HOUR,
+        nextMs: 31 * DAY,
+      }),
+  },
+  {
+    name: 'calendar day in America/New_York on the March change lasts 23 hours',
+    run: (ctx) =>
+      expectCalendarReset(ctx, { every: 'day', timeZone: 'America/New_York' }, {
+        use: '2026-03-08T05:00:00Z',
+        across: '2026-03-08T07:30:00Z',
+        resetAt: '2026-03-09T04:00:00Z',
+        periodMs: 23 * HOUR,
+        nextMs: DAY,
+      }),
+  },
+  {
+    name: 'calendar window: a refund gives back a charge of the running period, and nothing for one of the period before',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 3, window: { every: 'month', timeZone: 'Asia/Kolkata' } });
+      moveTo(ctx, '2028-02-29T18:00:00Z');
+      const early = await charged(ctx, l, 'r', 1);
+      ctx.clock.advance(10);
+      const kept = await charged(ctx, l, 'r', 1);
+      await refunded(l, 'r', kept, 1);
+      await expectDecision('one charge left in February', l.peek('r', { cost: 0 }), { allowed: true, remaining: 2 });
+      moveTo(ctx, '2028-02-29T18:30:00Z');
+      const march = await charged(ctx, l, 'r', 2, { remaining: 1 });
+      await refunded(l, 'r', early, 1);
+      await expectDecision('February\'s charge gave nothing back in March', l.peek('r', { cost: 0 }), { allowed: true, remaining: 1 });
+      await refunded(l, 'r', march, 2);
+      await expectDecision('March\'s charge given back', l.peek('r', { cost: 0 }), { allowed: true, remaining: 3 });
+    },
+  },
+];
+
+const SCENARIOS: readonly Scenario[] = [
   ...ALL.map(
     (algorithm): Scenario => ({
       name: `${algorithm}: a refund gives back exactly the units of the consume it names; denials and peeks carry no \`at\``,
@@ -782,4 +912,5 @@ export const SCENARIOS: readonly Scenario[] = [
       for (const lease of [a.lease, b.lease, c.lease]) await lease?.release();
     },
   },
+  ...CALENDAR_SCENARIOS,
 ];

@@ -57,3 +57,9 @@ local function refund(key, now, cap, rate, cost, at)
   if back <= EPSILON then return forget(key) end
   save(key, now, back)
 end
+-- Debit (a settle above its reservation): the TAT moves `cost` emission intervals further, past
+-- the burst if need be (debt): nothing is admitted until now has caught up with it.
+local function debit(key, now, cap, rate, cost)
+  if cost == 0 then return end
+  save(key, now, ahead(key, now) + cost * (1000 / rate))
+end

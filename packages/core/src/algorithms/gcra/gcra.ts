@@ -57,4 +57,8 @@ export const gcra: Twin<GcraState, RateLimit> = {
     if (back <= EPSILON) return null;
     return save(now, back);
   },
+  // The TAT moves past the burst if need be (debt): nothing fits until now catches up with it.
+  debit(s, now, { refillPerSecond: rate }, cost) {
+    return save(now, ahead(s, now) + cost * (1000 / rate));
+  },
 };

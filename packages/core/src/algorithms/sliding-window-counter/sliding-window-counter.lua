@@ -71,3 +71,12 @@ local function refund(key, now, cap, win, cost, at)
   end
   hsave(key, ttl(win - (now - w * win) + win), 'w', w, 'c', c, 'p', p)
 end
+-- Debit (a settle above its reservation): `cost` more units in the current window, whatever is
+-- left; past the limit the estimate stays above it (debt) until enough of it has faded.
+local function debit(key, now, cap, win, cost)
+  if cost == 0 then return end
+  local s = hmget(key, 'w', 'c', 'p')
+  local w = math.floor(now / win)
+  local c, p = counts(s, w)
+  hsave(key, ttl(win - (now - w * win) + win), 'w', w, 'c', c + cost, 'p', p)
+end

@@ -81,4 +81,10 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState, WindowLimit> 
     else return undefined;
     return { state: { w, c, p }, ttlMs: ttl(win - (now - w * win) + win) };
   },
+  // Past the limit the estimate stays above it (debt) until enough of it has faded.
+  debit(s, now, { windowMs: win }, cost) {
+    const w = Math.floor(now / win);
+    const { c, p } = counts(s, w);
+    return { state: { w, c: c + cost, p }, ttlMs: ttl(win - (now - w * win) + win) };
+  },
 };

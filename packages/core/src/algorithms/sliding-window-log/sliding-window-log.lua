@@ -12,6 +12,34 @@ local function newest(key, n)
   if n == 0 then return nil end
   return tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
 end
+-- Writes `cost` units admitted at now (an admission's commit, and a settle's debit): prunes the
+-- units that left the window, then names the new ones from the sequence.
+local function append(key, now, win, cost)
+  if cost == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(now - win))
+  local seq = 0
+  local head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
+  if head then
+    seq = tonumber(string.sub(head, 2))
+    redis.call('ZREM', key, head)
+  end
+  -- One ZADD per 1000 units (cost is at most the limit, or a settle's bounded debit: both capped);
+  -- the last one also writes the sequence's next value.
+  local args = {}
+  for i = 1, cost do
+    args[#args + 1] = now
+    args[#args + 1] = seq + i
+    if i == cost then
+      args[#args + 1] = '-inf'
+      args[#args + 1] = '#' .. fmt(seq + cost)
+    end
+    if #args >= 2000 or i == cost then
+      redis.call('ZADD', key, unpack(args))
+      args = {}
+    end
+  end
+  redis.call('PEXPIRE', key, ttl(win))
+end
 local function check(key, now, cap, win, cost)
   local floor = now - win
   local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
@@ -23,32 +51,7 @@ local function check(key, now, cap, win, cost)
       local t = newest(key, n)
       if t then reset = t + win - now end
     end
-    return 1, cap - n - cost, reset, 0, function()
-      if cost == 0 then return end
-      redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(floor))
-      local seq = 0
-      local head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
-      if head then
-        seq = tonumber(string.sub(head, 2))
-        redis.call('ZREM', key, head)
-      end
-      -- One ZADD per 1000 units (cost is at most the limit, itself capped); the last one also
-      -- writes the sequence's next value.
-      local args = {}
-      for i = 1, cost do
-        args[#args + 1] = now
-        args[#args + 1] = seq + i
-        if i == cost then
-          args[#args + 1] = '-inf'
-          args[#args + 1] = '#' .. fmt(seq + cost)
-        end
-        if #args >= 2000 or i == cost then
-          redis.call('ZADD', key, unpack(args))
-          args = {}
-        end
-      end
-      redis.call('PEXPIRE', key, ttl(win))
-    end
+    return 1, cap - n - cost, reset, 0, function() append(key, now, win, cost) end
   end
   local retry = -1
   if cost <= cap then
@@ -76,4 +79,9 @@ local function refund(key, now, cap, win, cost, at)
   local left = 0
   if newest[2] ~= nil and newest[2] ~= '-inf' then left = tonumber(newest[2]) + win - now end
   if left > 0 then redis.call('PEXPIRE', key, ttl(left)) else redis.call('DEL', key) end
+end
+-- Debit (a settle above its reservation): `cost` more entries at now, whatever is left; past the
+-- limit the log holds more than it admits (debt) until enough entries have left the window.
+local function debit(key, now, cap, win, cost)
+  append(key, now, win, cost)
 end

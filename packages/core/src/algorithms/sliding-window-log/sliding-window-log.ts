@@ -57,4 +57,9 @@ export const slidingWindowLog: Twin<SlidingWindowLogState, WindowLimit> = {
     const left = kept.length === 0 ? 0 : kept[kept.length - 1] + win - now;
     return left > 0 ? { state: { log: kept, seq: s.seq }, ttlMs: ttl(left) } : null;
   },
+  // The script's append: prunes what left the window, then `cost` entries at now (debt past the limit).
+  debit(s, now, { windowMs: win }, cost) {
+    const live = s ? s.log.filter((t) => t > now - win) : [];
+    return { state: { log: live.concat(new Array<number>(cost).fill(now)).sort((a, b) => a - b), seq: (s?.seq ?? 0) + cost }, ttlMs: ttl(win) };
+  },
 };

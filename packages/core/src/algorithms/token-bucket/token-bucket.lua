@@ -31,7 +31,8 @@ local function check(key, now, cap, rate, cost)
       retry = retry + 1
     end
   end
-  return 0, math.floor(tokens + EPSILON), math.ceil((cap - tokens) * 1000 / rate), retry, nil
+  -- A balance in debt (a settle's debit) is below zero: what is left is still never negative.
+  return 0, math.max(0, math.floor(tokens + EPSILON)), math.ceil((cap - tokens) * 1000 / rate), retry, nil
 end
 -- Refund: `cost` tokens back, never past the burst. Writes only when the bucket was not full; one
 -- it fills goes (an absent bucket is a full one).
@@ -41,5 +42,13 @@ local function refund(key, now, cap, rate, cost, at)
   if cost == 0 or tokens >= cap then return end
   local t = tokens + cost
   if t >= cap then return forget(key) end
+  hsave(key, ttl((cap - t) * 1000 / rate), 't', t, 'ts', now)
+end
+-- Debit (a settle above its reservation): `cost` tokens off, whatever is left; below zero the
+-- balance is negative (debt) and refills from there, so nothing is admitted until it is paid back.
+local function debit(key, now, cap, rate, cost)
+  if cost == 0 then return end
+  local s = hmget(key, 't', 'ts')
+  local t = tokensIn(s, cap, rate, now) - cost
   hsave(key, ttl((cap - t) * 1000 / rate), 't', t, 'ts', now)
 end

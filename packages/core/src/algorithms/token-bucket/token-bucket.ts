@@ -45,7 +45,8 @@ export const tokenBucket: Twin<TokenBucketState, RateLimit> = {
     }
     return {
       allowed: false,
-      remaining: Math.floor(tokens + EPSILON),
+      // A balance in debt (a settle's debit) is below zero: what is left is still never negative.
+      remaining: Math.max(0, Math.floor(tokens + EPSILON)),
       resetMs: Math.ceil(((cap - tokens) * 1000) / rate),
       retryAfterMs: retry,
     };
@@ -55,6 +56,11 @@ export const tokenBucket: Twin<TokenBucketState, RateLimit> = {
     if (cost === 0 || tokens >= cap) return undefined;
     const t = tokens + cost;
     if (t >= cap) return null;
+    return { state: { t, ts: now }, ttlMs: ttl(((cap - t) * 1000) / rate) };
+  },
+  // Below zero the balance is negative (debt) and refills from there.
+  debit(s, now, { capacity: cap, refillPerSecond: rate }, cost) {
+    const t = tokensIn(s, cap, rate, now) - cost;
     return { state: { t, ts: now }, ttlMs: ttl(((cap - t) * 1000) / rate) };
   },
 };
