@@ -119,7 +119,7 @@ describe.each(CLUSTER_KINDS)('the fleet announcement on %s', (kind) => {
     const own = `cfleet-${kindTag(kind)}-${Math.random().toString(36).slice(2, 8)}`;
     const client = clients.get(kind)!.client;
     const limiters = [0, 1].map(() => createLimiter({ store: new RedisStore({ client, timeoutMs: 5_000, announceMs: 200 }), prefix: own, limit: 10, windowMs: '1m', logger: { warn() {}, error() {} } }));
-    const key = `${own}:{${own}}:instances`;
+    const key = `${own}.instances`;
     const owner = cluster.nodes[await cluster.ownerOf(keySlot(key))].client();
     try {
       const until = Date.now() + 10_000;

@@ -35,8 +35,7 @@ async function burst(coalesce: CoalesceMode, algorithm: (typeof ALGORITHMS)[numb
   const decisions = await Promise.all(Array.from({ length: n }, (_, i) => limiter.consume('hot', { cost: costs(i) })));
   const stats = await server.commandStats();
   // The state the burst left: when each key expires (by this clock), keyed by what follows the prefix.
-  // The subject's state only: the fleet's announcement key (failure/fleet.ts) is not the burst's.
-  const keys = (await client.keys(`${prefix}:*`)).filter((k) => k !== `${prefix}:{${prefix}}:instances`);
+  const keys = await client.keys(`${prefix}:*`);
   const readFrom = Date.now();
   const ttls = await Promise.all(keys.map((k) => client.pttl(k)));
   const endedAt = Date.now();

@@ -305,7 +305,7 @@ describe('limiter with a failing store', () => {
     const store = new FleetStore();
     const limiter = createLimiter({ store, prefix: 'fleetunit', limit: 10, windowMs: '1h', breaker: { failureThreshold: 100 }, logger: recordingLogger() });
     await waitUntil(() => limiter.health().fleets?.[0]?.instances === 4);
-    expect(store.announced[0]).toEqual({ key: 'fleetunit:{fleetunit}:instances', member: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/), ttlMs: 300 });
+    expect(store.announced[0]).toEqual({ key: 'fleetunit.instances', member: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/), ttlMs: 300 });
     store.up = false;
     const admitted = async (subject: string) => (await Promise.all(Array.from({ length: 20 }, () => limiter.consume(subject)))).filter((d) => d.allowed).length;
     expect(await admitted('a')).toBe(2); // floor(10 / 4)

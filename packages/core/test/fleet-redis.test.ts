@@ -57,7 +57,7 @@ it('3 limiter processes learn 3; with Redis SIGKILLed, then SIGSTOPped, a floodi
   const workers = await Promise.all([0, 1, 2].map(() => startWorker({ port: server.port, prefix, limit: LIMIT, announceMs: ANNOUNCE_MS })));
   await waitFor('every instance to count 3', async () => (await instancesOf(workers)).every((n) => n === 3), 15_000);
   // The fleet's ZSET: one member per process, under the prefix, with a TTL.
-  const key = `${prefix}:{${prefix}}:instances`;
+  const key = `${prefix}.instances`;
   expect(await client.zcard(key)).toBe(3);
   expect(await client.pttl(key)).toBeGreaterThan(0);
 
@@ -110,14 +110,14 @@ it('limiters of one process on one connection share one announcement; health() s
   // One announcement per period for all five (a late timer only sends fewer), not one per limiter.
   expect(counted).toBeGreaterThanOrEqual(1);
   expect(counted).toBeLessThanOrEqual(Math.ceil(periods) + 1);
-  expect(await client.zcard(`${prefix}:{${prefix}}:instances`)).toBe(1);
+  expect(await client.zcard(`${prefix}.instances`)).toBe(1);
   expect(limiters[0].health().fleets).toEqual([{ prefix, instances: 1, learned: true, learnedAt: expect.any(String), failures: 0 }]);
 
   const fixed = rnd();
   const four = createLimiter({ store, prefix: fixed, limit: 10, windowMs: '1m', instances: 4, logger: quiet });
   expect((await four.consume('a')).allowed).toBe(true);
   await sleep(2 * ANNOUNCE_MS);
-  expect(await client.exists(`${fixed}:{${fixed}}:instances`)).toBe(0);
+  expect(await client.exists(`${fixed}.instances`)).toBe(0);
   expect(four.health().fleets).toEqual([{ prefix: fixed, instances: 4, learned: false, learnedAt: null, failures: 0 }]);
   // MemoryStore learns nothing: one instance, nothing to show.
   expect(createLimiter({ store: new MemoryStore(), limit: 10, windowMs: '1m' }).health().fleets).toBeUndefined();

@@ -87,7 +87,7 @@ describe.each(KINDS)('the fleet announcement on %s, TLS and the least-privileged
     const until = Date.now() + 10_000;
     while (!limiter.health().fleets?.[0]?.learnedAt && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(limiter.health().fleets).toEqual([{ prefix: PREFIX, instances: 1, learned: true, learnedAt: expect.any(String), failures: 0 }]);
-    expect(await admin.zcard(`${PREFIX}:{${PREFIX}}:instances`)).toBe(1);
+    expect(await admin.zcard(`${PREFIX}.instances`)).toBe(1);
   });
 });
 

@@ -1,5 +1,6 @@
 // How many instances share a limit, learned through the store: each process announces itself under a key that expires, and counts the others.
 import { randomBytes } from 'node:crypto';
+import { fleetKey } from '../keys';
 import type { Store } from '../stores/store';
 
 /**
@@ -18,11 +19,6 @@ export const ANNOUNCE_TTL_PERIODS = 3;
  * the others within about a second instead of a whole period later.
  */
 const EARLY_DELAYS_MS = [250, 1_000];
-
-/** The fleet's key for a limiter prefix: under the prefix (the ACL rule's `~<prefix>:*`), in a hash tag of its own (one Cluster slot). */
-export function fleetKey(prefix: string): string {
-  return `${prefix}:{${prefix}}:instances`;
-}
 
 /** What a limiter reads of its fleet. */
 export interface FleetView {
