@@ -39,6 +39,8 @@ function externals(self: string | undefined): Plugin {
       b.onResolve({ filter: /^[^./]/ }, (args) => {
         // A package or one of its entries (@floodgate/core/http): the package's one compiled file.
         const own = /^@floodgate\/([a-z]+)(?:\/[a-z]+)?$/.exec(args.path);
+        // A private helper package (@floodgate/testing: the micro worker's redis-server): bundled into the child.
+        if (own && !FLOODGATE.includes(own[1])) return undefined;
         // Another Floodgate package: its own compiled file, so all importers share one instance.
         if (own && own[1] !== self) return { path: `./floodgate-${own[1]}.js`, external: true };
         if (own) return undefined;
