@@ -13,6 +13,7 @@ export interface PlatformRequest {
   /** Fastify: the matched route's options, `url` its pattern. */
   routeOptions?: { url?: string };
   rateLimit?: unknown;
+  floodgate?: unknown;
 }
 
 /** The platform response: Express `res` (a ServerResponse) or Fastify `reply` (its ServerResponse on `raw`). */
