@@ -14,7 +14,7 @@ import { build, type Plugin } from 'esbuild';
 import { BENCH_DIR, REPO_DIR } from './env';
 
 export const OUT_DIR = join(BENCH_DIR, 'dist');
-const FLOODGATE = ['core', 'express', 'fastify', 'koa'];
+const FLOODGATE = ['core', 'express', 'fastify', 'koa', 'nestjs', 'hono'];
 const fromBench = createRequire(join(BENCH_DIR, 'package.json'));
 
 /** A package's entry files (`exports` of its package.json), those it has. */
@@ -39,6 +39,8 @@ function externals(self: string | undefined): Plugin {
       b.onResolve({ filter: /^[^./]/ }, (args) => {
         // A package or one of its entries (@floodgate/core/http): the package's one compiled file.
         const own = /^@floodgate\/([a-z]+)(?:\/[a-z]+)?$/.exec(args.path);
+        // A private helper package (@floodgate/testing: the micro worker's redis-server): bundled into the child.
+        if (own && !FLOODGATE.includes(own[1])) return undefined;
         // Another Floodgate package: its own compiled file, so all importers share one instance.
         if (own && own[1] !== self) return { path: `./floodgate-${own[1]}.js`, external: true };
         if (own) return undefined;
@@ -77,7 +79,10 @@ export async function buildChildren(options: { repoDir?: string; outDir?: string
     // Every entry the package has (core: index, http, internal) in its one file: one instance of its modules.
     const entries = PACKAGE_ENTRIES.filter((name) => existsSync(join(src, `${name}.ts`)));
     const stdin = { contents: entries.map((name) => `export * from './${name}';`).join('\n'), resolveDir: src, sourcefile: 'entries.ts', loader: 'ts' as const };
-    await build({ ...common, stdin, outfile: join(outDir, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
+    // A package with a tsconfig of its own compiles under it: @floodgate/nestjs's legacy decorators.
+    const own = join(repoDir, 'packages', pkg, 'tsconfig.json');
+    const tsconfig = existsSync(own) ? own : common.tsconfig;
+    await build({ ...common, tsconfig, stdin, outfile: join(outDir, `floodgate-${pkg}.js`), plugins: [externals(pkg)] });
   }
   for (const name of options.children ?? CHILDREN) {
     await build({ ...common, entryPoints: [join(BENCH_DIR, 'src', `${name}.ts`)], outfile: join(outDir, `${name}.js`), plugins: [externals(undefined)] });

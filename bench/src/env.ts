@@ -3,20 +3,22 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as os from 'node:os';
 import { join } from 'node:path';
+import { FRAMEWORKS, frameworkInfo } from './frameworks';
 
 export const BENCH_DIR = join(__dirname, '..');
 export const REPO_DIR = join(BENCH_DIR, '..');
 
 /** Packages whose versions the report prints, read from the installed package.json files. */
 const MEASURED = [
-  'express',
-  'fastify',
-  'koa',
+  ...new Set(FRAMEWORKS.flatMap((f) => frameworkInfo(f).packages)),
   'express-rate-limit',
   'rate-limit-redis',
   '@fastify/rate-limit',
   'koa-ratelimit',
   'rate-limiter-flexible',
+  '@nestjs/throttler',
+  '@nest-lab/throttler-storage-redis',
+  'hono-rate-limiter',
   'ioredis',
   'autocannon',
 ];
@@ -30,9 +32,9 @@ function packageVersion(dir: string): string | undefined {
 export function versions(): Record<string, string> {
   const out: Record<string, string> = {};
   out['@floodgate/core'] = packageVersion(join(REPO_DIR, 'packages', 'core')) ?? '?';
-  for (const fw of ['express', 'fastify', 'koa']) {
-    const v = packageVersion(join(REPO_DIR, 'packages', fw));
-    if (v) out[`@floodgate/${fw}`] = v;
+  for (const adapter of new Set(FRAMEWORKS.map((f) => frameworkInfo(f).adapter))) {
+    const v = packageVersion(join(REPO_DIR, 'packages', adapter.replace('@floodgate/', '')));
+    if (v) out[adapter] = v;
   }
   for (const name of MEASURED) out[name] = packageVersion(join(BENCH_DIR, 'node_modules', name)) ?? '?';
   return out;

@@ -1,7 +1,9 @@
-// Every contender's limiter, built the way its documentation shows, for Express, Fastify and Koa.
+// Every contender's limiter, built the way its documentation shows, for Express, Fastify, Koa, NestJS (both platforms) and Hono.
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context, Middleware } from 'koa';
+import type { Context as HonoContext, MiddlewareHandler } from 'hono';
+import type { DynamicModule, Provider } from '@nestjs/common';
 import type { Redis } from 'ioredis';
 import { MemoryStore, RedisStore, type CreateLimiterOptions } from '@floodgate/core';
 import { admitLimits } from './admit';
@@ -215,5 +217,115 @@ export function koaLimiter(spec: LimiterSpec, redis: Redis | undefined): Built<M
     }
     default:
       throw new Error(`${spec.kind} has no Koa contender`);
+  }
+}
+
+// ---------------------------------------------------------------- NestJS (Express and Fastify platforms)
+
+/** What a Nest app registers for one limiter: modules to import and providers (a global guard, APP_GUARD). */
+export interface NestLimiter {
+  imports: DynamicModule[];
+  providers: Provider[];
+  wiring: Wiring;
+}
+
+/** The platform request's IP (Express `req.ip`, Fastify `request.ip`), or the subject header when the spec names one. */
+type NestRequest = { ip?: string; headers: Record<string, string | string[] | undefined> };
+
+export function nestLimiter(spec: LimiterSpec, redis: Redis | undefined): NestLimiter {
+  const { APP_GUARD } = require('@nestjs/core') as typeof import('@nestjs/core');
+  const key = (req: NestRequest) => headerKey(spec.keyHeader, spec.keyHeader && req.headers[spec.keyHeader], req.ip);
+  switch (spec.kind) {
+    case 'floodgate': {
+      // As the package's README shows: FloodgateModule.forRoot and FloodgateGuard as APP_GUARD.
+      const { FloodgateModule, FloodgateGuard } = require('@floodgate/nestjs') as typeof import('@floodgate/nestjs');
+      const options = floodgateOptions(spec, redis);
+      if (spec.keyHeader) options.key = key;
+      return { imports: [FloodgateModule.forRoot(options)], providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }], wiring: 'adapter' };
+    }
+    case 'nestjs-throttler': {
+      // As its README shows: ThrottlerModule.forRoot with one throttler (ttl in ms) and ThrottlerGuard
+      // as APP_GUARD; on Redis, the storage its users pick (@nest-lab/throttler-storage-redis).
+      const { ThrottlerModule, ThrottlerGuard } = require('@nestjs/throttler') as typeof import('@nestjs/throttler');
+      let storage: unknown;
+      if (spec.store !== 'memory') {
+        const { ThrottlerStorageRedisService } = require('@nest-lab/throttler-storage-redis');
+        // Its keys are a hash of controller, handler and caller, the same in every server of this
+        // bench: a client with its own keyPrefix keeps each contender's counts (and blocks) apart.
+        storage = new ThrottlerStorageRedisService(need(redis).duplicate({ keyPrefix: `${spec.prefix}:` }));
+      }
+      const module = ThrottlerModule.forRoot({
+        throttlers: [{ ttl: spec.windowMs, limit: spec.limit }],
+        ...(storage ? { storage: storage as never } : {}),
+        ...(spec.keyHeader ? { getTracker: (req: Record<string, unknown>) => key(req as NestRequest) } : {}),
+      });
+      return { imports: [module], providers: [{ provide: APP_GUARD, useClass: ThrottlerGuard }], wiring: 'n/a' };
+    }
+    case 'redis-floor':
+    case 'redis-floor-turn': {
+      // A global guard that waits for the floor's PING: where a Nest limiter runs, nothing else.
+      const floor = redisFloor(spec, redis);
+      const guard = { canActivate: () => new Promise<boolean>((resolve, reject) => floor((error) => (error ? reject(error) : resolve(true)))) };
+      return { imports: [], providers: [{ provide: APP_GUARD, useValue: guard }], wiring: 'n/a' };
+    }
+    default:
+      throw new Error(`${spec.kind} has no NestJS contender`);
+  }
+}
+
+// ---------------------------------------------------------------- Hono (on @hono/node-server)
+
+/**
+ * hono-rate-limiter's RedisStore takes a client of the shape `{ scriptLoad, evalsha(sha, keys,
+ * args), decr, del }` (@upstash/redis and @vercel/kv have it as they are); an app on its own Redis
+ * with ioredis hands it this shim (as bench/test/migrating.test.ts and docs/migrating.md do).
+ */
+function honoRateLimiterClient(redis: Redis) {
+  return {
+    scriptLoad: (script: string) => redis.script('LOAD', script) as Promise<string>,
+    evalsha: (sha: string, keys: string[], args: unknown[]) => redis.evalsha(sha, keys.length, ...keys, ...(args as string[])),
+    decr: (key: string) => redis.decr(key),
+    del: (key: string) => redis.del(key),
+  };
+}
+
+/**
+ * Hono has no trust-proxy setting: with `trustProxy` (the many-caller runs, through the loopback
+ * proxy) Floodgate gets `trustProxy: ['127.0.0.1']` and hono-rate-limiter's keyGenerator reads the
+ * right-most X-Forwarded-For address of a request from loopback, as an app behind one proxy writes it.
+ */
+export function honoLimiter(spec: LimiterSpec, redis: Redis | undefined, trustProxy: boolean): Built<MiddlewareHandler> {
+  const { getConnInfo } = require('@hono/node-server/conninfo') as typeof import('@hono/node-server/conninfo');
+  const clientIp = (c: HonoContext) => {
+    const remote = getConnInfo(c).remote.address;
+    const forwarded = trustProxy && remote === '127.0.0.1' ? c.req.header('x-forwarded-for') : undefined;
+    return forwarded ? forwarded.slice(forwarded.lastIndexOf(',') + 1).trim() : remote;
+  };
+  const key = (c: HonoContext) => headerKey(spec.keyHeader, spec.keyHeader && c.req.header(spec.keyHeader), clientIp(c));
+  switch (spec.kind) {
+    case 'floodgate': {
+      // As the package's README shows: the client IP through @hono/node-server's getConnInfo.
+      const { rateLimit } = require('@floodgate/hono') as typeof import('@floodgate/hono');
+      const options: Record<string, unknown> = { ...floodgateOptions(spec, redis), getConnInfo, ...(trustProxy ? { trustProxy: ['127.0.0.1'] } : {}) };
+      if (spec.keyHeader) options.key = key;
+      return { handler: rateLimit(options as Parameters<typeof rateLimit>[0]), wiring: 'adapter' };
+    }
+    case 'hono-rate-limiter': {
+      // Its README's setup: keyGenerator from the connection info; in memory its default MemoryStore,
+      // on Redis its RedisStore, which 0.5 ships in the package itself (@hono-rate-limiter/redis 0.1.4, the separate one, declares hono-rate-limiter ^0.2.1 as its peer).
+      const { rateLimiter, RedisStore: HrlRedisStore } = require('hono-rate-limiter');
+      const options: Record<string, unknown> = { windowMs: spec.windowMs, limit: spec.limit, keyGenerator: key };
+      if (spec.store !== 'memory') options.store = new HrlRedisStore({ client: honoRateLimiterClient(need(redis)), prefix: `${spec.prefix}:` });
+      return { handler: rateLimiter(options) as MiddlewareHandler, wiring: 'n/a' };
+    }
+    case 'redis-floor':
+    case 'redis-floor-turn': {
+      const floor = redisFloor(spec, redis);
+      const handler: MiddlewareHandler = (_c, next) =>
+        new Promise<void>((resolve, reject) => floor((error) => (error ? reject(error) : resolve()))).then(next);
+      return { handler, wiring: 'n/a' };
+    }
+    default:
+      throw new Error(`${spec.kind} has no Hono contender`);
   }
 }

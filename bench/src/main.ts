@@ -15,10 +15,11 @@ import { profileServer } from './profile';
 import { Progress } from './progress';
 import { runRace } from './race';
 import { runRedisCeiling } from './redis-ceiling';
-import { renderMarkdown, warnings } from './report';
+import { renderMarkdown, spliceFrameworks, warnings } from './report';
 import { evaluateGoals } from './goals';
 import { renderSvg } from './svg';
 import { compareRuns } from './compare';
+import { frameworkOf } from './frameworks';
 import { planPinning, type Pinning } from './pinning';
 import { DEFAULT_CALLERS, contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
 import { FRAMEWORKS, LOAD_SHAPES, type BenchResults, type Framework, type LoadShape, type ProfileRow } from './types';
@@ -30,7 +31,7 @@ const HELP = `Usage: pnpm bench [options]
 
   --quick                 a few minutes: one short round, the default algorithm only
   --only LIST             sections, comma-separated: ${SECTIONS.join(',')} (default: all)
-  --frameworks LIST       express,fastify,koa (default: all)
+  --frameworks LIST       ${FRAMEWORKS.join(',')} (default: all)
   --algorithms LIST       Floodgate algorithms on Redis for throughput and the ceiling
                           (default: all; --quick: sliding-window-counter)
   --rounds N              throughput rounds (default 4; --quick 1)
@@ -50,7 +51,8 @@ const HELP = `Usage: pnpm bench [options]
   --profile-ids LIST      CPU-profile these throughput contenders (ids as in the results,
                           e.g. koa/none,koa/floodgate-redis-sliding-window-counter/admit)
                           and report them, whether or not they miss a goal
-  --max-minutes M         hard time budget; the run is stopped past it (default 40; --quick 4)
+  --max-minutes M         hard time budget; the run is stopped past it (default: twice the
+                          planned length, at least 80; --quick at least 8)
   --against DIR           the micro section also measures another checkout's Floodgate
                           (e.g. a worktree of an older commit): before / after columns
   --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
@@ -141,7 +143,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
     connections: Math.round(positive(values.connections, 10, 'connections')),
     profile: values['no-profile'] ? false : (values.profile ?? !quick),
     profileIds: values['profile-ids']?.split(',').map((s) => s.trim()).filter(Boolean) ?? [],
-    maxMinutes: positive(values['max-minutes'], quick ? 8 : 80, 'max-minutes'),
+    maxMinutes: values['max-minutes'] === undefined ? NaN : positive(values['max-minutes'], 0, 'max-minutes'),
     notes: values.note ?? [],
     docs: !values['no-docs'],
     report: values.report,
@@ -164,9 +166,25 @@ function writeDocs(results: BenchResults): string[] {
   return [join(docs, 'benchmarks.md'), join(docs, 'benchmarks.svg')];
 }
 
+/**
+ * A run of some frameworks' throughput only (`--only throughput --frameworks ...`) does not own the
+ * page: it puts those frameworks' sections and Summary rows into the page a full run wrote, and
+ * leaves the rest (the other frameworks, the chart, every other section) as that run measured it.
+ */
+function spliceable(config: Config): boolean {
+  return config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
+}
+
+function spliceDocs(results: BenchResults): string[] {
+  const page = join(REPO_DIR, 'docs', 'benchmarks.md');
+  const command = `pnpm bench ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim();
+  writeFileSync(page, spliceFrameworks(readFileSync(page, 'utf8'), results, command));
+  return [page];
+}
+
 async function profileOne(id: string, label: string, config: Config, redis: RedisServer, progress: Progress): Promise<ProfileRow> {
-  const framework = id.split('/')[0] as Framework;
-  if (!FRAMEWORKS.includes(framework)) throw new Error(`--profile-ids: "${id}" does not start with a framework`);
+  const framework = frameworkOf(id);
+  if (!framework) throw new Error(`--profile-ids: "${id}" does not start with a framework (${FRAMEWORKS.join(', ')})`);
   // Every algorithm, so any id can be profiled; the memory and hot-key lines on the run's own algorithm.
   const settings = { ...throughputSettings(config), algorithms: ALGORITHMS, primary: primaryAlgorithm(config.algorithms) };
   const contender = config.loads.flatMap((load) => contendersFor(framework, settings, load)).find((c) => c.id === id);
@@ -184,9 +202,9 @@ async function profileShortfalls(results: BenchResults, config: Config, redis: R
   // Each Floodgate contender behind a missed goal once (goal (b)'s and (e)'s memory rows, (c), (d), (f)'s Redis row, ...).
   const missed = evaluateGoals(results).filter((c) => c.met === false && config.frameworks.includes(c.framework));
   for (const id of [...new Set(missed.map((c) => c.id))]) {
-    const framework = id.split('/')[0] as Framework;
     const row = results.throughput.find((r) => r.id === id);
     if (!row) continue;
+    const { framework } = row;
     const label = `${framework}: ${row.label}, ${row.regime === 'admit' ? 'admitting' : 'rejecting'}`;
     results.profiles.push(await profileOne(id, label, config, redis, progress));
     // The bare route beside it: what the framework alone costs per request on this machine.
@@ -250,6 +268,8 @@ async function main(): Promise<number> {
     return 0;
   }
 
+  // Six frameworks take longer than the three the old fixed budget was set for: scale it with the plan.
+  if (Number.isNaN(config.maxMinutes)) config.maxMinutes = Math.max(config.quick ? 8 : 80, Math.ceil((2 * plannedMs(config)) / 60_000));
   const started = Date.now();
   const loadStart = loadAverage();
   const pinning = planPinning(config.pin);
@@ -306,7 +326,7 @@ async function main(): Promise<number> {
     micro: null,
   };
   progress.note(
-    `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; frameworks: ${FRAMEWORKS.join(', ')}; child logs in ${childLogDir()}`,
+    `bench: ${results.meta.mode} run; redis-server on port ${redis.port}; frameworks: ${config.frameworks.join(', ')}; child logs in ${childLogDir()}`,
   );
 
   // A section that fails is reported and the others still run: one broken peer must not cost the whole run.
@@ -395,7 +415,7 @@ async function main(): Promise<number> {
   mkdirSync(resultsDir, { recursive: true });
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
-  const written = [resultsFile, ...(config.docs ? writeDocs(results) : [])];
+  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results) : writeDocs(results)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;

@@ -1,14 +1,22 @@
 // Child process of `pnpm bench:micro`: µs per decision of the core on the memory store, of the HTTP
 // pipeline, and of each adapter's per-request work against stand-in request and response objects.
 // Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
-import { createLimiter, type RequestFacts } from '@floodgate/core';
+import { createLimiter, RedisStore, type RequestFacts } from '@floodgate/core';
 import { createHttpLimiter } from '@floodgate/core/http';
+import { startRedis, type RedisServer } from '@floodgate/testing';
 import { median } from './stats';
 
 export interface MicroCase {
   name: string;
   /** One operation; resolves (or calls back) when the decision has been applied. */
   setup(): Promise<() => unknown>;
+  /**
+   * 'cpu': the figure is this process's CPU time (user + system) per decision, not the wall time:
+   * for cases that wait on a real redis-server, whose own time is not Floodgate's process's. Default 'wall'.
+   */
+  metric?: 'wall' | 'cpu';
+  /** Decisions one operation makes (default 1): the figure is per decision. */
+  perOp?: number;
 }
 
 export interface MicroResult {
@@ -84,6 +92,20 @@ const remember = (describe: () => string) => {
   lastAnswer = describe;
 };
 
+/** One redis-server for the Redis cases of a run, started on first use (a free loopback port, @floodgate/testing). */
+let redis: Promise<RedisServer> | undefined;
+const redisServer = () => (redis ??= startRedis());
+
+/** Subjects per event-loop turn in the Redis cases: a busy server's turn with many callers. */
+const TURN = 16;
+
+/** RedisStore on ioredis as the bench servers make it (the same client options), admitting every decision. */
+async function redisLimiter() {
+  const server = await redisServer();
+  const client = server.client({ maxRetriesPerRequest: 1, autoResendUnfulfilledCommands: false });
+  return createLimiter({ store: new RedisStore({ client, timeoutMs: 1_000 }), ...ADMIT, prefix: `micro${Math.random().toString(36).slice(2, 8)}` });
+}
+
 export const CASES: MicroCase[] = [
   {
     name: 'core: limiter.consume, admitted (memory store, sliding-window-counter)',
@@ -107,6 +129,39 @@ export const CASES: MicroCase[] = [
           if (d.allowed) throw new Error('core reject case was admitted');
           remember(() => d.reason);
         });
+    },
+  },
+  {
+    name: `core: limiter.consume on RedisStore, ${TURN} subjects a turn, admitted (CPU of this process per decision)`,
+    metric: 'cpu',
+    perOp: TURN,
+    async setup() {
+      const limiter = await redisLimiter();
+      const options = { scope: 'GET /' };
+      let next = 0;
+      return async () => {
+        const turn = [];
+        for (let i = 0; i < TURN; i++) turn.push(limiter.consume(`ip:198.18.0.${next++ % 250}`, options));
+        const decisions = await Promise.all(turn);
+        if (!decisions.every((d) => d.allowed && d.reason === 'allowed')) throw new Error(`redis case: ${decisions.find((d) => !d.allowed || d.reason !== 'allowed')?.reason}`);
+        remember(() => `${decisions[0].reason} remaining=${decisions[0].remaining}`);
+      };
+    },
+  },
+  {
+    name: `core: limiter.consume on RedisStore, one subject ${TURN} times a turn, admitted (CPU of this process per decision)`,
+    metric: 'cpu',
+    perOp: TURN,
+    async setup() {
+      const limiter = await redisLimiter();
+      const options = { scope: 'GET /' };
+      return async () => {
+        const turn = [];
+        for (let i = 0; i < TURN; i++) turn.push(limiter.consume('ip:127.0.0.1', options));
+        const decisions = await Promise.all(turn);
+        if (!decisions.every((d) => d.allowed && d.reason === 'allowed')) throw new Error('redis case was limited or degraded');
+        remember(() => `${decisions[0].reason} remaining=${decisions[0].remaining}`);
+      };
     },
   },
   {
@@ -232,25 +287,33 @@ export const CASES: MicroCase[] = [
   },
 ];
 
-/** Runs `ops` operations one after another (awaiting each, as one connection would). Returns µs per op. */
-async function sample(op: () => unknown, ops: number): Promise<number> {
+/** Runs `ops` operations one after another (awaiting each, as one connection would). Returns µs per op: of wall time, or of this process's CPU. */
+async function sample(op: () => unknown, ops: number, metric: 'wall' | 'cpu' = 'wall'): Promise<number> {
   const started = process.hrtime.bigint();
+  const cpu = process.cpuUsage();
   for (let i = 0; i < ops; i++) {
     const pending = op();
     if (pending instanceof Promise) await pending;
+  }
+  if (metric === 'cpu') {
+    const used = process.cpuUsage(cpu);
+    return (used.user + used.system) / ops;
   }
   return Number(process.hrtime.bigint() - started) / 1000 / ops;
 }
 
 export async function runCase(c: MicroCase, ops: number, samples: number): Promise<MicroResult> {
   const op = await c.setup();
+  const perOp = c.perOp ?? 1;
+  // Operations of several decisions: as many decisions a sample as the other cases.
+  const count = Math.max(1, Math.round(ops / perOp));
   // Warm-up: let V8 optimise the path, as a server's first seconds do.
-  await sample(op, Math.max(1000, ops));
+  await sample(op, Math.max(Math.ceil(1000 / perOp), count));
   const gc = (globalThis as { gc?: () => void }).gc;
   const us: number[] = [];
   for (let i = 0; i < samples; i++) {
     gc?.();
-    us.push(await sample(op, ops));
+    us.push((await sample(op, count, c.metric)) / perOp);
   }
   return {
     name: c.name,
@@ -272,17 +335,22 @@ export interface MicroJob {
 
 async function main(job: MicroJob): Promise<MicroResult[]> {
   const results: MicroResult[] = [];
-  for (const c of CASES) {
-    if (job.only.length > 0 && !job.only.some((o) => c.name.includes(o))) continue;
-    results.push(await runCase(c, job.ops, job.samples));
+  try {
+    for (const c of CASES) {
+      if (job.only.length > 0 && !job.only.some((o) => c.name.includes(o))) continue;
+      results.push(await runCase(c, job.ops, job.samples));
+    }
+  } finally {
+    if (redis) await (await redis).stop();
   }
   return results;
 }
 
 if (require.main === module) {
   main(JSON.parse(process.argv[2] ?? '{}') as MicroJob).then(
+    // Exits once written: the Redis cases' clients would keep the process alive.
     (results) => {
-      process.stdout.write(`${JSON.stringify(results)}\n`);
+      process.stdout.write(`${JSON.stringify(results)}\n`, () => process.exit(0));
     },
     (error: Error) => {
       console.error(error.stack ?? error.message);

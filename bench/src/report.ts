@@ -1,6 +1,7 @@
 // docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
 import { LOG_MAX_LIMIT } from './admit';
 import { floodSection } from './flood-report';
+import { frameworkInfo } from './frameworks';
 import { GOAL_TEXT, LOAD_TEXT, best, evaluateGoals, groupsOf, headersOf, loadOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
 import { ratio } from './stats';
 import { DEFAULT_ALGORITHM, FRAMEWORKS, LOAD_SHAPES, type BenchResults, type LoadShape, type RoundSample, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
@@ -9,9 +10,10 @@ const int = (x: number | null | undefined) => (x === null || x === undefined || 
 const fix = (x: number | null | undefined, digits = 2) => (x === null || x === undefined || !Number.isFinite(x) ? 'n/a' : x.toFixed(digits));
 const pct = (x: number) => (Number.isFinite(x) ? `${(x * 100).toFixed(x > 0 && x < 0.01 ? 2 : 0)}%` : 'n/a');
 
+const tableLine = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
+
 function table(head: string[], rows: string[][]): string {
-  const line = (cells: string[]) => `| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`;
-  return [line(head), line(head.map(() => '---')), ...rows.map(line)].join('\n');
+  return [tableLine(head), tableLine(head.map(() => '---')), ...rows.map(tableLine)].join('\n');
 }
 
 /**
@@ -155,6 +157,103 @@ function throughputTables(results: BenchResults, framework: Framework, load: Loa
   return out;
 }
 
+/** The markers around one framework's throughput section in one load shape, so that a later run of that framework alone can replace it. */
+export const frameworkMarkers = (framework: Framework, load: LoadShape = 'one') =>
+  [`<!-- bench:framework ${framework} ${load} -->`, `<!-- /bench:framework ${framework} ${load} -->`] as const;
+
+const headingOf = (results: BenchResults, framework: Framework, load: LoadShape) => (load === 'one' ? framework : `${framework}, ${loadName(results, load)}`);
+
+/** The anchor GitHub gives a heading: lower case, punctuation but hyphens dropped, spaces as hyphens. */
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+
+/**
+ * One framework's throughput section in one load shape, between its markers: its heading and
+ * tables. With `separate` (a run of some frameworks only, spliced into a page another run wrote),
+ * it also says which run measured it and gives that run's goal verdicts and notes for it, since
+ * the page's header, Goals table and chart describe the other run.
+ */
+export function frameworkSection(results: BenchResults, framework: Framework, load: LoadShape = 'one', separate?: { command: string }): string | undefined {
+  const tables = throughputTables(results, framework, load);
+  if (!tables) return undefined;
+  const [start, end] = frameworkMarkers(framework, load);
+  const heading = headingOf(results, framework, load);
+  const out = [start, `### ${heading}`];
+  if (separate) {
+    const { meta } = results;
+    const info = frameworkInfo(framework);
+    out.push('');
+    out.push(
+      `${info.title}. Measured ${meta.date.slice(0, 10)} by \`${separate.command}\` (a ${meta.mode} run of ${Math.round(meta.durationS)} s, ` +
+        `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s${meta.pinning ? `, ${meta.pinning.how}` : ''}, load average ${meta.loadAverageStart.join(', ')} at start and ${meta.loadAverageEnd.join(', ')} at the end): ` +
+        "a run of its own, not the run in this page's header, so compare its ratios (each to this framework's own bare route, in the same rounds) with the other frameworks', not its req/s. " +
+        `Not in the chart above. Versions: ${[info.adapter, ...info.packages].map((p) => `${p} ${meta.versions[p] ?? '?'}`).join(', ')}; peers ${[...new Set(info.peers.map((p) => p.label))].join(', ')}.`,
+    );
+    const checks = evaluateGoals(results).filter((c) => c.framework === framework && c.load === load);
+    if (checks.length) {
+      out.push('');
+      out.push(table(['goal (see Goals above)', heading], checks.map((c) => [`(${c.goal}) ${c.regime === 'admit' ? 'admitting' : 'rejecting'}`, `${verdict(c)}: ${c.subject}`])));
+    }
+    for (const note of warnings(results)) {
+      out.push('');
+      out.push(`> ${note}`);
+    }
+  }
+  for (const t of tables) {
+    out.push('');
+    out.push(`#### ${heading}, ${t.title}`);
+    out.push('');
+    out.push(t.table);
+  }
+  out.push(end);
+  return out.join('\n');
+}
+
+/**
+ * The page with the frameworks of `results` (a run of those frameworks' throughput only) put in:
+ * each one's section per load shape replaced between its markers, or added after the last
+ * framework's section; and its Summary rows replaced or added. Everything else stays as the run
+ * that wrote the page measured it.
+ */
+export function spliceFrameworks(page: string, results: BenchResults, command: string): string {
+  let out = page;
+  for (const load of loadsOf(results)) {
+    for (const framework of FRAMEWORKS) {
+      const section = frameworkSection(results, framework, load, { command });
+      if (!section) continue;
+      const [start, end] = frameworkMarkers(framework, load);
+      const from = out.indexOf(start);
+      const to = out.indexOf(end);
+      if (from >= 0 && to > from) {
+        out = `${out.slice(0, from)}${section}${out.slice(to + end.length)}`;
+        continue;
+      }
+      // After the Throughput section's last table: just before the next "## " heading.
+      const throughput = out.indexOf('\n## Throughput\n');
+      if (throughput < 0) throw new Error('docs/benchmarks.md has no "## Throughput" section to add a framework to: run the full bench first');
+      const next = out.indexOf('\n## ', throughput + 1);
+      const at = next < 0 ? out.length : next + 1;
+      out = `${out.slice(0, at).replace(/\n*$/, '\n\n')}${section}\n\n${out.slice(at)}`;
+    }
+  }
+  for (const { framework, load, cells } of summaryRows(results)) {
+    const [, loadCell, ...rest] = cells;
+    const line = tableLine([`${framework} (a run of its own: [below](#${anchorOf(headingOf(results, framework, load))}))`, loadCell, ...rest]);
+    const lines = out.split('\n');
+    const heading = lines.indexOf('## Summary');
+    if (heading < 0) continue;
+    const first = lines.findIndex((l, i) => i > heading && l.startsWith('| '));
+    if (first < 0) continue;
+    let last = first;
+    while (lines[last + 1]?.startsWith('| ')) last++;
+    const ours = (l: string) => (l.startsWith(`| ${framework} |`) || l.startsWith(`| ${framework} (`)) && l.split(' | ')[1] === tableLine([loadCell]).slice(2, -2);
+    const row = lines.findIndex((l, i) => i >= first && i <= last && ours(l));
+    if (row >= 0) lines[row] = line;
+    else lines.splice(last + 1, 0, line);
+    out = lines.join('\n');
+  }
+  return out;
+}
+
 /**
  * A MemoryStore figure, never an impossible one: "395 ± 12", or "below measurement noise (± 40)"
  * when the median is not above its noise bound (or is negative, as in results from before the
@@ -181,9 +280,9 @@ function added(row: ThroughputRow | undefined, bare: ThroughputRow | undefined):
   return Number.isFinite(x) ? `${x >= 0 ? '+' : ''}${x.toFixed(1)}` : 'n/a';
 }
 
-/** The summary at the top: one row per framework and load shape, from the run. */
-export function summaryTable(results: BenchResults): string | undefined {
-  const rows: string[][] = [];
+/** The summary's rows, one per framework and load shape measured. */
+function summaryRows(results: BenchResults): { framework: Framework; load: LoadShape; cells: string[] }[] {
+  const rows: { framework: Framework; load: LoadShape; cells: string[] }[] = [];
   for (const load of loadsOf(results)) {
     for (const framework of FRAMEWORKS) {
       const g = groupsOf(results, framework, load);
@@ -207,7 +306,7 @@ export function summaryTable(results: BenchResults): string | undefined {
         ? `${bothRatios(g.rows, fgRedis.label)} (${/\(([^)]+)\)/.exec(fgRedis.label)?.[1] ?? ''}; ${fix(fgRedisAdmit?.floorRatio ?? NaN)} of the floor${spread ? `; admitting by round ${spread.slice(1, -1)}` : ''})`
         : 'n/a';
       const redisPeer = best(g.redisPeers('admit'));
-      rows.push([
+      rows.push({ framework, load, cells: [
         framework,
         loadName(results, load),
         fgMem ? `${bothRatios(g.rows, fgMem.label)}` : 'n/a',
@@ -217,9 +316,15 @@ export function summaryTable(results: BenchResults): string | undefined {
         g.floorTurn ? fix(g.floorTurn.ratio) : 'n/a',
         `${added(fgRedisAdmit, g.ceiling)} / ${added(redisPeer, g.ceiling)} / ${added(g.floorTurn, g.ceiling)}`,
         `${fix(fgRedisAdmit?.redisCpuUsPerRequest ?? NaN, 1)} / ${fix(redisPeer?.redisCpuUsPerRequest ?? NaN, 1)} / ${fix(g.floorTurn?.redisCpuUsPerRequest ?? NaN, 1)}`,
-      ]);
+      ] });
     }
   }
+  return rows;
+}
+
+/** The summary at the top: one row per framework and load shape, from the run. */
+export function summaryTable(results: BenchResults): string | undefined {
+  const rows = summaryRows(results).map((r) => r.cells);
   if (rows.length === 0) return undefined;
   return table(
     [
@@ -342,17 +447,10 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     );
     for (const load of loadsOf(results)) {
       for (const framework of FRAMEWORKS) {
-        const tables = throughputTables(results, framework, load);
-        if (!tables) continue;
-        const heading = load === 'one' ? framework : `${framework}, ${loadName(results, load)}`;
+        const section = frameworkSection(results, framework, load);
+        if (!section) continue;
         out.push('');
-        out.push(`### ${heading}`);
-        for (const t of tables) {
-          out.push('');
-          out.push(`#### ${heading}, ${t.title}`);
-          out.push('');
-          out.push(t.table);
-        }
+        out.push(section);
       }
     }
     out.push('');
@@ -539,14 +637,14 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     'Floodgate runs as a release build would: the bench compiles each @floodgate package with esbuild (no keepNames) before it starts, while frameworks and peers run as installed from npm. ' +
       'Every Redis client is ioredis with `maxRetriesPerRequest: 1` and `autoResendUnfulfilledCommands: false` (as Floodgate\'s docs ask; it changes nothing for the peers); ' +
       "Floodgate's RedisStore gets a 1 s `timeoutMs` so that a slow moment on a busy machine does not turn into failure-mode decisions, and a run in which Floodgate still logs a store failure says so above. " +
-      "Everything else in Floodgate is at its defaults: `coalesce: 'turn'` (one script call per subject per event-loop turn, each request still decided exactly and on its own; the Redis commands column shows the calls it saved) and `respondDirectly: true` (its own 429 written straight to Node). " +
+      "Everything else in Floodgate is at its defaults: `coalesce: 'turn'` (one script call per event-loop turn for every subject of the turn (per slot on a Cluster), each request still decided exactly and on its own; the Redis commands column shows the calls it saved) and `respondDirectly: true` (its own 429 written straight to Node). " +
       'Peers use their documented setup and default options (headers included): in memory their default store (express-rate-limit\'s MemoryStore, rate-limiter-flexible\'s RateLimiterMemory, @fastify/rate-limit\'s in-process LRU, koa-ratelimit\'s memory driver with one `new Map()` as its README shows), on Redis their Redis store; rate-limiter-flexible runs in the Express middleware from its wiki. ' +
       `Floodgate's memory, OpenTelemetry and hot-key lines use ${DEFAULT_ALGORITHM}, the default algorithm, unless the run measured other algorithms only (then the first of those). ` +
       'Hot-key mode is configured with `{ instances: 4 }` for throughput and with the number of processes for races.',
   );
   out.push('');
   out.push(
-    'Run it: `pnpm bench` (full, about 30 minutes) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
+    'Run it: `pnpm bench` (full, about an hour) or `pnpm bench --quick` (a few minutes); `pnpm bench --help` lists the options. ' +
       'It starts its own redis-server on a free loopback port, needs `redis-server` and `redis-benchmark` on the PATH, and writes this page, the chart and `bench/results/<date>.json`. ' +
       'Numbers from a busy machine are noisy: compare ratios from one run, not req/s across runs.',
   );

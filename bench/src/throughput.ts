@@ -6,6 +6,7 @@ import type { AlgorithmName } from '@floodgate/core';
 import type { RedisServer } from '@floodgate/testing';
 import { startServer, type RunningServer } from './children';
 import { runLoad, type LoadResult } from './load';
+import { FRAMEWORKS, frameworkInfo, type PeerSpec } from './frameworks';
 import { pinPid, type Pinning } from './pinning';
 import type { Progress } from './progress';
 import { median, pairedRatio, ratio, sum } from './stats';
@@ -55,23 +56,10 @@ export function regimeLimits(regime: Regime | null): Pick<LimiterSpec, 'limit' |
   return regime === 'reject' ? { limit: 1, windowMs: 60_000 } : { limit: 1_000_000_000, windowMs: 3_600_000 };
 }
 
-/** Peers as each library's docs set them up: in memory (its default store) and on Redis. */
-export const PEERS: Record<Framework, { kind: LimiterSpec['kind']; store: StoreKind; label: string }[]> = {
-  express: [
-    { kind: 'express-rate-limit', store: 'memory', label: 'express-rate-limit (MemoryStore)' },
-    { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)' },
-    { kind: 'express-rate-limit', store: 'redis', label: 'express-rate-limit + rate-limit-redis' },
-    { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)' },
-  ],
-  fastify: [
-    { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
-    { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
-  ],
-  koa: [
-    { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
-    { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
-  ],
-};
+/** Peers as each library's docs set them up: in memory (its default store) and on Redis (per framework in frameworks.ts). */
+export const PEERS: Record<Framework, readonly PeerSpec[]> = Object.fromEntries(
+  FRAMEWORKS.map((framework) => [framework, frameworkInfo(framework).peers]),
+) as Record<Framework, readonly PeerSpec[]>;
 
 /**
  * The algorithm of the memory, OpenTelemetry and hot-key lines, and "Floodgate on Redis" in the

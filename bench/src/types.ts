@@ -1,12 +1,13 @@
 // Shared shapes: what a server under test runs, and the results file the report is rendered from.
 import type { AlgorithmName } from '@floodgate/core';
+import type { Framework } from './frameworks';
 import type { MicroJob } from './micro-worker';
 
 /** Floodgate's default algorithm (packages/core/src/options.ts): what an app that names none runs. */
 export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
 
-export type Framework = 'express' | 'fastify' | 'koa';
-export const FRAMEWORKS: readonly Framework[] = ['express', 'fastify', 'koa'];
+// The list of frameworks and everything known about each lives in one registry (frameworks.ts).
+export { FRAMEWORKS, type Framework } from './frameworks';
 
 /** admit: a huge limit, every request allowed (the limiter's overhead). reject: limit 1, nearly all 429. */
 export type Regime = 'admit' | 'reject';
@@ -19,6 +20,10 @@ export type LimiterKind =
   | 'fastify-rate-limit'
   | 'koa-ratelimit'
   | 'rate-limiter-flexible'
+  /** @nestjs/throttler's ThrottlerGuard (its default in-memory storage, or @nest-lab/throttler-storage-redis). */
+  | 'nestjs-throttler'
+  /** hono-rate-limiter's rateLimiter (its MemoryStore, or its RedisStore on ioredis). */
+  | 'hono-rate-limiter'
   | 'naive'
   /** No limiting: one Redis round trip (PING) per request. What any exact shared limiter costs at least. */
   | 'redis-floor'

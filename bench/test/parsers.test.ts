@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { PEERS, commandsBetween, contendersFor, parseRedisCpu, primaryAlgorithm, probeHeaders, rateLimitHeaders, storeTrouble, type ThroughputSettings } from '../src/throughput';
 import { areaOf, summarize } from '../src/profile';
 import { median, pairedRatio, ratio } from '../src/stats';
+import { FRAMEWORKS } from '../src/frameworks';
 
 describe('bench parsers', () => {
   it('reads requests per second from redis-benchmark --csv', () => {
@@ -151,7 +152,7 @@ describe('throughput contenders', () => {
   const all = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'] as const;
 
   it('has the memory group, the Redis group and both floors in every framework, memory peers as their docs build them', () => {
-    for (const framework of ['express', 'fastify', 'koa'] as const) {
+    for (const framework of FRAMEWORKS) {
       const list = contendersFor(framework, settings(all));
       const ids = list.map((c) => c.id);
       expect(ids[0]).toBe(`${framework}/none`);

@@ -1,6 +1,6 @@
 // The report and chart are pure functions of a results set: check them on a fixed one.
 import { evaluateGoals, headersOf, quotaHeaders, storeOf, verdict } from '../src/goals';
-import { ceilingRatio, formatHeaderList, formatHeadersSeen, memoryCell, renderMarkdown, warnings } from '../src/report';
+import { ceilingRatio, formatHeaderList, formatHeadersSeen, frameworkMarkers, memoryCell, renderMarkdown, spliceFrameworks, warnings } from '../src/report';
 import { escapeXml, renderSvg } from '../src/svg';
 import { LEGACY, fixture } from './fixture';
 
@@ -389,5 +389,51 @@ describe('warnings', () => {
     results.meta.mode = 'full';
     results.meta.loadAverageStart = [0.1, 0.1, 0.1];
     expect(warnings(results)).toEqual([]);
+  });
+});
+
+describe('spliceFrameworks', () => {
+  /** The fixture's express rows as another framework's: a run of that framework alone. */
+  function runOf(framework: 'hono' | 'nestjs-fastify', scale: number) {
+    const results = fixture();
+    results.meta.date = '2026-02-03T00:00:00.000Z';
+    results.throughput = results.throughput
+      .filter((r) => r.framework === 'express')
+      .map((r) => ({ ...r, framework, id: r.id.replace(/^express\//, `${framework}/`), ratio: r.group === 'ceiling' ? 1 : r.ratio * scale }));
+    return results;
+  }
+  const page = renderMarkdown(fixture(), 'benchmarks.svg');
+  const rowsOf = (md: string, framework: string) => md.split('\n').filter((l) => l.startsWith(`| ${framework} (`));
+
+  it("adds a framework's section after the last one and its Summary row, and keeps the rest of the page", () => {
+    const out = spliceFrameworks(page, runOf('hono', 1), 'pnpm bench --only throughput --frameworks hono');
+    const [start, end] = frameworkMarkers('hono');
+    expect(out.indexOf(start)).toBeGreaterThan(out.indexOf(frameworkMarkers('express')[1]));
+    expect(out.indexOf(end)).toBeLessThan(out.indexOf('\n## The Redis ceiling'));
+    const section = out.slice(out.indexOf(start), out.indexOf(end) + end.length);
+    expect(section).toContain('Measured 2026-02-03 by `pnpm bench --only throughput --frameworks hono`');
+    expect(section).toContain('#### hono, in memory');
+    // Its own goal verdicts: the page's Goals table is the other run's.
+    expect(section).toMatch(/\| \(a\) admitting \|/);
+    expect(rowsOf(out, 'hono')).toEqual([expect.stringMatching(/^\| hono \(a run of its own: \[below\]\(#hono\)\) \| one subject \|/)]);
+    // Everything outside the new section and row is the page as it was.
+    const rest = out.replace(section, '').split('\n').filter((l) => !l.startsWith('| hono (')).join('\n');
+    expect(rest.replace(/\n{3,}/g, '\n\n')).toBe(page.replace(/\n{3,}/g, '\n\n'));
+  });
+
+  it('replaces its own section and row on a later run, and leaves the other frameworks alone', () => {
+    const once = spliceFrameworks(page, runOf('hono', 1), 'first');
+    const twice = spliceFrameworks(spliceFrameworks(once, runOf('nestjs-fastify', 1), 'other'), runOf('hono', 0.5), 'second');
+    expect(twice.split(frameworkMarkers('hono')[0])).toHaveLength(2);
+    expect(twice).toContain('by `second`');
+    expect(twice).not.toContain('by `first`');
+    expect(twice).toContain('by `other`');
+    expect(rowsOf(twice, 'hono')).toHaveLength(1);
+    expect(rowsOf(twice, 'nestjs-fastify')).toHaveLength(1);
+    expect(rowsOf(twice, 'hono')[0]).not.toBe(rowsOf(once, 'hono')[0]);
+  });
+
+  it('refuses a page with no Throughput section to add to', () => {
+    expect(() => spliceFrameworks('# Benchmarks\n', runOf('hono', 1), 'x')).toThrow(/no "## Throughput" section/);
   });
 });

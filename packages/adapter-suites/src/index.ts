@@ -12,7 +12,7 @@ export {
   type RunningApp,
   type SettleAnswer,
 } from './harness';
-export { runQuotaSuite } from './quotas';
+export { runUsageSettleSuite } from './usage-settle';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';
@@ -22,3 +22,4 @@ export { runAuthRouteSuite } from './auth-routes';
 export { expectServedInOneTurn, turnMarker } from './same-turn';
 export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';
+export { runQuotaSuite } from './quotas';

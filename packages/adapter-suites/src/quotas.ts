@@ -1,151 +1,148 @@
-// The quota suite every adapter runs on a real redis-server: a usage route keyed on the caller's verified identity only, and reserve-then-settle through the request (exact sums, once per request, the cap, debt).
-import { type Agent, request as httpRequest } from 'node:http';
-import { RedisStore, type HttpRateLimitOptions } from '@floodgate/core';
-import { prng } from '@floodgate/testing';
-import type { AdapterHarness, RunningApp, SettleAnswer } from './harness';
+// The quota suite every adapter runs, on a real Redis: a calendar window through the adapter (its real reset in the headers), and plans from resolveKey whose change keeps the usage.
+import { request as httpRequest, type Agent } from 'node:http';
+import { RedisStore, type HttpRateLimitOptions, type ResolvedKey } from '@floodgate/core';
+import type { AdapterHarness, RunningApp } from './harness';
 import { quietLogger, useRedisSuite } from './requests';
 
 interface Answer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
-  body: any;
 }
 
-function send(agent: Agent, port: number, method: 'GET' | 'POST', path: string, headers: Record<string, string>): Promise<Answer> {
+function get(agent: Agent, port: number, headers: Record<string, string> = {}): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: '127.0.0.1', port, path, method, headers, agent }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => {
-        let body: unknown = text;
-        try {
-          body = JSON.parse(text);
-        } catch {
-          // not JSON: kept as text
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body });
-      });
+    const req = httpRequest({ host: '127.0.0.1', port, path: '/r', method: 'GET', headers, agent }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
     });
     req.on('error', reject);
     req.end();
   });
 }
 
-/** The keys resolveKey knows: each a verified account of its own. */
-const ACCOUNTS: Record<string, string> = { 'key-a': 'a', 'key-b': 'b', 'key-c': 'c', 'key-d': 'd', 'key-e': 'e' };
-const resolveKey = async (key: string) => (ACCOUNTS[key] ? { account: ACCOUNTS[key] } : null);
-const HOUR = 3_600_000;
+/**
+ * The instant a wall time names in `timeZone`, found by trying every quarter-hour offset against
+ * Intl's formatting: independent of core's own conversion, so that the suite checks it.
+ */
+function wallInstant(timeZone: string, year: number, month: number, day: number, hour: number, minute: number): number {
+  const f = new Intl.DateTimeFormat('en-US', { timeZone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric' });
+  const want = `${month}/${day}/${year}, ${String(hour).padStart(2, '0')}:${String(minute).padStart(2, '0')}`;
+  const local = Date.UTC(year, month - 1, day, hour, minute);
+  for (let offset = -14 * 60; offset <= 14 * 60; offset += 15) {
+    const t = local - offset * 60_000;
+    if (f.format(t) === want) return t;
+  }
+  throw new Error(`no instant is ${want} in ${timeZone}`);
+}
 
-interface PolicyJson {
-  policy: string;
-  limit: number;
-  used: number;
-  remaining: number;
-  windowMs: number;
-  resetMs: number;
-  resetsAt: string;
+/** The year and month (from 1) at `ms` in `timeZone`, and its day of the month. */
+function localDate(timeZone: string, ms: number): { year: number; month: number; day: number } {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: 'numeric', day: 'numeric' }).formatToParts(ms);
+  const n = (type: string) => Number(parts.find((p) => p.type === type)!.value);
+  return { year: n('year'), month: n('month'), day: n('day') };
+}
+
+const addMonths = (year: number, month: number, k: number) => ({ year: year + Math.floor((month - 1 + k) / 12), month: ((month - 1 + k) % 12 + 12) % 12 + 1 });
+
+/** The seconds RateLimit-Reset may say for a reset at `end`, from a request sent at `before` and answered by `after`. */
+function resetSeconds(end: number, before: number, after: number): number[] {
+  const out: number[] = [];
+  for (let s = Math.ceil((end - after) / 1000); s <= Math.ceil((end - before) / 1000); s++) out.push(s);
+  return out;
 }
 
 export function runQuotaSuite(h: AdapterHarness): void {
-  describe(`quotas through ${h.name} (real Redis): usage route, reserve then settle`, () => {
-    const suite = useRedisSuite();
+  describe(`${h.name}: quotas (calendar windows, plans) on Redis`, () => {
+    const ctx = useRedisSuite();
+    let n = 0;
 
-    /**
-     * POST /chat reserves 10 (its `cost`) and settles what `x-actual` says (settle.maxCost 100) on
-     * an app-level limit of 1000 an hour; POST /big reserves 5 of its own limit of 20 an hour
-     * (settle.maxCost 40); GET /usage answers the caller's usage of both.
-     */
-    async function start(extra: HttpRateLimitOptions<any> = {}): Promise<RunningApp> {
-      const store = new RedisStore({ client: suite().client, timeoutMs: 5_000 });
-      const prefix = `quota${Math.random().toString(36).slice(2, 10)}`;
+    async function start(options: HttpRateLimitOptions<any>): Promise<{ app: RunningApp; prefix: string }> {
+      const prefix = `q${n++}-${Math.random().toString(36).slice(2, 8)}`;
+      const { client, apps } = ctx();
       const app = await h.start({
-        options: { logger: quietLogger, store, prefix, limit: 1_000, windowMs: '1h', resolveKey, ...extra },
-        routes: [
-          { method: 'POST', path: '/chat', options: { cost: 10, settle: { maxCost: 100 } } },
-          { method: 'POST', path: '/big', options: { limit: 20, windowMs: '1h', cost: 5, settle: { maxCost: 40 } } },
-        ],
-        usage: { path: '/usage', routes: ['POST /chat', 'POST /big'] },
-        settleFromHeader: true,
+        options: { store: new RedisStore({ client }), prefix, logger: quietLogger, headers: ['draft-6', 'draft-10'], ...options },
+        routes: [{ method: 'GET', path: '/r' }],
       });
-      suite().apps.push(app);
-      return app;
+      apps.push(app);
+      return { app, prefix };
     }
-    const post = (app: RunningApp, path: string, headers: Record<string, string>) => send(suite().agent, app.port, 'POST', path, headers);
-    const usage = async (app: RunningApp, headers: Record<string, string>) => {
-      const a = await send(suite().agent, app.port, 'GET', '/usage', headers);
-      expect(a.status).toBe(200);
-      expect(String(a.headers['content-type'])).toContain('application/json');
-      const routes = (a.body as { routes: { route: string; policies: PolicyJson[] }[] }).routes;
-      return Object.fromEntries(routes.map((r) => [r.route, r.policies]));
-    };
-    const used = async (app: RunningApp, headers: Record<string, string>, route = 'POST /chat') => (await usage(app, headers))[route][0].used;
 
-    it("answers the caller's own usage (policies, used, remaining, resets at) without consuming; a made-up key or a client-written header shows the IP's usage, never a verified account's", async () => {
-      const app = await start();
-      for (let i = 0; i < 3; i++) expect((await post(app, '/chat', { 'x-api-key': 'key-a' })).status).toBe(200);
-      for (let i = 0; i < 2; i++) expect((await post(app, '/chat', {})).status).toBe(200);
-      expect((await post(app, '/big', { 'x-api-key': 'key-a' })).status).toBe(200);
+    it('a monthly window in America/New_York: 200, 200, then 429 whose RateLimit-Reset is the time to local midnight on the 1st; draft-10 `w` is the month\'s length', async () => {
+      const zone = 'America/New_York';
+      const { app } = await start({ limit: 2, window: { every: 'month', timeZone: zone } });
+      const statuses: number[] = [];
+      let last!: Answer;
       const before = Date.now();
-      const a = await usage(app, { 'x-api-key': 'key-a' });
-      expect(a['POST /chat']).toEqual([{ policy: 'default', limit: 1_000, used: 30, remaining: 970, windowMs: HOUR, resetMs: expect.any(Number), resetsAt: expect.any(String) }]);
-      expect(a['POST /big']).toMatchObject([{ policy: 'default', limit: 20, used: 5, remaining: 15, windowMs: HOUR }]);
-      const resetsAt = Date.parse(a['POST /chat'][0].resetsAt);
-      expect(resetsAt).toBeGreaterThan(before - 1_000);
-      expect(resetsAt).toBeLessThanOrEqual(before + 2 * HOUR + 5_000);
-      // Reading is not consuming.
-      expect(await used(app, { 'x-api-key': 'key-a' })).toBe(30);
-      // Another verified account: its own (nothing yet).
-      expect(await used(app, { 'x-api-key': 'key-b' })).toBe(0);
-      // No key, a key nobody issued, a forwarded-for header the app does not trust: the IP's 20, not key-a's 30.
-      expect(await used(app, {})).toBe(20);
-      expect(await used(app, { 'x-api-key': 'made-up-key' })).toBe(20);
-      expect(await used(app, { 'x-forwarded-for': '203.0.113.7' })).toBe(20);
-      expect(await used(app, { authorization: 'Bearer key-a-guess' })).toBe(20);
+      for (let i = 0; i < 3; i++) {
+        last = await get(ctx().agent, app.port);
+        statuses.push(last.status);
+      }
+      const after = Date.now();
+      expect(statuses).toEqual([200, 200, 429]);
+      const { year, month } = localDate(zone, before);
+      const start0 = wallInstant(zone, year, month, 1, 0, 0);
+      const next = addMonths(year, month, 1);
+      const end = wallInstant(zone, next.year, next.month, 1, 0, 0);
+      // (A run that straddles the month's end in New York would see another month: not on purpose.)
+      expect(localDate(zone, after).month).toBe(month);
+      expect(resetSeconds(end, before, after)).toContain(Number(last.headers['ratelimit-reset']));
+      expect(last.headers['ratelimit-remaining']).toBe('0');
+      expect(last.headers['ratelimit-policy']).toBe(`"default";q=2;w=${(end - start0) / 1000}`);
+      const t = /"default";r=0;t=(\d+)$/.exec(String(last.headers['ratelimit']));
+      expect(resetSeconds(end, before, after)).toContain(Number(t?.[1]));
+      expect(Number(last.headers['retry-after'])).toBeGreaterThanOrEqual(Number(last.headers['ratelimit-reset']));
     });
 
-    it("answers 401 for a key resolveKey does not know under unknownKey: 'reject'", async () => {
-      const app = await start({ unknownKey: 'reject' });
-      const a = await send(suite().agent, app.port, 'GET', '/usage', { 'x-api-key': 'made-up-key' });
-      expect(a.status).toBe(401);
-      expect(await used(app, { 'x-api-key': 'key-a' })).toBe(0);
-    });
-
-    it('40 concurrent requests each reserving 10 and settling a random actual cost through the request leave exactly the sum charged', async () => {
-      const app = await start();
-      const rnd = prng(2029);
-      const actual = Array.from({ length: 40 }, () => rnd.int(0, 25));
-      const answers = await Promise.all(actual.map((cost) => post(app, '/chat', { 'x-api-key': 'key-b', 'x-actual': String(cost) })));
-      expect(answers.map((a) => a.status)).toEqual(actual.map(() => 200));
-      expect(answers.map((a) => (a.body as { settle: SettleAnswer }).settle.outcomes)).toEqual(actual.map(() => ['settled']));
-      expect(await used(app, { 'x-api-key': 'key-b' })).toBe(actual.reduce((x, y) => x + y, 0));
-    });
-
-    it('a second settle of the same request changes nothing; a settle above settle.maxCost charges maxCost (capped)', async () => {
-      const app = await start();
-      const twice = await post(app, '/chat', { 'x-api-key': 'key-c', 'x-actual': '7,7' });
-      expect((twice.body as { settle: SettleAnswer }).settle).toEqual({ outcomes: ['settled', 'already-settled'], charged: 7, capped: false });
-      expect(await used(app, { 'x-api-key': 'key-c' })).toBe(7);
-      const big = await post(app, '/chat', { 'x-api-key': 'key-d', 'x-actual': '5000' });
-      expect((big.body as { settle: SettleAnswer }).settle).toEqual({ outcomes: ['settled'], charged: 100, capped: true });
-      expect(await used(app, { 'x-api-key': 'key-d' })).toBe(100);
-      // A request that does not settle keeps its reservation.
-      await post(app, '/chat', { 'x-api-key': 'key-d' });
-      expect(await used(app, { 'x-api-key': 'key-d' })).toBe(110);
-    });
-
-    it('a settle above what remains puts the caller into debt: refused (429 until the window ends) though its estimate would fit', async () => {
-      const app = await start();
-      const first = await post(app, '/big', { 'x-api-key': 'key-e', 'x-actual': '40' });
-      expect((first.body as { settle: SettleAnswer }).settle).toEqual({ outcomes: ['settled'], charged: 40, capped: false });
-      const next = await post(app, '/big', { 'x-api-key': 'key-e' });
-      expect(next.status).toBe(429);
-      // Paid back by the window (an hour): Retry-After points at its end, not at a refill of a few units.
-      expect(Number(next.headers['retry-after'])).toBeGreaterThan(60);
-      expect((await usage(app, { 'x-api-key': 'key-e' }))['POST /big']).toMatchObject([{ limit: 20, used: 20, remaining: 0 }]);
-      // Another caller, and another route of the same caller, are not in debt.
-      expect((await post(app, '/big', { 'x-api-key': 'key-a' })).status).toBe(200);
-      expect((await post(app, '/chat', { 'x-api-key': 'key-e' })).status).toBe(200);
+    it('plans from resolveKey: Basic 3 and Pro 5 a month from the billing date; a change of plan mid-month takes effect on the next request, even for a caller already refused, and keeps the usage', async () => {
+      const zone = 'America/New_York';
+      const plan = { current: 'basic' as 'basic' | 'pro' };
+      const resolveKey = (apiKey: string): ResolvedKey | null =>
+        apiKey === 'key-alice'
+          ? {
+              account: 'alice',
+              // The same `name` on every plan: the key is the subject's and the quota's name, never the plan's.
+              limits: [{ name: 'quota', limit: plan.current === 'basic' ? 3 : 5, window: { every: 'month', timeZone: zone, anchor: '2026-01-17T09:00' } }],
+            }
+          : null;
+      // A cached answer lasts 1 ms here, so the next request reads the plan again (default: 60 s).
+      const { app, prefix } = await start({ limit: 100, resolveKey, keyCache: { ttlMs: 1 } });
+      const alice = { authorization: 'Bearer key-alice' };
+      const call = async () => {
+        await new Promise((resolve) => setTimeout(resolve, 3));
+        const a = await get(ctx().agent, app.port, alice);
+        return [a.status, a.headers['ratelimit-remaining']];
+      };
+      expect([await call(), await call(), await call(), await call()]).toEqual([
+        [200, '2'],
+        [200, '1'],
+        [200, '0'],
+        [429, '0'],
+      ]);
+      // Alice upgrades while refused (her denial is held in the block cache until the period ends):
+      // the next request reads her plan again and is counted by Pro's limit on the same count.
+      plan.current = 'pro';
+      expect([await call(), await call(), await call()]).toEqual([
+        [200, '1'],
+        [200, '0'],
+        [429, '0'],
+      ]);
+      plan.current = 'basic';
+      expect(await call()).toEqual([429, '0']);
+      // One key for alice's quota whatever her plan, with an expiry at the end of her billing period.
+      const { client } = ctx();
+      const [, keys] = await client.scan(0, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      expect(keys).toHaveLength(1);
+      expect(keys[0]).toMatch(/:quota\.fw$/);
+      const now = Date.now();
+      const { year, month } = localDate(zone, now);
+      const at = (k: number) => {
+        const m = addMonths(year, month, k);
+        return wallInstant(zone, m.year, m.month, 17, 9, 0);
+      };
+      const end = at(0) > now ? at(0) : at(1);
+      const ttl = await client.pttl(keys[0]);
+      expect(ttl).toBeGreaterThan(end - now - 10_000);
+      expect(ttl).toBeLessThanOrEqual(end - now);
     });
   });
 }

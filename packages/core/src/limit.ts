@@ -14,3 +14,9 @@ export interface ResolvedLimit {
   /** The last part of this limit's key. */
   readonly keySuffix: string;
 }
+
+/** A limit's window in words, for messages: '60000 ms', or a calendar window's id ('month@America/New_York@d1 00:00:00'). */
+export function windowWords(l: ResolvedLimit): string {
+  const calendar = 'windowMs' in l.store ? l.store.calendar : undefined;
+  return calendar ? calendar.id : `${l.windowMs} ms`;
+}

@@ -112,8 +112,11 @@ export interface EngineLimiter extends Limiter {
    * turn, without a promise. Throws (synchronously) FG_INVALID_COST for a bad cost.
    */
   consumeNow(subject: string, options?: ConsumeOptions): Decision | Promise<Decision>;
-  /** Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead). */
-  isBlocked(subject: string, options: { cost: number; scope: string }): boolean;
+  /**
+   * Whether `blocked` would answer, without counting a decision (the identity layer's look-ahead).
+   * `withinMs`: only a block that ends within this many ms counts (a longer one answers false).
+   */
+  isBlocked(subject: string, options: { cost: number; scope: string; withinMs?: number }): boolean;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
@@ -138,9 +141,10 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const hit = engine.fromBlock(subjectKey(prefix, scope, String(subject)), cost);
       return hit && engine.counted(hit, scope);
     },
-    isBlocked(subject, { cost, scope }) {
+    isBlocked(subject, { cost, scope, withinMs }) {
       if (!engine.blocks || !isCost(cost) || cost > maxCost) return false;
-      return engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost) !== undefined;
+      const hit = engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost);
+      return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
     health: () => healthOf([engine.healthSource]),
@@ -207,7 +211,7 @@ class Engine {
     this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
     this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
-    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock);
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs);
     this.leaseIndex = this.limits.length - 1;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.

@@ -5,7 +5,7 @@ import { invalidOption } from './errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
 import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
-import { resolveConcurrency, type ConcurrencyOptions } from './concurrency';
+import { resolveConcurrency, type ConcurrencyOptions, type ResolvedConcurrency } from './concurrency';
 import { resolveSettle, type ResolvedSettle, type SettleOptions } from './settle';
 import type { ResolvedLimit } from './limit';
 import { resolveCalendarWindow, type CalendarWindowOptions } from './calendar/calendar-window';
@@ -109,7 +109,7 @@ export interface ResolvedLimiterOptions {
   /** Progressive lock-out; undefined: off. */
   readonly lockout: ResolvedLockout | undefined;
   /** The in-flight limit, a limit of the lease kind the limiter adds to `limits` (plans' included); undefined: off. */
-  readonly concurrency: ResolvedLimit | undefined;
+  readonly concurrency: ResolvedConcurrency | undefined;
   /** Reserve, then settle: its bounds, and whether the app turned it on. */
   readonly settle: ResolvedSettle;
   /** Where metrics go; undefined: the global provider. */

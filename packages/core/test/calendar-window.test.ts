@@ -1,5 +1,6 @@
 // Calendar windows' periods (the boundaries sent to the script and read by the twin) at instants whose answers are known, and the `window` option's errors.
-import { createLimiter, FloodgateError } from '../src';
+import { createIdentify, createLimiter, FloodgateError, type ResolvedKey } from '../src';
+import { resolveHttpOptions } from '../src/internal';
 import { resolveCalendarWindow } from '../src/calendar/calendar-window';
 import { instantOf } from '../src/calendar/zoned-time';
 
@@ -133,5 +134,46 @@ describe('the window option', () => {
     const l = createLimiter({ limit: 10, window: { every: 'month', timeZone: 'Asia/Kolkata' } });
     expect(l.options.limits[0].algorithm).toBe('fixed-window');
     expect(l.options.limits[0].keySuffix).toBe('default.fw');
+  });
+});
+
+describe('calendar windows in limits, routes and plans', () => {
+  it('a top-level `window` is the default of the limits that set neither windowMs nor another algorithm', () => {
+    const l = createLimiter({
+      window: { every: 'month', timeZone: 'Asia/Kolkata' },
+      limits: [
+        { name: 'monthly', limit: 1000 },
+        { name: 'minute', limit: 10, windowMs: '1m' },
+        { name: 'burst', algorithm: 'token-bucket', burst: 5, refillPerSecond: 1 },
+      ],
+    });
+    const [monthly, minute, burst] = l.options.limits;
+    expect([monthly.algorithm, 'calendar' in monthly.store && monthly.store.calendar?.id]).toEqual(['fixed-window', 'month@Asia/Kolkata@d1 00:00:00']);
+    expect([minute.algorithm, minute.windowMs, 'calendar' in minute.store && minute.store.calendar]).toEqual(['sliding-window-counter', 60_000, false]);
+    expect(burst.algorithm).toBe('token-bucket');
+    expect(() => createLimiter({ window: { every: 'day' }, algorithm: 'gcra', limits: [{ limit: 5 }] })).toThrow(/calendar `window`/);
+  });
+
+  it('a route\'s `window` replaces the app-level windowMs, and a route\'s windowMs the app-level window', () => {
+    const route = resolveHttpOptions({ limit: 5, windowMs: '1m' }, { window: { every: 'day', timeZone: 'America/New_York' } });
+    const [limit] = route.limiter.limits;
+    expect('calendar' in limit.store && limit.store.calendar?.id).toBe('day@America/New_York@00:00:00');
+    const back = resolveHttpOptions({ limit: 5, window: { every: 'day' } }, { windowMs: '1m' });
+    expect(back.limiter.limits[0]).toMatchObject({ algorithm: 'sliding-window-counter', windowMs: 60_000 });
+  });
+
+  it('plans from resolveKey: a billing date is part of the plan (distinct anchors, distinct plans), a changed limit keeps the key', async () => {
+    const answers: Record<string, ResolvedKey> = {
+      a: { account: 'a', limits: [{ name: 'quota', limit: 3, window: { every: 'month', timeZone: 'UTC', anchor: '2026-01-17T09:00' } }] },
+      b: { account: 'b', limits: [{ name: 'quota', limit: 3, window: { every: 'month', timeZone: 'UTC', anchor: '2025-06-17T09:00:00' } }] },
+      c: { account: 'c', limits: [{ name: 'quota', limit: 3, window: { every: 'month', timeZone: 'UTC', anchor: '2026-01-18T09:00' } }] },
+    };
+    const identify = createIdentify({ resolveKey: (key) => answers[key] ?? null, logger: { warn() {}, error() {} } });
+    const facts = (key: string) => ({ ip: '203.0.113.7', headers: { 'x-api-key': key }, method: 'GET', route: '/r' });
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map((k) => identify(facts(k))));
+    // The 17th at 09:00 is one plan, whatever year the billing date was first set in; the 18th is another.
+    expect(a.plan).toBe(b.plan);
+    expect(a.plan).not.toBe(c.plan);
+    expect(a.resolvedLimits![0].keySuffix).toBe(c.resolvedLimits![0].keySuffix);
   });
 });

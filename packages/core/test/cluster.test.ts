@@ -1,7 +1,7 @@
 // The shared conformance table against RedisStore on a real 3-master Redis Cluster through each cluster client (ioredis 5 and 6, node-redis), its subjects spread over every master.
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster, Redis } from 'ioredis';
-import { createLimiter, RedisStore, type Store, type StoreRequest, type StoreResult } from '../src';
+import { createLimiter, RedisStore, subjectKey, type Store, type StoreRequest, type StoreResult } from '../src';
 import { describeConformance } from './conformance/scenarios';
 import { CLUSTER_KINDS, connectCluster, type ConnectedClient, kindTag } from './support/redis-clients';
 import { countWrites } from './support/socket-writes';
@@ -41,7 +41,9 @@ class SlotSpreadingStore implements Store {
   }
   evaluate(request: StoreRequest): Promise<StoreResult> {
     const lockout = request.lockout && { ...request.lockout, key: this.salted([request.lockout.key])[0] };
-    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }) });
+    // A settle's marker key shares the subject's tag too (it is declared in the same script call).
+    const settle = request.settle && { ...request.settle, key: this.salted([request.settle.key])[0] };
+    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }), ...(settle && { settle }) });
   }
   reset(keys: readonly string[]): Promise<void> {
     return this.inner.reset(this.salted(keys));
@@ -111,5 +113,42 @@ describe.each(CLUSTER_KINDS)('one turn of many subjects on %s', (kind) => {
       expect(counters.map((c) => c.count <= 1)).toEqual(counters.map(() => true));
       expect(counters.filter((c) => c.count === 1).length).toBeGreaterThanOrEqual(2);
     }
+  });
+});
+
+/** `count` subjects (identities) whose keys, under `prefix` and the default scope, live in `slot`: found by trying names. */
+function subjectsInSlot(prefix: string, slot: number, count: number, tag: string): string[] {
+  const found: string[] = [];
+  for (let i = 0; found.length < count; i++) {
+    if (i > 2_000_000) throw new Error(`no ${count} subjects found in slot ${slot}`);
+    if (keySlot(subjectKey(prefix, '', `${tag}${i}`)) === slot) found.push(`${tag}${i}`);
+  }
+  return found;
+}
+
+describe.each(CLUSTER_KINDS)('several subjects in one script call on %s', (kind) => {
+  it('shares a call only among subjects of one slot: 3 slots (two on one master) -> 3 calls, each subject exact, no CROSSSLOT', async () => {
+    const client = clients.get(kind)!.client;
+    const p = `${prefix}-g${kindTag(kind)}`;
+    // Two slots on one master and one on another: subjects group by slot, not by node (Redis refuses
+    // a script whose keys span slots, even on one node).
+    const ownerOf = async (slot: number) => cluster.ownerOf(slot);
+    let [a, b, c] = [100, 101, 0];
+    while ((await ownerOf(b)) !== (await ownerOf(a))) b++;
+    for (c = 1; (await ownerOf(c)) === (await ownerOf(a)); c += 997);
+    const groups = [subjectsInSlot(p, a, 4, 'a'), subjectsInSlot(p, b, 4, 'b'), subjectsInSlot(p, c, 4, 'c')];
+    const subjects = groups.flat();
+    const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix: p, algorithm: 'sliding-window-counter', limit: 2, windowMs: '1h', blockCacheSize: 0 });
+    // Loads the script on the masters (NOSCRIPT, then EVAL) on subjects of their own: not counted.
+    await Promise.all([a, b, c].map((slot, i) => limiter.consume(subjectsInSlot(p, slot, 1, `w${i}`)[0])));
+    await cluster.resetStats();
+    // Each subject three times in one turn against a limit of 2: admitted, admitted, denied.
+    const decisions = await Promise.all([...subjects, ...subjects, ...subjects].map((s) => limiter.consume(s)));
+    const stats = await cluster.commandStats();
+    expect({ evalsha: stats.evalsha ?? 0, eval: stats.eval ?? 0 }).toEqual({ evalsha: 3, eval: 0 });
+    subjects.forEach((s, i) => {
+      const mine = [decisions[i], decisions[i + subjects.length], decisions[i + 2 * subjects.length]].map((d) => `${d.reason} ${d.remaining}`);
+      expect({ s, mine }).toEqual({ s, mine: ['allowed 1', 'allowed 0', 'limited 0'] });
+    });
   });
 });

@@ -124,18 +124,18 @@ describe("'turn' (the default)", () => {
     expect((await server.commandStats()).evalsha).toBe(5);
   });
 
-  it('one call per subject per turn: 3 subjects x 10 requests -> 3 calls, every subject counted exactly', async () => {
+  it('one call per turn: 3 subjects x 10 requests -> 1 call holding the 3 subjects, every subject counted exactly', async () => {
     const limiter = limiterOn(new RedisStore({ client }));
     await server.resetStats();
     const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`s${i % 3}`)));
-    expect((await server.commandStats()).evalsha).toBe(3);
+    expect((await server.commandStats()).evalsha).toBe(1);
     for (let s = 0; s < 3; s++) {
       const mine = decisions.filter((_, i) => i % 3 === s).map((d) => d.remaining);
       expect(mine).toEqual([999, 998, 997, 996, 995, 994, 993, 992, 991, 990]);
     }
   });
 
-  it('requests of different costs, modes or scopes share a call only when their keys and mode match', async () => {
+  it('requests share a call when their mode matches: a subject\'s requests one group, other subjects and scopes other groups of the same call', async () => {
     const limiter = limiterOn(new RedisStore({ client }));
     await server.resetStats();
     const [a, b, p, c] = await Promise.all([
@@ -146,7 +146,32 @@ describe("'turn' (the default)", () => {
     ]);
     expect([a.remaining, b.remaining, c.remaining]).toEqual([995, 993, 999]);
     expect(p.allowed).toBe(true);
-    expect((await server.commandStats()).evalsha).toBe(3); // x consume (2 requests), x peek, x in 'other'
+    expect((await server.commandStats()).evalsha).toBe(2); // consume: x (2 requests) and x in 'other'; peek: x
+  });
+
+  it('100 subjects in one turn: 2 calls (64 requests at most a call), each subject decided exactly on its own', async () => {
+    const limiter = createLimiter({ store: new RedisStore({ client }), prefix: rnd(), algorithm: 'sliding-window-counter', limit: 3, windowMs: '1h', blockCacheSize: 0, logger: quiet });
+    await server.resetStats();
+    // Every subject gets 4 requests in one turn against a limit of 3: 3 admitted, 1 denied, in order.
+    const decisions = await Promise.all(Array.from({ length: 400 }, (_, i) => limiter.consume(`m${i % 100}`)));
+    // 400 requests, 64 a call at most, whole subjects (4 requests each) per call: 16 subjects a call, 7 calls.
+    expect((await server.commandStats()).evalsha).toBe(7);
+    for (let s = 0; s < 100; s++) {
+      const mine = decisions.filter((_, i) => i % 100 === s).map((d) => `${d.allowed ? 'A' : 'D'}${d.remaining}`);
+      expect({ s, mine }).toEqual({ s, mine: ['A2', 'A1', 'A0', 'D0'] });
+    }
+  });
+
+  it('a call of several subjects fails or times out for each of its requests alike, and nothing is counted twice', async () => {
+    const prefix = rnd();
+    const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 150 }), prefix, algorithm: 'fixed-window', limit: 10, windowMs: '10m', failMode: 'open', logger: quiet });
+    const decisions = await whilePaused(server, () => Promise.all(Array.from({ length: 8 }, (_, i) => limiter.consume(`p${i}`))));
+    expect(decisions.every((d) => d.reason === 'fail-open')).toBe(true);
+    // The call ran once Redis resumed: each subject counted once, never resent.
+    for (let i = 0; i < 8; i++) {
+      const [count] = await client.hmget(`${subjectKey(prefix, '', `p${i}`)}:default.fw`, 'c');
+      expect({ i, count: Number(count) }).toEqual({ i, count: 1 });
+    }
   });
 
   it('rejects an unknown mode at construction, naming the valid ones', () => {

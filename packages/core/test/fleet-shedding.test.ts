@@ -1,5 +1,5 @@
 // Fleet load shedding on a real Redis: one in-flight budget for two instances, background shed first, default next, critical last.
-import { RedisStore } from '../src';
+import { RedisStore, type RateLimitEvent } from '../src';
 import { createHttpLimiter, type HttpLimiter, type HttpResult } from '../src/http';
 import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
@@ -27,10 +27,22 @@ class TestReader extends MetricReader {
 const reader = new TestReader();
 const meterProvider = new MeterProvider({ readers: [reader] });
 
+/** What onLimited was told, by every instance. */
+const limited: RateLimitEvent[] = [];
+
 /** An instance's app-level limiter, with one route per class. */
 function instance(prefix: string) {
   // A loaded 2-core machine can take past the 100 ms default: a late answer must not turn into a fail-open admission here.
-  const http = createHttpLimiter({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, logger: silent, limit: 1000, failMode: 'closed', fleet: { limit: 10 }, meterProvider });
+  const http = createHttpLimiter({
+    store: new RedisStore({ client, timeoutMs: 5_000 }),
+    prefix,
+    logger: silent,
+    limit: 1000,
+    failMode: 'closed',
+    fleet: { limit: 10 },
+    meterProvider,
+    onLimited: (e) => void limited.push(e),
+  });
   return {
     critical: http.route({ priority: 'critical' })!,
     default: http.route({ priority: 'default' })!,
@@ -91,6 +103,14 @@ it('holds one budget of 10 in flight across instances: background up to 5, defau
   for (const p of shed.dataPoints as DataPoint<number>[]) byClass[String(p.attributes['floodgate.priority'])] = (byClass[String(p.attributes['floodgate.priority'])] ?? 0) + p.value;
   expect(byClass).toEqual({ background: 3, default: 1, critical: 1 });
   expect(new Set(shed.dataPoints.map((p) => p.attributes['floodgate.shed.by']))).toEqual(new Set(['fleet']));
+  // floodgate.decisions counts them too, as denials of the fleet's own lease limiter (scope '<fleet>', policy 'fleet').
+  const decisions = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'floodgate.decisions')!;
+  const fleetDenied = (decisions.dataPoints as DataPoint<number>[]).filter((p) => p.attributes['floodgate.scope'] === '<fleet>' && p.attributes['floodgate.outcome'] === 'denied');
+  expect(fleetDenied.reduce((n, p) => n + p.value, 0)).toBe(5);
+  expect(new Set(fleetDenied.map((p) => p.attributes['floodgate.policy']))).toEqual(new Set(['fleet']));
+  // onLimited saw each of the 5 refusals, as a shed decision of the route's scope that drew nothing.
+  expect(limited).toHaveLength(5);
+  for (const e of limited) expect(e).toMatchObject({ scope: 'GET /r', cost: 0, identity: 'none', decision: { allowed: false, reason: 'shed' } });
 });
 
 it('refuses a fleet on a route and shares out of range, naming the option', () => {

@@ -1,6 +1,7 @@
-// Worker utilisation shedding: under a CPU-bound overload of this very process, background is shed before default, critical never; calm brings them back.
+// Worker utilisation shedding: under a CPU-bound overload of this very process, background is shed before default, critical never; calm brings them back; the hooks see every shed request.
 import { MemoryStore } from '../src';
 import { createHttpLimiter, type HttpLimiter } from '../src/http';
+import type { RateLimitEvent } from '../src';
 import { pollUntil } from '@floodgate/testing';
 
 const silent = { warn() {}, error() {} };
@@ -21,7 +22,16 @@ async function statusOf(http: HttpLimiter, priority: 'critical' | 'default' | 'b
 }
 
 it('sheds background first, then default, never critical, and comes back with hysteresis once calm', async () => {
-  const http = createHttpLimiter({ store: new MemoryStore(), logger: silent, limit: 1_000_000, shedding: { utilization: 0.9, delayMs: 100, sampleMs: 50 } });
+  const decided: RateLimitEvent[] = [];
+  const limited: RateLimitEvent[] = [];
+  const http = createHttpLimiter({
+    store: new MemoryStore(),
+    logger: silent,
+    limit: 1_000_000,
+    shedding: { utilization: 0.9, delayMs: 100, sampleMs: 50 },
+    onDecision: (e) => void decided.push(e),
+    onLimited: (e) => void limited.push(e),
+  });
   const routes = { critical: http.route({ priority: 'critical' })!, default: http.route({ priority: 'default' })!, background: http.route({ priority: 'background' })! };
   const firstShed: Record<string, number> = {};
   const timeline: string[] = [];
@@ -44,6 +54,14 @@ it('sheds background first, then default, never critical, and comes back with hy
     expect(shedNow).not.toContain('critical');
     if (shedNow.includes('default')) expect(shedNow).toContain('background');
   }
+  // The hooks saw every shed request as a denied decision: reason 'shed', drawn nothing, no identity looked up.
+  const shedCount = timeline.reduce((n, step) => n + (step === '-' ? 0 : step.split('+').length), 0);
+  const shedEvents = decided.filter((e) => e.decision.reason === 'shed');
+  expect(shedEvents).toHaveLength(shedCount);
+  expect(limited.filter((e) => e.decision.reason === 'shed')).toHaveLength(shedCount);
+  for (const e of shedEvents) expect(e).toMatchObject({ scope: 'GET /r', cost: 0, identity: 'none', shadow: false, decision: { allowed: false } });
+  // Served requests are decided as before (critical always among them).
+  expect(decided.filter((e) => e.decision.allowed).length).toBeGreaterThan(0);
   expect(firstShed.background).toBeDefined();
   expect(firstShed.default).toBeDefined();
   expect(firstShed.background).toBeLessThan(firstShed.default);

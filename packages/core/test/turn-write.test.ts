@@ -60,11 +60,11 @@ describe.each(CLIENT_KINDS)('%s', (kind) => {
     await connected?.close();
   });
 
-  it(`sends one turn's calls for ${SUBJECTS} subjects in one write, which Redis reads at once`, async () => {
+  it(`sends one turn's decisions for ${SUBJECTS} subjects in one call and one write, which Redis reads at once`, async () => {
     const { decisions, reads, calls, writes } = await turnOfSubjects(connected, kind, 'turn');
     expect(decisions.every((d) => d.allowed && d.remaining === 9)).toBe(true);
-    // One script call per subject: nothing is merged across subjects, only the write.
-    expect(calls).toBe(SUBJECTS);
+    // One script call for the turn: the subjects' decisions share it (each subject its own group).
+    expect(calls).toBe(1);
     if (writes !== undefined) expect(writes).toBe(1);
     // One write arrives whole on loopback (about 3 KB); 2 leaves room for the kernel splitting it.
     expect(reads).toBeLessThanOrEqual(2);

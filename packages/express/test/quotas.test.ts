@@ -1,4 +1,4 @@
-// The shared quota suite (usage route, reserve then settle) through @floodgate/express 5 on a real Redis.
+// The shared quota suite (calendar windows, plans from resolveKey) through @floodgate/express on a real Redis.
 import { runQuotaSuite } from '@floodgate/adapter-suites';
 import { expressHarness } from './harness';
 

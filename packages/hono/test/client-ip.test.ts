@@ -1,13 +1,13 @@
 // The client IP on Hono: the runtime's connection info, X-Forwarded-For only from proxies named in trustProxy, and the core's fallback when there is none.
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { MemoryStore, type Identity } from '@floodgate/core';
+import { MemoryStore } from '@floodgate/core';
 import { Hono } from 'hono';
 import type { ConnInfo } from 'hono/conninfo';
 import { rateLimit, type RateLimitOptions } from '../src';
 import { serve } from './serve';
 
 async function app(options: RateLimitOptions) {
-  const kinds: Identity['kind'][] = [];
+  const kinds: string[] = [];
   const app = new Hono();
   app.use(rateLimit({ store: new MemoryStore(), algorithm: 'gcra', burst: 2, refillPerSecond: 2 / 3_600, onDecision: (e) => kinds.push(e.identity), ...options }));
   app.get('/r', (c) => c.text('ok'));

@@ -1,4 +1,4 @@
-// The shared quota suite (usage route, reserve then settle) through @floodgate/nestjs on Express and Fastify, on a real Redis.
+// The shared quota suite (calendar windows, plans from resolveKey) through @floodgate/nestjs on Express and Fastify, on a real Redis.
 import { runQuotaSuite } from '@floodgate/adapter-suites';
 import { nestHarness, type Platform } from './harness';
 

@@ -73,7 +73,7 @@ function unitOf(option: string, value: unknown): CalendarUnit {
   if (typeof value === 'string' && (CALENDAR_UNITS as readonly string[]).includes(value)) return value as CalendarUnit;
   const meant = typeof value === 'string' ? UNIT_ALIASES[value.toLowerCase()] ?? CALENDAR_UNITS.find((u) => u === value.toLowerCase()) : undefined;
   const hint = meant
-    ? `; did you mean '${meant}'?`
+    ? ` (did you mean '${meant}'?)`
     : typeof value === 'string' && /^(ms|s|sec|second|minute|min|m|h|hour|hours|minutes|seconds)$/i.test(value)
       ? ` (a window of fixed length is \`windowMs\`, e.g. '1h')`
       : '';
@@ -129,7 +129,7 @@ function zoneOf(option: string, value: unknown): string {
   return invalidOption(
     `${option}.timeZone`,
     value,
-    `an IANA time zone this platform knows, such as 'America/New_York', 'Europe/Berlin' or 'UTC'${meant ? `; did you mean '${meant}'?` : ''}`,
+    `an IANA time zone this platform knows, such as 'America/New_York', 'Europe/Berlin' or 'UTC'${meant ? ` (did you mean '${meant}'?)` : ''}`,
   );
 }
 

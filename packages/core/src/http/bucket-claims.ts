@@ -1,7 +1,7 @@
 // One definition per bucket: two limiters that would count in the same keys with different limits fail loudly instead of resetting each other.
 import { FloodgateError } from '../errors';
 import { periodOf } from '../algorithms/registry';
-import type { ResolvedLimit } from '../limit';
+import { windowWords, type ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
 import { runtimeFor, type BucketClaim } from '../failure/store-runtime';
 
@@ -13,7 +13,7 @@ function definitionOf(l: ResolvedLimit): string {
 function describeLimit(l: ResolvedLimit): string {
   return 'refillPerSecond' in l.store
     ? `${l.algorithm} burst ${l.store.capacity}, ${l.store.refillPerSecond}/s`
-    : `${l.algorithm} ${l.limit} per ${l.windowMs} ms`;
+    : `${l.algorithm} ${l.limit} per ${windowWords(l)}`;
 }
 
 /**

@@ -27,10 +27,10 @@ export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request
 /** Cheapest first: an overloaded instance sheds the route's class before any lookup or store call; then the fleet's budget. */
 function shedOrCounted<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
   const { shedder, fleet } = pipe.family;
-  if (shedder && shedder.sheds(pipe.o.priority)) return shed(pipe, shedder.retryAfterMs);
+  if (shedder && shedder.sheds(pipe.o.priority)) return shed(pipe, facts, request, shedder.retryAfterMs);
   if (!fleet) return counted(contextOf(pipe, facts, request));
   return fleet.acquire(pipe.o.priority).then((slot) => {
-    if (!slot.allowed && slot.reason !== 'fail-closed') return shed(pipe, Math.max(1000, slot.retryAfterMs));
+    if (!slot.allowed && slot.reason !== 'fail-closed') return shed(pipe, facts, request, Math.max(1000, slot.retryAfterMs));
     if (!slot.allowed) return counted(contextOf(pipe, facts, request)); // the store is down: the route's own failure mode answers
     const lease = slot.lease;
     if (!lease) return counted(contextOf(pipe, facts, request));

@@ -25,10 +25,16 @@ function fromKey<Req>(ctx: RequestContext<Req>, raw: unknown): Identity | Promis
 
 /**
  * The built-in identity. Cheapest first: a caller the block cache denies is answered without a
- * resolveKey lookup; without resolveKey there is no lookup to skip, and no hook is built.
+ * resolveKey lookup; without resolveKey there is no lookup to skip, and no hook is built. A key
+ * whose plan is blocked for longer than its answer is cached (a monthly quota used up) is looked up
+ * again all the same, once per keyCache.ttlMs: its plan may have changed (an upgrade must take
+ * effect then, not when the month ends); only a verified key has a plan, so nobody can invent one.
  */
 function builtIn<Req>(ctx: RequestContext<Req>): Identity | Promise<Identity> {
   const { pipe } = ctx;
   if (!pipe.lookups) return pipe.identify(ctx.facts);
-  return pipe.identify(ctx.facts, { isBlocked: (id) => pipe.limiterFor(id).isBlocked(id.subject, ctx) });
+  const ttlMs = pipe.o.identity.ttlMs;
+  return pipe.identify(ctx.facts, {
+    isBlocked: (id) => pipe.limiterFor(id).isBlocked(id.subject, id.plan === undefined ? ctx : { cost: ctx.cost, scope: ctx.scope, withinMs: ttlMs }),
+  });
 }

@@ -20,10 +20,15 @@ export interface RateLimitEvent<Req = unknown> {
   readonly decision: Decision;
   /** The bucket's scope: the group name, `METHOD /route/:pattern`, or '<unmatched>'. */
   readonly scope: string;
+  /** Units the request draws; 0 for a request shed by `shedding` or `fleet` (`decision.reason` 'shed'): it drew nothing. */
   readonly cost: number;
-  /** What the bucket was keyed on. Never the raw key or address. */
-  readonly identity: Identity['kind'];
-  /** True when the decision was only reported, never enforced. */
+  /**
+   * What the bucket was keyed on. Never the raw key or address. 'none' for a shed request
+   * (`decision.reason` 'shed'): shedding answers before the caller is identified, so that it costs
+   * no lookup.
+   */
+  readonly identity: Identity['kind'] | 'none';
+  /** True when the decision was only reported, never enforced. Shedding is always enforced: false for a shed request. */
   readonly shadow: boolean;
 }
 
@@ -117,9 +122,12 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
    * framework serialises as it would any other body. The status and headers stay. Default: none.
    */
   handler?: (request: Req, event: RateLimitEvent<Req>) => unknown;
-  /** Called for every denied decision (also in shadow mode). Default: none. */
+  /**
+   * Called for every denied decision (also in shadow mode), including requests shed by `shedding`
+   * or `fleet` (503, `decision.reason` 'shed'). Default: none.
+   */
   onLimited?: (event: RateLimitEvent<Req>) => void;
-  /** Called for every decision. Default: none. */
+  /** Called for every decision, including shed ones. Not for exempt requests (`skip`, `allowList`). Default: none. */
   onDecision?: (event: RateLimitEvent<Req>) => void;
   /**
    * The route's class for load shedding (`shedding`): 'background' is shed first, then 'default';

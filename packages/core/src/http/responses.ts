@@ -3,6 +3,7 @@ import { bareDecision, type Decision } from '../decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
 import { Memo } from '../memo';
+import type { RequestFacts } from '../identity';
 import type { RateLimitEvent } from './resolve-http-options';
 import type { HttpResult, Identified, Pipeline } from './types';
 import { reservationOf } from './usage-route';
@@ -19,9 +20,21 @@ export function unauthorized<Req>(pipe: Pipeline<Req>): HttpResult {
   return { decision: undefined, status: 401, headers: [], body: UNAUTHORIZED, contentType: PROBLEM_CONTENT_TYPE, direct };
 }
 
-/** A request shed by an overloaded instance (option `shedding`): 503 with Retry-After and the problem type the draft names for it. */
-export function shed<Req>(pipe: Pipeline<Req>, retryAfterMs: number): HttpResult {
+/**
+ * A request shed by an overloaded instance (option `shedding`) or by the fleet's budget (`fleet`):
+ * 503 with Retry-After and the problem type the draft names for it. The hooks are told, as for any
+ * denied decision; the request is shed before its cost or its caller is known (shedding must stay
+ * cheap), so its event says `cost: 0` (it drew nothing) and `identity: 'none'`, and `shadow: false`
+ * (shedding is enforced whatever `shadow` says). `handler` is not called: it makes 429 bodies.
+ */
+export function shed<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req, retryAfterMs: number): HttpResult {
   const decision = bareDecision(false, 'shed', retryAfterMs);
+  const o = pipe.o;
+  if (o.onDecision || o.onLimited) {
+    const event: RateLimitEvent<Req> = { request, decision, scope: pipe.scopeOf(facts), cost: 0, identity: 'none', shadow: false };
+    o.onDecision?.(event);
+    o.onLimited?.(event);
+  }
   const headers = formatHeaders(decision, pipe.o.dialects, pipe.enforced);
   const retryAfter = headers.find(([name]) => name === 'Retry-After');
   const { body, length } = problemBody(decision, 1, retryAfter ? Number(retryAfter[1]) : undefined);

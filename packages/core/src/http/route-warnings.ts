@@ -1,6 +1,7 @@
 // The warnings adapters raise about how limiters are mounted on routes (FG_ROUTE_OWN_LIMITER, FG_ROUTE_NOT_LIMITED): their words, once.
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import { warnOnce } from '../warnings';
+import { windowWords } from '../limit';
 
 interface Described {
   readonly options: ResolvedHttpOptions<any>;
@@ -9,7 +10,7 @@ interface Described {
 /** 'memory store, 60 per 60000 ms' */
 function describe(http: Described): string {
   const { store, limits } = http.options.limiter;
-  return `${store.name} store, ${limits.map((l) => `${l.limit} per ${l.windowMs} ms`).join(' and ')}`;
+  return `${store.name} store, ${limits.map((l) => `${l.limit} per ${windowWords(l)}`).join(' and ')}`;
 }
 
 /**

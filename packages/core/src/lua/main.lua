@@ -1,6 +1,7 @@
 -- Floodgate main: consume, peek, refund or settle N limits of one subject (or release or renew its leases),
 -- for one or more requests in arrival order, each all-or-nothing and each seeing the writes of the
--- ones before it.
+-- ones before it; with the flag 'M', the same for several subjects (groups) in one call, one after
+-- another, every key of every group declared in KEYS (one Cluster slot: the caller groups by slot).
 -- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
 -- (encodeCall writes them, parseReply reads the reply); change them there and here together.
 -- Clock     redis.call('TIME'), unless ARGV[1] has the flag 'T' and the last ARGV carries the UNSAFE
@@ -11,35 +12,34 @@
 --           changes a state; the lock key for a strike (a consume the limits deny, lock-out on);
 --           every write sets its expiry here (hash and string state is written once per key, at
 --           the end: see the prelude's cache).
--- Lock-out  with the flag 'L' in ARGV[1]: 'after,baseMs,maxMs,forgetMs' in the ARGV after the
---           limits, the lock key last in KEYS:
+-- Groups    with 'M': after ARGV[1], per group a header ('3', or '3L' with a lock-out: its limit
+--           count), its costs, its limits, its lock-out spec ('L'); its keys next in KEYS, the
+--           lock key after them. The reply is every group's, in order, after the one clock.
+-- Lock-out  with the flag 'L' in ARGV[1] (or in a group's header): 'after,baseMs,maxMs,forgetMs' in
+--           the ARGV after the limits, the lock key last in KEYS (the group's last):
 --           HASH { s = strikes, u = locked until (ms, 0: not locked), l = last strike (ms) }; its
 --           TTL: until the lock ends or forgetMs after the last strike, whichever is later.
 --           lockout.ts is its twin.
--- Settle    in mode 's': the settle marker key last in KEYS (ZSET { token = ms its record expires }),
---           the ms a reservation stays settleable in the ARGV after the limits. A request's entry
---           is 'delta:at:token': the actual cost minus the reserved one, the reservation's `at`, its
---           token. A token recorded and not expired is not settled again (status 1); a reservation
---           `within` ms old or older is not settled (status 2); else (status 0) a negative delta is
---           refunded as of `at` and a positive one debited now, past the limit if need be (debt),
---           and the token recorded until at + within. The status goes where lockedMs goes.
+-- Settle    in mode 's' (one subject a call, never with 'M'): the settle marker key last in KEYS
+--           (ZSET { token = ms its record expires }), the ms a reservation stays settleable in the
+--           ARGV after the limits. A request's entry is 'delta:at:token': the actual cost minus the
+--           reserved one, the reservation's `at`, its token. A token recorded and not expired is not
+--           settled again (status 1); a reservation `within` ms old or older is not settled (status
+--           2); else (status 0) a negative delta is refunded as of `at` and a positive one debited
+--           now, past the limit if need be (debt), and the token recorded until at + within. The
+--           status goes where lockedMs goes.
 local mode = ARGV[1]
-local limits = #KEYS
-local lock, now, settle = nil, nil, nil
--- Production calls carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
+local lastArg = #ARGV
+local hasLock, many, now = false, false, nil
+-- Production calls of one subject carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
 if #mode > 1 then
-  local hasLock, hasClock = string.find(mode, 'L', 2, true), string.find(mode, 'T', 2, true)
+  local hasClock = string.find(mode, 'T', 2, true)
+  hasLock, many = string.find(mode, 'L', 2, true), string.find(mode, 'M', 2, true)
   mode = string.sub(mode, 1, 1)
-  if hasClock then now = tonumber(ARGV[#ARGV]) end
-  if hasLock then
-    limits = limits - 1
-    local a, b, m, f = string.match(ARGV[3 + 3 * limits], '^([^,]+),([^,]+),([^,]+),([^,]+)$')
-    lock = { key = KEYS[limits + 1], after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
+  if hasClock then
+    now = tonumber(ARGV[lastArg])
+    lastArg = lastArg - 1
   end
-end
-if mode == 's' then
-  limits = limits - 1
-  settle = { key = KEYS[limits + 1], within = tonumber(ARGV[3 + 3 * limits]) }
 end
 if not now then
   local t = redis.call('TIME')
@@ -48,99 +48,134 @@ end
 -- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
 local out = { now, 0, 0, 0, 0, 0, 0 }
 local n = 1
--- Each limit's commit (admitted checks only); a table only with several limits.
-local commit1, commits = nil, nil
-if limits > 1 then commits = {} end
--- The requests' entries in ARGV[2], split on ',' without an iterator (a single entry is the string itself).
-local costs = ARGV[2]
-local pos = 1
-while pos do
-  local sep = string.find(costs, ',', pos, true)
-  local c = string.sub(costs, pos, (sep or 0) - 1)
-  pos = sep and sep + 1
-  -- An entry is `cost`, or `cost:x`: x is a refund's `at`, or a lease's token (consume, release, renew).
-  local cost, at, token = tonumber(c), nil, nil
-  local colon = string.find(c, ':', 1, true)
-  if colon then
-    cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
-    if mode == 'r' then at = tonumber(token) end
-  end
-  -- A settle's status: 0 applied now, 1 settled before, 2 too old (see the header).
-  local status = 0
-  if settle then
-    local colon2 = string.find(token, ':', 1, true)
-    at, token = tonumber(string.sub(token, 1, colon2 - 1)), string.sub(token, colon2 + 1)
-    local seen = redis.call('ZSCORE', settle.key, token)
-    if seen and tonumber(seen) > now then
-      status = 1
-    elseif now - at >= settle.within then
-      status = 2
-    else
-      redis.call('ZREMRANGEBYSCORE', settle.key, '-inf', now)
-      redis.call('ZADD', settle.key, at + settle.within, token)
-      -- Every record expires within `within` of now (each `at` is at most now).
-      redis.call('PEXPIRE', settle.key, ttl(settle.within))
+-- One subject's requests: `k0` the index before its first key, `costs` its ARGV entry of costs,
+-- `a0` the ARGV index of its first limit, `limits` their count, `lock` its lock-out (or nil),
+-- `settle` a settle's marker key and window (mode 's', or nil).
+local function decide(k0, costs, a0, limits, lock, settle)
+  -- Each limit's commit (admitted checks only); a table only with several limits.
+  local commit1, commits = nil, nil
+  if limits > 1 then commits = {} end
+  -- The requests' entries, split on ',' without an iterator (a single entry is the string itself).
+  local pos = 1
+  while pos do
+    local sep = string.find(costs, ',', pos, true)
+    local c = string.sub(costs, pos, (sep or 0) - 1)
+    pos = sep and sep + 1
+    -- An entry is `cost`, or `cost:x`: x is a refund's `at`, or a lease's token (consume, release, renew).
+    local cost, at, token = tonumber(c), nil, nil
+    local colon = string.find(c, ':', 1, true)
+    if colon then
+      cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
+      if mode == 'r' then at = tonumber(token) end
+    end
+    -- A settle's status: 0 applied now, 1 settled before, 2 too old (see the header).
+    local status = 0
+    if settle then
+      local colon2 = string.find(token, ':', 1, true)
+      at, token = tonumber(string.sub(token, 1, colon2 - 1)), string.sub(token, colon2 + 1)
+      local seen = redis.call('ZSCORE', settle.key, token)
+      if seen and tonumber(seen) > now then
+        status = 1
+      elseif now - at >= settle.within then
+        status = 2
+      else
+        redis.call('ZREMRANGEBYSCORE', settle.key, '-inf', now)
+        redis.call('ZADD', settle.key, at + settle.within, token)
+        -- Every record expires within `within` of now (each `at` is at most now).
+        redis.call('PEXPIRE', settle.key, ttl(settle.within))
+      end
+    end
+    local head = n + 1
+    out[head] = 1
+    out[head + 1] = 0
+    n = head + 1
+    local strikes, lockedMs = 0, 0
+    if lock and (mode == 'c' or mode == 'p') then
+      -- Strikes still remembered, and ms left locked (0: not locked).
+      local s = hmget(lock.key, 's', 'u', 'l')
+      if s[1] then
+        if now - tonumber(s[3]) < lock.forget then strikes = tonumber(s[1]) end
+        lockedMs = max(0, tonumber(s[2]) - now)
+      end
+    end
+    for i = 1, limits do
+      local base = a0 + (i - 1) * 3
+      local key = KEYS[k0 + i]
+      -- A period is a number, or a calendar window's boundaries ('b0,b1,b2,b3'), which its chunk reads.
+      local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), ARGV[base + 2]
+      period = tonumber(period) or period
+      if mode == 'r' or mode == 'x' or mode == 'n' or mode == 's' then
+        -- A refund, release or renewal is always applied, a settle when its status is 0; the figures
+        -- are those of the state left (a cost-0 check). Release and renewal are sent to lease limits
+        -- only, a settle to rate limits only.
+        if mode == 's' then
+          if status == 0 and cost < 0 then REFUND[id](key, now, cap, period, -cost, at)
+          elseif status == 0 and cost > 0 then DEBIT[id](key, now, cap, period, cost) end
+        elseif mode == 'r' then REFUND[id](key, now, cap, period, cost, at)
+        elseif mode == 'x' then RELEASE[id](key, now, cap, period, cost, token)
+        else RENEW[id](key, now, cap, period, cost, token) end
+        local _, remaining, reset = CHECK[id](key, now, cap, period, 0)
+        out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
+      else
+        local allowed, remaining, reset, retry, commit = CHECK[id](key, now, cap, period, cost, token)
+        if allowed == 0 then out[head] = 0 end
+        if commits then commits[i] = commit else commit1 = commit end
+        out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
+      end
+      n = n + 4
+    end
+    if settle then lockedMs = status end
+    if lockedMs > 0 then
+      -- Locked out (or, for a settle, not applied): denied whatever the limits say, nothing charged, no new strike.
+      out[head] = 0
+    elseif out[head] == 0 and mode == 'c' and lock then
+      strikes = strikes + 1
+      local untilMs = 0
+      if strikes >= lock.after then
+        lockedMs = math.min(lock.max, lock.base * 2 ^ (strikes - lock.after))
+        untilMs = now + lockedMs
+      end
+      hsave(lock.key, ttl(max(lockedMs, lock.forget)), 's', strikes, 'u', untilMs, 'l', now)
+    end
+    out[head + 1] = lockedMs
+    if out[head] == 1 and mode == 'c' then
+      if commits then
+        for i = 1, limits do commits[i]() end
+      else
+        commit1()
+      end
     end
   end
-  local head = n + 1
-  out[head] = 1
-  out[head + 1] = 0
-  n = head + 1
-  local strikes, lockedMs = 0, 0
-  if lock and (mode == 'c' or mode == 'p') then
-    -- Strikes still remembered, and ms left locked (0: not locked).
-    local s = hmget(lock.key, 's', 'u', 'l')
-    if s[1] then
-      if now - tonumber(s[3]) < lock.forget then strikes = tonumber(s[1]) end
-      lockedMs = max(0, tonumber(s[2]) - now)
-    end
+end
+-- A lock-out spec 'after,baseMs,maxMs,forgetMs' and its key.
+local function lockout(spec, key)
+  local a, b, m, f = string.match(spec, '^([^,]+),([^,]+),([^,]+),([^,]+)$')
+  return { key = key, after = tonumber(a), base = tonumber(b), max = tonumber(m), forget = tonumber(f) }
+end
+if many then
+  -- Several subjects: each group's header, costs, limits and lock-out spec, its keys in order.
+  local arg, k0 = 2, 0
+  while arg <= lastArg do
+    local header = ARGV[arg]
+    local limits = tonumber(string.match(header, '^%d+'))
+    local lock = nil
+    if string.find(header, 'L', 1, true) then lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1]) end
+    decide(k0, ARGV[arg + 1], arg + 2, limits, lock)
+    arg = arg + 2 + 3 * limits + (lock and 1 or 0)
+    k0 = k0 + limits + (lock and 1 or 0)
   end
-  for i = 1, limits do
-    local base = i * 3
-    -- A period is a number, or a calendar window's boundaries ('b0,b1,b2,b3'), which its chunk reads.
-    local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), ARGV[base + 2]
-    period = tonumber(period) or period
-    if mode == 'r' or mode == 'x' or mode == 'n' or mode == 's' then
-      -- A refund, release or renewal is always applied, a settle when its status is 0; the figures
-      -- are those of the state left (a cost-0 check). Release and renewal are sent to lease limits
-      -- only, a settle to rate limits only.
-      if mode == 's' then
-        if status == 0 and cost < 0 then REFUND[id](KEYS[i], now, cap, period, -cost, at)
-        elseif status == 0 and cost > 0 then DEBIT[id](KEYS[i], now, cap, period, cost) end
-      elseif mode == 'r' then REFUND[id](KEYS[i], now, cap, period, cost, at)
-      elseif mode == 'x' then RELEASE[id](KEYS[i], now, cap, period, cost, token)
-      else RENEW[id](KEYS[i], now, cap, period, cost, token) end
-      local _, remaining, reset = CHECK[id](KEYS[i], now, cap, period, 0)
-      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
-    else
-      local allowed, remaining, reset, retry, commit = CHECK[id](KEYS[i], now, cap, period, cost, token)
-      if allowed == 0 then out[head] = 0 end
-      if commits then commits[i] = commit else commit1 = commit end
-      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
-    end
-    n = n + 4
+else
+  local limits = #KEYS
+  local lock, settle = nil, nil
+  if hasLock then
+    limits = limits - 1
+    lock = lockout(ARGV[3 + 3 * limits], KEYS[limits + 1])
   end
-  if settle then lockedMs = status end
-  if lockedMs > 0 then
-    -- Locked out (or, for a settle, not applied): denied whatever the limits say, nothing charged, no new strike.
-    out[head] = 0
-  elseif out[head] == 0 and mode == 'c' and lock then
-    strikes = strikes + 1
-    local untilMs = 0
-    if strikes >= lock.after then
-      lockedMs = math.min(lock.max, lock.base * 2 ^ (strikes - lock.after))
-      untilMs = now + lockedMs
-    end
-    hsave(lock.key, ttl(max(lockedMs, lock.forget)), 's', strikes, 'u', untilMs, 'l', now)
+  if mode == 's' then
+    limits = limits - 1
+    settle = { key = KEYS[limits + 1], within = tonumber(ARGV[3 + 3 * limits]) }
   end
-  out[head + 1] = lockedMs
-  if out[head] == 1 and mode == 'c' then
-    if commits then
-      for i = 1, limits do commits[i]() end
-    else
-      commit1()
-    end
-  end
+  decide(0, ARGV[2], 3, limits, lock, settle)
 end
 flush()
 return out

@@ -19,14 +19,17 @@ export interface FleetOptions {
   shares?: { default?: number; background?: number };
   /** A lease's length (see `concurrency.leaseMs`): how long a dead instance's requests keep their slots. Default 30_000 ms. */
   leaseMs?: Duration;
+  /** The longest a slot's lease is renewed for (see `concurrency.maxHoldMs`): a hung request frees its fleet slot after this. Default 600_000 ms. */
+  maxHoldMs?: Duration;
 }
 
-const FLEET_OPTION_NAMES = optionNames<FleetOptions>()(['limit', 'shares', 'leaseMs']);
+const FLEET_OPTION_NAMES = optionNames<FleetOptions>()(['limit', 'shares', 'leaseMs', 'maxHoldMs']);
 
 export interface ResolvedFleet {
   readonly limit: number;
   readonly shares: Readonly<Record<Priority, number>>;
   readonly leaseMs: Duration;
+  readonly maxHoldMs: Duration | undefined;
 }
 
 function share(option: string, value: unknown, fallback: number): number {
@@ -46,8 +49,8 @@ export function resolveFleet(raw: FleetOptions | undefined): ResolvedFleet | und
   const background = share('fleet.shares.background', shares.background, Math.min(0.5, def));
   if (background > def) invalidOption('fleet.shares.background', background, `at most fleet.shares.default (${def})`);
   // The limit itself is checked by the in-flight limit's own validator (resolveFleetLimiters).
-  resolveConcurrency({ limit: raw.limit, leaseMs: raw.leaseMs }, 'fleet');
-  return { limit: raw.limit, shares: { critical: 1, default: def, background }, leaseMs: raw.leaseMs ?? 30_000 };
+  resolveConcurrency({ limit: raw.limit, leaseMs: raw.leaseMs, maxHoldMs: raw.maxHoldMs }, 'fleet');
+  return { limit: raw.limit, shares: { critical: 1, default: def, background }, leaseMs: raw.leaseMs ?? 30_000, maxHoldMs: raw.maxHoldMs };
 }
 
 /** The fleet's subject and scope: one budget for every caller and route. */
@@ -64,7 +67,7 @@ export class Fleet {
   constructor(fleet: ResolvedFleet, base: ResolvedLimiterOptions) {
     const limiterOf = (priority: Priority): EngineLimiter => {
       const capacity = Math.max(1, Math.floor(fleet.limit * fleet.shares[priority]));
-      const concurrency = resolveConcurrency({ limit: capacity, leaseMs: fleet.leaseMs, name: 'fleet' }, 'fleet');
+      const concurrency = resolveConcurrency({ limit: capacity, leaseMs: fleet.leaseMs, maxHoldMs: fleet.maxHoldMs, name: 'fleet' }, 'fleet');
       // No rate limit and no block cache: only the lease, decided in the store like any other.
       return limiterFrom({ ...base, limits: [], maxCost: Infinity, blockCacheSize: 0, hotKeys: undefined, lockout: undefined, concurrency });
     };

@@ -59,6 +59,8 @@ export interface NodeRedisSentinel {
 export interface GlideClient {
   customCommand(args: string[], options?: unknown): Promise<unknown>;
   close(errorMessage?: string): void;
+  /** `GlideClusterClient` only: what tells a cluster client from a standalone one by shape. */
+  fcallWithRoute?: unknown;
 }
 
 /** Any client RedisStore accepts. Floodgate never connects nor closes it. */
@@ -73,6 +75,11 @@ export interface ClientBinding {
   /** Undefined when a command can go now (or waits only for the client's first connection), else why it cannot. */
   unavailable(): string | undefined;
   readonly warnings: readonly string[];
+  /**
+   * A Redis Cluster client: a script's keys must then all be in one hash slot, so only subjects of
+   * one slot share a script call (a single server, Sentinel's master: any subjects).
+   */
+  readonly cluster: boolean;
   /**
    * Runs `sendAll`, which sends several commands synchronously, so that they leave in one socket
    * write per connection rather than one each: Redis then reads and parses them in one go.
@@ -166,6 +173,7 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
       return `Redis connection is ${status}.`;
     },
     warnings: ioredisWarnings(client),
+    cluster: isFunction(client.nodes),
     batch: ioredisBatch(client),
   };
 }
@@ -187,6 +195,7 @@ function nodeRedisBinding(client: NodeRedisClient): ClientBinding {
     command: (args) => client.sendCommand(args),
     unavailable: () => nodeRedisUnavailable(client, everReady()),
     warnings: nodeRedisWarnings(client, 'client', (client as { options?: NodeRedisOptions }).options),
+    cluster: false,
     batch: sendNow,
   };
 }
@@ -200,6 +209,7 @@ function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
     command: (args) => cluster.sendCommand(undefined, true, args),
     unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
     warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
+    cluster: true,
     batch: sendNow,
   };
 }
@@ -230,6 +240,7 @@ function glideBinding(client: GlideClient): ClientBinding {
     command: (args) => client.customCommand(args),
     unavailable: () => undefined,
     warnings: [],
+    cluster: isFunction(client.fcallWithRoute),
     batch: sendNow,
   };
 }
@@ -243,6 +254,7 @@ function nodeRedisSentinelBinding(sentinel: NodeRedisSentinel): ClientBinding {
     command: (args) => sentinel.sendCommand(false, args),
     unavailable: () => nodeRedisUnavailable(sentinel, everReady()),
     warnings: nodeRedisWarnings(sentinel, 'sentinel', undefined),
+    cluster: false,
     batch: sendNow,
   };
 }

@@ -35,7 +35,14 @@ import type { StoreRequest, StoreResult } from './store';
  *             refund: 1, what is left, its reset, 0). For 's', lockedMs is the settle's status:
  *             0 applied (allowedAll 1), 1 settled before, 2 too old (allowedAll 0)
  *
- * encodeCall writes KEYS and ARGV, parseReply reads the reply; runScript sends them.
+ * Several subjects in one call (encodeGroups): the flag 'M' in ARGV[1] (with the mode, and 'T'),
+ * then per group (one subject's requests, as above) its header, the limit count with 'L' when it
+ * has a lock-out ('1', '2L'), its costs, its limits, its lock-out spec; KEYS holds every group's
+ * keys in order (each group's lock key after its own). The reply: one clock, then every group's
+ * requests in order. Atomic like any script; on a Cluster every key must be in one slot, so the
+ * store only groups subjects of one slot there (slotOf).
+ *
+ * encodeCall and encodeGroups write KEYS and ARGV, parseReply reads the reply; runScript sends them.
  */
 
 /** One script per limit kind, run when every limit of a call uses it, a pair's (made when first used), and `all` for mixed limits. */
@@ -103,6 +110,8 @@ export interface ScriptCall {
   readonly argv: readonly (string | number)[];
   readonly limitCount: number;
   readonly requestCount: number;
+  /** Several subjects in one call ('M'): each group's limit and request counts, in order; the reply holds every group's. */
+  readonly groups?: readonly { readonly limitCount: number; readonly requestCount: number }[];
   /** A settle call: the reply's lockedMs slot is the settle's status. */
   readonly settle?: boolean;
 }
@@ -153,6 +162,36 @@ function settleOf(request: StoreRequest): NonNullable<StoreRequest['settle']> {
   return s;
 }
 
+/**
+ * Several subjects' requests in one call: each group shares keys, limits and mode (as encodeCall's
+ * requests do), every group the same mode and script (the caller groups by both), and, with a
+ * test clock, the same `testNow`. One group is encoded as encodeCall encodes it.
+ */
+export function encodeGroups(groups: readonly (readonly StoreRequest[])[], testNow?: number, appNow?: number): ScriptCall {
+  if (groups.length === 1) return encodeCall(groups[0], testNow, appNow);
+  // A settle carries its marker key and window per call: one subject a call (RedisStore never groups them).
+  if (groups[0][0].mode === 'settle') throw new FloodgateError('FG_INVALID_OPTION', 'Settle requests of several subjects cannot share a script call.');
+  const at = appNow ?? testNow;
+  const clock = at !== undefined ? () => at : Date.now;
+  const first = groups[0][0];
+  const argv: (string | number)[] = [MODE[first.mode] + 'M' + (testNow !== undefined ? 'T' : '')];
+  const keys: string[] = [];
+  const shapes: { limitCount: number; requestCount: number }[] = [];
+  for (const requests of groups) {
+    const request = requests[0];
+    const lock = request.lockout;
+    argv.push(lock ? `${request.limits.length}L` : request.limits.length, requests.length === 1 ? costArg(request) : requests.map(costArg).join(','));
+    for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
+    if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+    for (const key of request.keys) keys.push(key);
+    if (lock) keys.push(lock.key);
+    shapes.push({ limitCount: request.limits.length, requestCount: requests.length });
+  }
+  if (testNow !== undefined) argv.push(testNow);
+  const requestCount = shapes.reduce((total, g) => total + g.requestCount, 0);
+  return { script: scriptFor(first.limits), keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
+}
+
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
 export type EvalArgs = [head: string, numKeys: number, ...keysAndArgv: (string | number)[]];
 
@@ -160,32 +199,34 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
   return [head, call.keys.length, ...call.keys, ...call.argv];
 }
 
-/** One result per request, in order; FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'settle'>): StoreResult[] {
-  const size = 2 + 4 * call.limitCount;
-  if (!Array.isArray(reply) || reply.length !== 1 + size * call.requestCount) {
+/** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle'>): StoreResult[] {
+  const groups = call.groups ?? [call];
+  let expected = 1;
+  for (const g of groups) expected += (2 + 4 * g.limitCount) * g.requestCount;
+  if (!Array.isArray(reply) || reply.length !== expected) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
   }
   const now = Number(reply[0]);
   const out: StoreResult[] = [];
-  for (let r = 0; r < call.requestCount; r++) {
-    const head = 1 + r * size;
-    const results: LimitResult[] = [];
-    for (let i = 0; i < call.limitCount; i++) {
-      const at = head + 2 + 4 * i;
-      results.push({
-        allowed: reply[at] === 1,
-        remaining: Number(reply[at + 1]),
-        resetMs: Number(reply[at + 2]),
-        retryAfterMs: Number(reply[at + 3]),
-      });
+  let head = 1;
+  for (const g of groups) {
+    const size = 2 + 4 * g.limitCount;
+    for (let r = 0; r < g.requestCount; r++, head += size) {
+      const results: LimitResult[] = [];
+      for (let i = 0; i < g.limitCount; i++) {
+        const at = head + 2 + 4 * i;
+        results.push({
+          allowed: reply[at] === 1,
+          remaining: Number(reply[at + 1]),
+          resetMs: Number(reply[at + 2]),
+          retryAfterMs: Number(reply[at + 3]),
+        });
+      }
+      const lockedMs = Number(reply[head + 1]);
+      if (call.settle) out.push({ at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' });
+      else out.push(lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results });
     }
-    const lockedMs = Number(reply[head + 1]);
-    if (call.settle) {
-      out.push({ at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' });
-      continue;
-    }
-    out.push(lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results });
   }
   return out;
 }

@@ -6,7 +6,8 @@ import { parseDuration } from '../duration';
 import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
-import { encodeCall, parseReply, runScript, type ScriptCall } from './redis-protocol';
+import { encodeGroups, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
+import { slotOf } from './redis-slot';
 import type { Store, StoreRequest, StoreResult } from './store';
 
 export interface RedisStoreOptions {
@@ -47,8 +48,10 @@ export interface RedisStoreOptions {
    *   sent at the end of that turn (`setImmediate`), so no request waits for another's round trip.
    *   Under concurrent load a hot subject costs Redis and the application one script call per turn
    *   instead of one per request; an idle server sends each request alone, as before. The turn's
-   *   calls for different subjects leave in one socket write (per Cluster node), which Redis reads
-   *   and parses in one go.
+   *   requests for different subjects share that call too (every key declared, each subject
+   *   decided on its own, atomically), on a Cluster those of one hash slot: one call per turn
+   *   instead of one per subject. Calls that remain (other slots, modes, algorithms) leave in one
+   *   socket write (per Cluster node), which Redis reads and parses in one go.
    * - 'in-flight': also holds a subject's requests while its previous call is in flight and sends
    *   them together when it returns: fewest calls (200 concurrent requests: under 20), but a
    *   request may wait for the round trip ahead of it. For when Redis CPU is what a hot subject exhausts.
@@ -91,7 +94,7 @@ interface Waiter {
   reject(error: unknown): void;
 }
 
-/** Most requests sent in one coalesced call; the rest go in the next one. */
+/** Most requests sent in one coalesced call, of one subject or several; the rest go in the next one, so no one script holds Redis long. */
 const MAX_BATCH = 64;
 
 /** Default `maxInFlight`: see docs/failure-modes.md#bounded-load. */
@@ -184,6 +187,9 @@ export class RedisStore implements Store {
   /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
   private readonly limitIds = new WeakMap<object, number>();
   private nextLimitId = 0;
+  /** The script each limits array runs (held weakly, as limitIds). */
+  private readonly scriptNames = new WeakMap<object, string>();
+  private nextSettle = 0;
   /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
   private inFlight = 0;
   private readonly waiting: Queued[] = [];
@@ -285,7 +291,7 @@ export class RedisStore implements Store {
     // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
     if (this.coalesce === false) {
-      return this.send([request], now).then(first, (error: unknown) => {
+      return this.send([[request]], now).then(first, (error: unknown) => {
         throw error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part(first) : error;
       });
     }
@@ -319,35 +325,83 @@ export class RedisStore implements Store {
   }
 
   /**
-   * 'turn': the event loop's turn is over; each subject's requests of it go in one call (at most
-   * MAX_BATCH), and the calls of every subject in one socket write (per connection: see
-   * ClientBinding.batch). Each call keeps its own deadline, NOSCRIPT retry and result.
+   * 'turn': the event loop's turn is over; each subject's requests of it go in one group, and
+   * groups that can share a script call go in one: the same mode, script and test time, and on a
+   * Cluster the same hash slot; at most MAX_BATCH requests a call. The calls that remain leave in
+   * one socket write (per connection: see ClientBinding.batch). Each call keeps its own deadline,
+   * NOSCRIPT retry and results.
    */
   private readonly endTurn = (): void => {
     this.turnScheduled = false;
     const groups = this.turn;
     this.turn = new Map();
+    // One subject (the common case under one hot caller): one call, nothing to sort.
+    if (groups.size === 1) {
+      const [group] = groups.values();
+      if (group.length <= MAX_BATCH) {
+        this.settle([group]).catch(() => {});
+        return;
+      }
+    }
+    const calls = new Map<string, Waiter[][]>();
+    for (const group of groups.values()) {
+      for (let i = 0; i < group.length; i += MAX_BATCH) {
+        const part = group.length <= MAX_BATCH ? group : group.slice(i, i + MAX_BATCH);
+        const key = this.shareKey(part[0]);
+        const list = calls.get(key);
+        if (list) list.push(part);
+        else calls.set(key, [part]);
+      }
+    }
     this.client.batch(() => {
-      for (const group of groups.values()) {
-        // Each waiter already got the failure; nothing else waits on the call.
-        for (let i = 0; i < group.length; i += MAX_BATCH) this.settle(group.slice(i, i + MAX_BATCH)).catch(() => {});
+      for (const list of calls.values()) {
+        // Whole groups, at most MAX_BATCH requests a call. Each waiter already got any failure: nothing else waits on the call.
+        let call: Waiter[][] = [];
+        let size = 0;
+        for (const part of list) {
+          if (size + part.length > MAX_BATCH && call.length > 0) {
+            this.settle(call).catch(() => {});
+            call = [];
+            size = 0;
+          }
+          call.push(part);
+          size += part.length;
+        }
+        this.settle(call).catch(() => {});
       }
     });
   };
 
-  /** One call for a batch; each waiter gets its own result, or the call's error. Rejects when the call failed. */
-  private settle(batch: Waiter[]): Promise<void> {
+  /** Which groups may share a script call: one mode and script (and test time); on a Cluster, one slot. */
+  private shareKey(waiter: Waiter): string {
+    const { request, now } = waiter;
+    let script = this.scriptNames.get(request.limits);
+    if (script === undefined) this.scriptNames.set(request.limits, (script = scriptFor(request.limits).name));
+    // A settle carries its own marker key and window: a call of its own.
+    if (request.mode === 'settle') return `settle#${this.nextSettle++}`;
+    const key = now === undefined ? `${request.mode}${script}` : `${request.mode}${script}@${now}`;
+    return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
+  }
+
+  /** One call for the groups; each waiter gets its own result, or the call's error. Rejects when the call failed. */
+  private settle(groups: Waiter[][]): Promise<void> {
     return this.send(
-      batch.map((w) => w.request),
-      batch[0].now,
+      groups.map((batch) => batch.map((w) => w.request)),
+      groups[0][0].now,
     ).then(
       (results) => {
-        for (let i = 0; i < batch.length; i++) batch[i].resolve(results[i]);
+        let at = 0;
+        for (const batch of groups) for (let i = 0; i < batch.length; i++) batch[i].resolve(results[at++]);
       },
       (error: unknown) => {
         // A timed-out call may still be answered: each waiter's timeout carries its own late result.
-        if (error instanceof StoreTimeout) batch.forEach((w, i) => w.reject((error as StoreTimeout<StoreResult[]>).part((results) => results[i])));
-        else for (const w of batch) w.reject(error);
+        let at = 0;
+        for (const batch of groups) {
+          for (const w of batch) {
+            const index = at++;
+            w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part((results) => results[index]) : error);
+          }
+        }
         throw error;
       },
     );
@@ -360,7 +414,7 @@ export class RedisStore implements Store {
    * batch instead of one per request.
    */
   private dispatch(key: string, batch: Waiter[]): void {
-    this.settle(batch).then(
+    this.settle([batch]).then(
       () => {
         const queued = this.batches.get(key);
         if (!queued || queued.length === 0) this.batches.delete(key);
@@ -379,21 +433,22 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One script call for requests on the same keys and limits; one result per request, in order.
+   * One script call for groups of requests (each group on the same keys and limits; groups on the
+   * same mode and script); one result per request, in order.
    * With `maxInFlight` calls in flight it waits here (never on Redis) for one of them to end, within
    * its deadline; a call still waiting at its deadline is never sent and fails FG_STORE_OVERLOADED.
    * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
    * answers after all; it counts as in flight until Redis answers or the call fails.
    */
-  private send(requests: readonly StoreRequest[], now: number | undefined): Promise<StoreResult[]> {
+  private send(groups: readonly (readonly StoreRequest[])[], now: number | undefined): Promise<StoreResult[]> {
     let call: ScriptCall;
     try {
-      call = encodeCall(requests, now);
+      call = encodeGroups(groups, now);
     } catch (error) {
       return Promise.reject(error);
     }
     this.scriptStats.calls++;
-    this.scriptStats.requests += requests.length;
+    this.scriptStats.requests += call.requestCount;
     if (this.inFlight < this.maxInFlight) return this.start(call, this.timeoutMs);
     return new Promise((resolve, reject) => {
       this.waiting.push({ call, until: performance.now() + this.timeoutMs, resolve, reject });

@@ -1,0 +1,97 @@
+// The frameworks the bench measures: one descriptor each, from which every list of frameworks (types, peers, report, versions) is derived.
+import type { LimiterKind, StoreKind } from './types';
+
+/** A peer limiter as its library's docs set it up, in memory (its default store) or on Redis. */
+export interface PeerSpec {
+  kind: LimiterKind;
+  store: StoreKind;
+  label: string;
+}
+
+export interface FrameworkInfo {
+  /** How the page names it in prose (ids and headings use the key). */
+  title: string;
+  /** The framework's own packages whose installed versions the report prints. */
+  packages: readonly string[];
+  /** The Floodgate package that serves it. */
+  adapter: string;
+  peers: readonly PeerSpec[];
+}
+
+/**
+ * Every framework, in the order the page lists them. Adding one: a descriptor here, a server in
+ * src/server.ts (`SERVERS`, which the compiler then asks for) and its contenders in src/limiters.ts.
+ */
+export const FRAMEWORK_INFO = {
+  express: {
+    title: 'Express',
+    packages: ['express'],
+    adapter: '@floodgate/express',
+    peers: [
+      { kind: 'express-rate-limit', store: 'memory', label: 'express-rate-limit (MemoryStore)' },
+      { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)' },
+      { kind: 'express-rate-limit', store: 'redis', label: 'express-rate-limit + rate-limit-redis' },
+      { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)' },
+    ],
+  },
+  fastify: {
+    title: 'Fastify',
+    packages: ['fastify'],
+    adapter: '@floodgate/fastify',
+    peers: [
+      { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
+      { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
+    ],
+  },
+  koa: {
+    title: 'Koa',
+    packages: ['koa'],
+    adapter: '@floodgate/koa',
+    peers: [
+      { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
+      { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
+    ],
+  },
+  'nestjs-express': {
+    title: 'NestJS on the Express platform',
+    packages: ['@nestjs/core', '@nestjs/platform-express'],
+    adapter: '@floodgate/nestjs',
+    peers: [
+      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
+      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
+    ],
+  },
+  'nestjs-fastify': {
+    title: 'NestJS on the Fastify platform',
+    packages: ['@nestjs/core', '@nestjs/platform-fastify'],
+    adapter: '@floodgate/nestjs',
+    peers: [
+      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
+      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
+    ],
+  },
+  hono: {
+    title: 'Hono on @hono/node-server',
+    packages: ['hono', '@hono/node-server'],
+    adapter: '@floodgate/hono',
+    peers: [
+      { kind: 'hono-rate-limiter', store: 'memory', label: 'hono-rate-limiter (MemoryStore)' },
+      { kind: 'hono-rate-limiter', store: 'redis', label: 'hono-rate-limiter (RedisStore)' },
+    ],
+  },
+} as const satisfies Record<string, FrameworkInfo>;
+
+export type Framework = keyof typeof FRAMEWORK_INFO;
+export const FRAMEWORKS = Object.keys(FRAMEWORK_INFO) as readonly Framework[];
+
+/** A framework's descriptor, typed as the interface. */
+export const frameworkInfo = (framework: Framework): FrameworkInfo => FRAMEWORK_INFO[framework];
+
+/** Whether a string names a framework (ids start with one: `nestjs-fastify/none`). */
+export const isFramework = (name: string): name is Framework => Object.hasOwn(FRAMEWORK_INFO, name);
+
+/** The framework an id (`<framework>/<contender>/<regime>`) belongs to, or undefined. */
+export function frameworkOf(id: string): Framework | undefined {
+  const head = id.split('/')[0];
+  return isFramework(head) ? head : undefined;
+}
