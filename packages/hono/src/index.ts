@@ -9,10 +9,11 @@ import {
   type HttpResult,
   type RequestFacts,
   type Reservation,
+  warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
-import { CLIENT_IP_OPTIONS, clientIpReader, type ClientIpOptions } from './client-ip';
-import { FLOODGATE, locate } from './route-pattern';
+import { CLIENT_IP_OPTIONS, clientIpReader, trustOf, type ClientIpOptions } from './client-ip';
+import { FLOODGATE, locate, type Mark } from './route-pattern';
 
 /** What the middleware puts on the context: `c.get('rateLimit')`, typed through Hono's Variables. */
 export interface RateLimitVariables {
@@ -66,12 +67,26 @@ function split(options: RateLimitOptions): { core: HttpRateLimitOptions<Context>
   return { core: core as HttpRateLimitOptions<Context>, ip };
 }
 
-/** The headers the core reads (the API-key headers, lower case), from the Web request: only those, not a copy of every header. */
-function headersOf(c: Context, names: readonly string[]): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
+const RAW = Symbol('floodgate.hono.headers');
+/**
+ * The headers only a proxy should write, read from the Web request when the core asks for them:
+ * its FG_PROXY_HEADER_UNTRUSTED check reads them while no proxy is trusted, until it has warned
+ * once, and nothing reads them after, so a request pays nothing for them.
+ */
+const PROXY_HEADER_VIEW: object = Object.create(
+  null,
+  Object.fromEntries(
+    ['x-forwarded-for', 'forwarded', 'x-real-ip'].map((name) => [name, { get(this: { [RAW]: Headers }) { return this[RAW].get(name) ?? undefined; } }]),
+  ),
+);
+
+/** The headers the core reads (the API-key headers, lower case, and with `proxyHeaders` the proxy ones), from the Web request: not a copy of every header. */
+function headersOf(c: Context, names: readonly string[], proxyHeaders: boolean): Record<string, string | undefined> {
   const headers = c.req.raw.headers;
+  const out: Record<string | symbol, unknown> = proxyHeaders ? Object.create(PROXY_HEADER_VIEW) : {};
+  if (proxyHeaders) out[RAW] = headers;
   for (let i = 0; i < names.length; i++) out[names[i]] = headers.get(names[i]) ?? undefined;
-  return out;
+  return out as Record<string, string | undefined>;
 }
 
 /** Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter (c.header) are kept. */
@@ -124,16 +139,22 @@ function keepHeaders(c: Context, headers: HttpResult['headers']): void {
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
 }
 
-function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health, root: object): RateLimitMiddleware {
   const apiKeyHeaders = http ? http.options.identity.headers : [];
+  // Hono's trust-proxy setting is this package's own option: as the frameworks' settings are read for the others.
+  const trustProxy = trustOf(ipOptions);
   // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
   // goes on to next() in the same turn, with no promise of its own.
   const mw = function floodgate(c: Context, next: Next): Response | Promise<Response | void> {
     if (!http) return next();
     try {
-      const { route, deferred } = locate(c);
-      if (deferred) return next();
-      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders), method: c.req.method, route };
+      const { route, deferred, own } = locate(c);
+      if (deferred) {
+        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
+        if (own && own.mark.root !== root && own.mark.http) warnRouteOwnLimiter(http, own.mark.http as HttpLimiter<Context>, own.route);
+        return next();
+      }
+      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, trustProxy };
       const pending = http.handleNow(facts, c);
       if (isThenable(pending)) return pending.then<Response | void>((result) => finish(c, result, next));
       return finish(c, pending, next);
@@ -141,19 +162,20 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
       return Promise.reject(error);
     }
   } as unknown as RateLimitMiddleware;
-  Object.defineProperty(mw, FLOODGATE, { value: true });
+  const mark: Mark = { root, http };
+  Object.defineProperty(mw, FLOODGATE, { value: mark });
   mw.route = (overrides) => {
-    if (overrides === false || !http) return middleware(null, ipOf, ipOptions, health);
+    if (overrides === false || !http) return middleware(null, ipOf, ipOptions, health, root);
     const { core, ip } = split(overrides);
     const own = Object.keys(ip).length > 0 ? { ...ipOptions, ...ip } : ipOptions;
-    return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health);
+    return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health, root);
   };
   mw.health = health;
   mw.usageRoute = (routes) => {
     if (!http) return (c) => Promise.resolve(c.body(null, 404));
     const usage = http.usageRoute(routes);
     return async (c) => {
-      const a = await usage({ ip: ipOf(c), headers: headersOf(c, apiKeyHeaders), method: c.req.method, route: undefined }, c);
+      const a = await usage({ ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route: undefined, trustProxy }, c);
       return c.body(a.body, a.status, { 'Content-Type': a.contentType });
     };
   };
@@ -171,5 +193,5 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   const { core, ip } = split(options);
   const ipOf = clientIpReader(ip);
   const http = createHttpLimiter<Context>(core);
-  return middleware(http, ipOf, ip, http.health);
+  return middleware(http, ipOf, ip, http.health, http);
 }

@@ -7,7 +7,11 @@ import { rateLimit, type RateLimitOptions } from '../src';
 
 /** The harness's Node request: the runtime's connection info, and a proxy on loopback trusted when the spec asks (Hono has no setting of its own). */
 const clientIp = (spec: AppSpec): Pick<RateLimitOptions, 'getConnInfo' | 'trustProxy'> =>
-  spec.trustProxy ? { getConnInfo, trustProxy: ['127.0.0.1', '::1'] } : { getConnInfo };
+  spec.trustProxy === 'all'
+    ? { getConnInfo, trustProxy: ['0.0.0.0/0', '::/0'] } // every address: the setting FG_TRUST_PROXY_ALL warns about
+    : spec.trustProxy
+      ? { getConnInfo, trustProxy: ['127.0.0.1', '::1'] }
+      : { getConnInfo };
 
 /**
  * The shared suites' cost, key and skip functions read `req.headers` as Node's IncomingHttpHeaders;

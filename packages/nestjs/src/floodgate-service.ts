@@ -14,7 +14,7 @@ import {
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
-import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse } from './platform';
+import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
 import { RateLimitException } from './rate-limit-exception';
 
 /** FloodgateModule's options: every `@RateLimit()` option (the defaults of every route), plus these. */
@@ -46,6 +46,8 @@ export class FloodgateService {
   readonly http: HttpLimiter<any>;
   /** Whether requests that match no route are limited (the `unmatched` option). */
   readonly limitsUnmatched: boolean;
+  /** The Fastify platform's trust-proxy setting, read at module init (FloodgateModule); the Express platform's is read per request. */
+  fastifyTrust: TrustProxy;
   /** Route limiters by controller, then handler; null for an exempt handler. */
   private readonly routes = new Map<Controller, Map<Function, HttpLimiter<any> | null>>();
 
@@ -74,7 +76,7 @@ export class FloodgateService {
     const key = routes === undefined ? '' : routes.join('\u0000');
     let route = this.usageRoutes.get(key);
     if (!route) this.usageRoutes.set(key, (route = this.http.usageRoute(routes)));
-    const answer = await route(facts(req, undefined), req);
+    const answer = await route(facts(req, undefined, this.fastifyTrust), req);
     if (answer.status !== 200) throw new HttpException(JSON.parse(answer.body) as object, answer.status);
     return answer.usage!;
   }
@@ -119,7 +121,7 @@ export class FloodgateService {
     const marked = req as PlatformRequest & { [DECIDED]?: true };
     if (marked[DECIDED]) return true;
     marked[DECIDED] = true;
-    const result = limiter.handleNow(facts(req, route), req);
+    const result = limiter.handleNow(facts(req, route, this.fastifyTrust), req);
     return isThenable(result) ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
   }
 }

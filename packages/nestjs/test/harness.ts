@@ -108,13 +108,15 @@ export function nestHarness(platform: Platform, harnessOptions: HarnessOptions =
         providers: perRoute ? [] : [{ provide: APP_GUARD, useClass: FloodgateGuard }],
       })(AppModule);
       // The platform's own trust-proxy setting decides whether X-Forwarded-For is read: a proxy on loopback, or none.
-      const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter({ trustProxy: spec.trustProxy ? '127.0.0.1' : false });
+      // 'all' trusts every hop (Express and Fastify `true`), the setting FG_TRUST_PROXY_ALL warns about.
+      const trust = spec.trustProxy === 'all' ? true : spec.trustProxy ? '127.0.0.1' : false;
+      const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter({ trustProxy: trust });
       // abortOnError false: a refused option rejects here instead of ending the process (Nest's default).
       let service: FloodgateService | undefined;
       const app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false });
       service = app.get(FloodgateService);
       try {
-        if (platform === 'express') (app as NestExpressApplication).set('trust proxy', spec.trustProxy ? 'loopback' : false);
+        if (platform === 'express') (app as NestExpressApplication).set('trust proxy', trust === '127.0.0.1' ? 'loopback' : trust);
         const statuses: number[] = [];
         if (spec.sendPathMarkers) markSendPath(app, platform, statuses);
         await app.listen(0, '127.0.0.1');
