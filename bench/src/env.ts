@@ -10,15 +10,7 @@ export const REPO_DIR = join(BENCH_DIR, '..');
 
 /** Packages whose versions the report prints, read from the installed package.json files. */
 const MEASURED = [
-  ...new Set(FRAMEWORKS.flatMap((f) => frameworkInfo(f).packages)),
-  'express-rate-limit',
-  'rate-limit-redis',
-  '@fastify/rate-limit',
-  'koa-ratelimit',
-  'rate-limiter-flexible',
-  '@nestjs/throttler',
-  '@nest-lab/throttler-storage-redis',
-  'hono-rate-limiter',
+  ...new Set(FRAMEWORKS.flatMap((f) => [...frameworkInfo(f).packages, ...frameworkInfo(f).peerPackages])),
   'ioredis',
   'autocannon',
 ];

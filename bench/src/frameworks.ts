@@ -15,6 +15,8 @@ export interface FrameworkInfo {
   packages: readonly string[];
   /** The Floodgate package that serves it. */
   adapter: string;
+  /** The peers' packages, whose versions the report prints. */
+  peerPackages: readonly string[];
   peers: readonly PeerSpec[];
 }
 
@@ -27,6 +29,7 @@ export const FRAMEWORK_INFO = {
     title: 'Express',
     packages: ['express'],
     adapter: '@floodgate/express',
+    peerPackages: ['express-rate-limit', 'rate-limit-redis', 'rate-limiter-flexible'],
     peers: [
       { kind: 'express-rate-limit', store: 'memory', label: 'express-rate-limit (MemoryStore)' },
       { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)' },
@@ -38,6 +41,7 @@ export const FRAMEWORK_INFO = {
     title: 'Fastify',
     packages: ['fastify'],
     adapter: '@floodgate/fastify',
+    peerPackages: ['@fastify/rate-limit'],
     peers: [
       { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
       { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
@@ -47,6 +51,7 @@ export const FRAMEWORK_INFO = {
     title: 'Koa',
     packages: ['koa'],
     adapter: '@floodgate/koa',
+    peerPackages: ['koa-ratelimit'],
     peers: [
       { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
       { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
@@ -56,6 +61,7 @@ export const FRAMEWORK_INFO = {
     title: 'NestJS on the Express platform',
     packages: ['@nestjs/core', '@nestjs/platform-express'],
     adapter: '@floodgate/nestjs',
+    peerPackages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'],
     peers: [
       { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
       { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
@@ -65,6 +71,7 @@ export const FRAMEWORK_INFO = {
     title: 'NestJS on the Fastify platform',
     packages: ['@nestjs/core', '@nestjs/platform-fastify'],
     adapter: '@floodgate/nestjs',
+    peerPackages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'],
     peers: [
       { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
       { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
@@ -74,6 +81,7 @@ export const FRAMEWORK_INFO = {
     title: 'Hono on @hono/node-server',
     packages: ['hono', '@hono/node-server'],
     adapter: '@floodgate/hono',
+    peerPackages: ['hono-rate-limiter'],
     peers: [
       { kind: 'hono-rate-limiter', store: 'memory', label: 'hono-rate-limiter (MemoryStore)' },
       { kind: 'hono-rate-limiter', store: 'redis', label: 'hono-rate-limiter (RedisStore)' },

@@ -180,9 +180,17 @@ function spliceable(config: Config): boolean {
   return config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
 }
 
-function spliceDocs(results: BenchResults): string[] {
+/** A results file with some frameworks' throughput and nothing else: what a spliceable run writes. */
+function throughputOnly(results: BenchResults): boolean {
+  const frameworks = new Set(results.throughput.map((r) => r.framework));
+  const other = results.redisCeiling.length + results.race.length + results.accuracy.length + results.redisMemory.length + results.memoryStore.length;
+  return frameworks.size > 0 && frameworks.size < FRAMEWORKS.length && other === 0 && !results.micro && !results.flood?.length;
+}
+
+const commandLine = () => `pnpm bench ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim();
+
+function spliceDocs(results: BenchResults, command = commandLine()): string[] {
   const page = join(REPO_DIR, 'docs', 'benchmarks.md');
-  const command = `pnpm bench ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim();
   writeFileSync(page, spliceFrameworks(readFileSync(page, 'utf8'), results, command));
   return [page];
 }
@@ -269,7 +277,9 @@ async function main(): Promise<number> {
   if (config.report) {
     // pnpm runs this in bench/: a relative path is taken from where the command was typed.
     const results = JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), config.report), 'utf8')) as BenchResults;
-    for (const file of writeDocs(results)) console.log(`wrote ${relative(process.cwd(), file)}`);
+    // A saved run of some frameworks' throughput only is spliced in again, as when it ran (`command` says what measured it).
+    const files = throughputOnly(results) ? spliceDocs(results, results.meta.command ?? 'pnpm bench --only throughput --frameworks ...') : writeDocs(results);
+    for (const file of files) console.log(`wrote ${relative(process.cwd(), file)}`);
     return 0;
   }
 
@@ -301,6 +311,7 @@ async function main(): Promise<number> {
   const results: BenchResults = {
     meta: {
       date: new Date().toISOString(),
+      command: commandLine(),
       mode: config.quick ? 'quick' : 'full',
       durationS: 0,
       ...machine(),
@@ -421,7 +432,7 @@ async function main(): Promise<number> {
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   const partial = config.sections.size < SECTIONS.length;
-  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results) : writeDocs(results, partial)) : [])];
+  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results, partial)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;

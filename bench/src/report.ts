@@ -187,14 +187,20 @@ export function frameworkSection(results: BenchResults, framework: Framework, lo
       `${info.title}. Measured ${meta.date.slice(0, 10)} by \`${separate.command}\` (a ${meta.mode} run of ${Math.round(meta.durationS)} s, ` +
         `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s${meta.pinning ? `, ${meta.pinning.how}` : ''}, load average ${meta.loadAverageStart.join(', ')} at start and ${meta.loadAverageEnd.join(', ')} at the end): ` +
         "a run of its own, not the run in this page's header, so compare its ratios (each to this framework's own bare route, in the same rounds) with the other frameworks', not its req/s. " +
-        `Not in the chart above. Versions: ${[info.adapter, ...info.packages].map((p) => `${p} ${meta.versions[p] ?? '?'}`).join(', ')}; peers ${[...new Set(info.peers.map((p) => p.label))].join(', ')}.`,
+        `Not in the chart above. Versions: ${[info.adapter, ...info.packages, ...info.peerPackages].map((p) => `${p} ${meta.versions[p] ?? '?'}`).join(', ')}.`,
     );
+    // Its Summary row here too: the page's Summary table takes it only when it has the same columns.
+    const own = summaryRows(results).find((r) => r.framework === framework && r.load === load);
+    if (own) {
+      out.push('');
+      out.push(table(SUMMARY_HEAD, [own.cells]));
+    }
     const checks = evaluateGoals(results).filter((c) => c.framework === framework && c.load === load);
     if (checks.length) {
       out.push('');
       out.push(table(['goal (see Goals above)', heading], checks.map((c) => [`(${c.goal}) ${c.regime === 'admit' ? 'admitting' : 'rejecting'}`, `${verdict(c)}: ${c.subject}`])));
     }
-    for (const note of warnings(results)) {
+    for (const note of warnings({ ...results, throughput: results.throughput.filter((r) => r.framework === framework && loadOf(r) === load) })) {
       out.push('');
       out.push(`> ${note}`);
     }
@@ -243,7 +249,8 @@ export function spliceFrameworks(page: string, results: BenchResults, command: s
     const heading = lines.indexOf('## Summary');
     if (heading < 0) continue;
     const first = lines.findIndex((l, i) => i > heading && l.startsWith('| '));
-    if (first < 0) continue;
+    // A page from an older run has other columns: the row then stays in the framework's section only.
+    if (first < 0 || lines[first] !== tableLine(SUMMARY_HEAD)) continue;
     let last = first;
     while (lines[last + 1]?.startsWith('| ')) last++;
     const ours = (l: string) => (l.startsWith(`| ${framework} |`) || l.startsWith(`| ${framework} (`)) && l.split(' | ')[1] === tableLine([loadCell]).slice(2, -2);
@@ -327,21 +334,20 @@ function summaryRows(results: BenchResults): { framework: Framework; load: LoadS
 export function summaryTable(results: BenchResults): string | undefined {
   const rows = summaryRows(results).map((r) => r.cells);
   if (rows.length === 0) return undefined;
-  return table(
-    [
-      'framework',
-      'load',
-      'Floodgate in memory',
-      'best in-memory peer (that sends rate-limit headers, and best overall)',
-      'Floodgate on Redis',
-      'best Redis peer',
-      'floor: one PING per turn',
-      'server CPU µs added per admitted request: Floodgate on Redis / best Redis peer / floor',
-      'Redis CPU µs per admitted request: Floodgate / best Redis peer / floor',
-    ],
-    rows,
-  );
+  return table(SUMMARY_HEAD, rows);
 }
+
+const SUMMARY_HEAD = [
+  'framework',
+  'load',
+  'Floodgate in memory',
+  'best in-memory peer (that sends rate-limit headers, and best overall)',
+  'Floodgate on Redis',
+  'best Redis peer',
+  'floor: one PING per turn',
+  'server CPU µs added per admitted request: Floodgate on Redis / best Redis peer / floor',
+  'Redis CPU µs per admitted request: Floodgate / best Redis peer / floor',
+];
 
 /** The goals as a table: one line per goal, regime and load shape, one column per framework measured. */
 export function goalsTable(results: BenchResults): string | undefined {

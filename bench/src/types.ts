@@ -268,6 +268,8 @@ export interface ProfileRow {
 
 export interface BenchMeta {
   date: string;
+  /** The command line that ran it (absent in older results). */
+  command?: string;
   mode: 'quick' | 'full';
   durationS: number;
   node: string;

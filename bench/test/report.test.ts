@@ -433,6 +433,16 @@ describe('spliceFrameworks', () => {
     expect(rowsOf(twice, 'hono')[0]).not.toBe(rowsOf(once, 'hono')[0]);
   });
 
+  it("keeps the row in the framework's own section, out of a Summary table of other columns (a page from an older run)", () => {
+    const head = page.split('\n').find((l) => l.startsWith('| framework | load |'))!;
+    const older = page.replace(head, '| framework | Floodgate in memory |');
+    const out = spliceFrameworks(older, runOf('hono', 1), 'x');
+    expect(rowsOf(out, 'hono')).toEqual([]);
+    const section = out.slice(out.indexOf(frameworkMarkers('hono')[0]));
+    expect(section).toContain(head);
+    expect(section).toMatch(/\n\| hono \| one subject \|/);
+  });
+
   it('refuses a page with no Throughput section to add to', () => {
     expect(() => spliceFrameworks('# Benchmarks\n', runOf('hono', 1), 'x')).toThrow(/no "## Throughput" section/);
   });

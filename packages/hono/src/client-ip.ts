@@ -24,6 +24,20 @@ export interface ClientIpOptions {
 
 export const CLIENT_IP_OPTIONS = ['getConnInfo', 'trustProxy'] as const;
 
+/** Ranges that hold every address: trusting one trusts every proxy, and so every client. */
+const EVERY_ADDRESS = new Set(['0.0.0.0/0', '::/0']);
+
+/**
+ * What `trustProxy` makes of the client IP, in the core's words (for FG_PROXY_HEADER_UNTRUSTED and
+ * FG_TRUST_PROXY_ALL): none listed, some, or a range that holds every address (then the client
+ * IP is the left-most X-Forwarded-For entry, which any client writes).
+ */
+export function trustOf(options: ClientIpOptions): 'none' | 'some' | 'all' {
+  const list = options.trustProxy;
+  if (!list || list.length === 0) return 'none';
+  return list.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) ? 'all' : 'some';
+}
+
 /** Builds the IP reader once, from parsed options; FG_INVALID_OPTION for a bad one. */
 export function clientIpReader(options: ClientIpOptions): (c: Context) => string | undefined {
   const { getConnInfo } = options;

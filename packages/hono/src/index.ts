@@ -8,15 +8,19 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  type Reservation,
+  warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
-import { CLIENT_IP_OPTIONS, clientIpReader, type ClientIpOptions } from './client-ip';
-import { FLOODGATE, locate } from './route-pattern';
+import { CLIENT_IP_OPTIONS, clientIpReader, trustOf, type ClientIpOptions } from './client-ip';
+import { FLOODGATE, locate, type Mark } from './route-pattern';
 
 /** What the middleware puts on the context: `c.get('rateLimit')`, typed through Hono's Variables. */
 export interface RateLimitVariables {
   /** Floodgate's decision for this request; undefined when no limiter ran (or for a 401 unknown API key). */
   rateLimit: Decision | undefined;
+  /** With the `settle` option: this request's reservation; `c.get('floodgate')?.settle(actual)` charges the actual cost (docs/quotas.md). */
+  floodgate: Reservation | undefined;
 }
 
 declare module 'hono' {
@@ -30,7 +34,7 @@ declare module 'hono' {
  * and where the client IP comes from (`getConnInfo`, `trustProxy`). See docs/adapters.md.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context> & ClientIpOptions;
-export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 export type { ClientIpOptions } from './client-ip';
 
 /** Hono middleware that also makes route-level middlewares from its own options. */
@@ -42,6 +46,12 @@ export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: Rate
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
   health(): Health;
+  /**
+   * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
+   * /v1/chat', as Hono matches them; default: this limiter's group) as JSON, keyed on the identity
+   * this limiter resolves (docs/quotas.md#usage-route).
+   */
+  usageRoute(routes?: string[]): (c: Context) => Promise<Response>;
 }
 
 /** The options the core parses, and the client-IP ones this package reads itself. */
@@ -57,12 +67,26 @@ function split(options: RateLimitOptions): { core: HttpRateLimitOptions<Context>
   return { core: core as HttpRateLimitOptions<Context>, ip };
 }
 
-/** The headers the core reads (the API-key headers, lower case), from the Web request: only those, not a copy of every header. */
-function headersOf(c: Context, names: readonly string[]): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
+const RAW = Symbol('floodgate.hono.headers');
+/**
+ * The headers only a proxy should write, read from the Web request when the core asks for them:
+ * its FG_PROXY_HEADER_UNTRUSTED check reads them while no proxy is trusted, until it has warned
+ * once, and nothing reads them after, so a request pays nothing for them.
+ */
+const PROXY_HEADER_VIEW: object = Object.create(
+  null,
+  Object.fromEntries(
+    ['x-forwarded-for', 'forwarded', 'x-real-ip'].map((name) => [name, { get(this: { [RAW]: Headers }) { return this[RAW].get(name) ?? undefined; } }]),
+  ),
+);
+
+/** The headers the core reads (the API-key headers, lower case, and with `proxyHeaders` the proxy ones), from the Web request: not a copy of every header. */
+function headersOf(c: Context, names: readonly string[], proxyHeaders: boolean): Record<string, string | undefined> {
   const headers = c.req.raw.headers;
+  const out: Record<string | symbol, unknown> = proxyHeaders ? Object.create(PROXY_HEADER_VIEW) : {};
+  if (proxyHeaders) out[RAW] = headers;
   for (let i = 0; i < names.length; i++) out[names[i]] = headers.get(names[i]) ?? undefined;
-  return out;
+  return out as Record<string, string | undefined>;
 }
 
 /** Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter (c.header) are kept. */
@@ -85,6 +109,7 @@ function answer(c: Context, result: HttpResult): Response {
 /** Applies one result: the decision on the context, headers, then the request goes on or is answered here. */
 function finish(c: Context, result: HttpResult, next: Next): Response | Promise<void> {
   c.set('rateLimit', result.decision);
+  if (result.reservation) c.set('floodgate', result.reservation);
   if (result.status !== 'next') return answer(c, result);
   const headers = result.headers;
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
@@ -114,16 +139,22 @@ function keepHeaders(c: Context, headers: HttpResult['headers']): void {
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
 }
 
-function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health, root: object): RateLimitMiddleware {
   const apiKeyHeaders = http ? http.options.identity.headers : [];
+  // Hono's trust-proxy setting is this package's own option: as the frameworks' settings are read for the others.
+  const trustProxy = trustOf(ipOptions);
   // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
   // goes on to next() in the same turn, with no promise of its own.
   const mw = function floodgate(c: Context, next: Next): Response | Promise<Response | void> {
     if (!http) return next();
     try {
-      const { route, deferred } = locate(c);
-      if (deferred) return next();
-      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders), method: c.req.method, route };
+      const { route, deferred, own } = locate(c);
+      if (deferred) {
+        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
+        if (own && own.mark.root !== root && own.mark.http) warnRouteOwnLimiter(http, own.mark.http as HttpLimiter<Context>, own.route);
+        return next();
+      }
+      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, trustProxy };
       const pending = http.handleNow(facts, c);
       if (isThenable(pending)) return pending.then<Response | void>((result) => finish(c, result, next));
       return finish(c, pending, next);
@@ -131,14 +162,23 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
       return Promise.reject(error);
     }
   } as unknown as RateLimitMiddleware;
-  Object.defineProperty(mw, FLOODGATE, { value: true });
+  const mark: Mark = { root, http };
+  Object.defineProperty(mw, FLOODGATE, { value: mark });
   mw.route = (overrides) => {
-    if (overrides === false || !http) return middleware(null, ipOf, ipOptions, health);
+    if (overrides === false || !http) return middleware(null, ipOf, ipOptions, health, root);
     const { core, ip } = split(overrides);
     const own = Object.keys(ip).length > 0 ? { ...ipOptions, ...ip } : ipOptions;
-    return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health);
+    return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health, root);
   };
   mw.health = health;
+  mw.usageRoute = (routes) => {
+    if (!http) return (c) => Promise.resolve(c.body(null, 404));
+    const usage = http.usageRoute(routes);
+    return async (c) => {
+      const a = await usage({ ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route: undefined, trustProxy }, c);
+      return c.body(a.body, a.status, { 'Content-Type': a.contentType });
+    };
+  };
   return mw;
 }
 
@@ -153,5 +193,5 @@ export function rateLimit(options: RateLimitOptions = {}): RateLimitMiddleware {
   const { core, ip } = split(options);
   const ipOf = clientIpReader(ip);
   const http = createHttpLimiter<Context>(core);
-  return middleware(http, ipOf, ip, http.health);
+  return middleware(http, ipOf, ip, http.health, http);
 }

@@ -10,9 +10,19 @@ import { routePattern, type PlatformRequest, type PlatformResponse } from './pla
  * RateLimitException (429, 503 or 401) for Nest's exception filters. Guards run before
  * interceptors and pipes: a denied request reaches neither. Other contexts (RPC, WebSocket) pass.
  */
+/** Guards made per service, so that one made by hand for `app.useGlobalGuards()` can be told from the container's (FG_ROUTE_NOT_LIMITED). */
+const made = new WeakMap<FloodgateService, number>();
+
 @Injectable()
 export class FloodgateGuard implements CanActivate {
-  constructor(@Inject(FloodgateService) private readonly floodgate: FloodgateService) {}
+  constructor(@Inject(FloodgateService) private readonly floodgate: FloodgateService) {
+    made.set(floodgate, (made.get(floodgate) ?? 0) + 1);
+  }
+
+  /** How many guards were made for this service (the container's, @UseGuards' and any made by hand). */
+  static made(floodgate: FloodgateService): number {
+    return made.get(floodgate) ?? 0;
+  }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (context.getType() !== 'http') return true;

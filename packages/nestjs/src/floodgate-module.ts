@@ -1,10 +1,12 @@
-// FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built and 404s are limited.
+// FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built, 404s are limited and a missing guard is reported.
 import { Inject, Module, type DynamicModule, type InjectionToken, type ModuleMetadata, type OnModuleInit, type OptionalFactoryDependency } from '@nestjs/common';
 import { PATH_METADATA } from '@nestjs/common/constants';
 import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
 import { FloodgateGuard } from './floodgate-guard';
 import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
 import { rejectThrottlerNames } from './peer-names';
+import { fastifyTrust } from './platform';
+import { warnUnguarded } from './unguarded';
 import { limitUnmatched } from './unmatched';
 
 /** The token of the module's options (forRoot's object, or what forRootAsync's factory returned). */
@@ -64,16 +66,21 @@ export class FloodgateModule implements OnModuleInit {
    * hook for requests that match no route goes in.
    */
   onModuleInit(): void {
+    const handlers: [abstract new (...args: never[]) => unknown, Function][] = [];
     for (const wrapper of this.discovery.getControllers()) {
       const controller = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
       if (!controller || typeof controller !== 'function') continue;
       const proto = controller.prototype as Record<string, unknown>;
       for (const name of this.scanner.getAllMethodNames(proto)) {
         const handler = proto[name];
-        if (typeof handler === 'function' && Reflect.getMetadata(PATH_METADATA, handler) !== undefined) this.floodgate.limiterFor(controller, handler);
+        if (typeof handler !== 'function' || Reflect.getMetadata(PATH_METADATA, handler) === undefined) continue;
+        this.floodgate.limiterFor(controller, handler);
+        handlers.push([controller, handler]);
       }
     }
+    warnUnguarded(this.floodgate, this.discovery, handlers);
     const adapter = this.adapterHost?.httpAdapter;
+    if (adapter?.getType() === 'fastify') this.floodgate.fastifyTrust = fastifyTrust(adapter.getInstance() as object);
     if (adapter && this.floodgate.limitsUnmatched) limitUnmatched(adapter, this.floodgate);
   }
 }

@@ -13,6 +13,9 @@ export interface PlatformRequest {
   /** Fastify: the matched route's options, `url` its pattern. */
   routeOptions?: { url?: string };
   rateLimit?: unknown;
+  floodgate?: unknown;
+  /** Express: the app, whose `trust proxy` setting made `ip`. Fastify requests have none. */
+  app?: { settings?: Record<string, unknown> };
 }
 
 /** The platform response: Express `res` (a ServerResponse) or Fastify `reply` (its ServerResponse on `raw`). */
@@ -44,8 +47,30 @@ export function routePattern(req: PlatformRequest, controller: object, handler: 
   return `/${path.join('/')}`;
 }
 
-export function facts(req: PlatformRequest, route: string | undefined): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route };
+/** How the platform's trust-proxy setting made `ip` (for FG_TRUST_PROXY_ALL and FG_PROXY_HEADER_UNTRUSTED). */
+export type TrustProxy = RequestFacts['trustProxy'];
+
+/** Express's `trust proxy`, read from the request's app as @floodgate/express does: true trusts every hop; false (the default) and 0 none. */
+function expressTrust(app: { settings?: Record<string, unknown> }): TrustProxy {
+  const setting = app.settings?.['trust proxy'];
+  return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
+}
+
+/**
+ * Fastify's `trustProxy` (FastifyAdapter's options), fixed when the instance is made: read once, at
+ * module init, from the option symbol @floodgate/fastify reads too. Undefined: not known, not checked.
+ */
+export function fastifyTrust(instance: object): TrustProxy {
+  const key = Object.getOwnPropertySymbols(instance).find((s) => s.description === 'fastify.options');
+  const options = key ? (instance as Record<symbol, { trustProxy?: unknown } | undefined>)[key] : undefined;
+  if (!options) return undefined;
+  const setting = options.trustProxy;
+  return setting === true ? 'all' : setting === undefined || setting === false || setting === 0 ? 'none' : 'some';
+}
+
+/** The request's facts; `fastify` is the Fastify platform's trust setting (Express's is read from the request's app, where it can change after init). */
+export function facts(req: PlatformRequest, route: string | undefined, fastify: TrustProxy): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, trustProxy: req.app ? expressTrust(req.app) : fastify };
 }
 
 /** Sets the result's headers: through Fastify's reply (its own lower-case names), or on Node's response. */
