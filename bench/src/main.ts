@@ -45,6 +45,10 @@ const HELP = `Usage: pnpm bench [options]
   --callers N             callers of the 'callers' load (default 10000)
   --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
                           (the goals need none of them; about a third shorter)
+  --whole-page            a throughput run of some frameworks renders the page (Summary, Goals,
+                          chart, Throughput) itself, rather than splicing those frameworks into
+                          it; the sections it did not measure, and frameworks measured by runs of
+                          their own, are kept from the page as it was, marked so
   --no-pin                do not pin processes to cores (default: the server under test on the
                           last core, autocannon and redis-server on the others, with taskset)
   --profile / --no-profile  CPU-profile Floodgate contenders that miss a goal
@@ -84,6 +88,7 @@ interface Config {
   callers: number;
   lean: boolean;
   pin: boolean;
+  wholePage: boolean;
 }
 
 function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -127,6 +132,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
       callers: { type: 'string' },
       lean: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
+      'whole-page': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -154,6 +160,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
     callers: Math.round(positive(values.callers, DEFAULT_CALLERS, 'callers')),
     lean: values.lean ?? false,
     pin: !values['no-pin'],
+    wholePage: values['whole-page'] ?? false,
   };
 }
 
@@ -177,7 +184,7 @@ function writeDocs(results: BenchResults, keepUnmeasured = false): string[] {
  * leaves the rest (the other frameworks, the chart, every other section) as that run measured it.
  */
 function spliceable(config: Config): boolean {
-  return config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
+  return !config.wholePage && config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
 }
 
 /** A results file with some frameworks' throughput and nothing else: what a spliceable run writes. */

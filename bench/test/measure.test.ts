@@ -4,7 +4,7 @@ import { agreements, compareRuns, relativeDifference } from '../src/compare';
 import { callerAddress } from '../src/load';
 import { planPinning } from '../src/pinning';
 import { parseProcStat, procCpuUs } from '../src/proc-cpu';
-import { renderMarkdown } from '../src/report';
+import { renderMarkdown, spliceFrameworks } from '../src/report';
 import { fixture } from './fixture';
 
 describe('parseProcStat', () => {
@@ -81,5 +81,22 @@ describe('carryOver', () => {
     expect(page.split('\n').filter((l) => l === '## Throughput')).toHaveLength(1);
     expect(page.indexOf('## Races')).toBeLessThan(page.indexOf('## How this was measured'));
     expect(carryOver(old, old).carried).toEqual([]);
+  });
+});
+
+describe('carryOver of frameworks measured by runs of their own', () => {
+  it('keeps a spliced framework section and its Summary row that the fresh page lacks, once', () => {
+    const base = renderMarkdown(fixture());
+    const own = fixture();
+    own.throughput = own.throughput.map((r) => ({ ...r, framework: 'hono' as const, id: r.id.replace(/^express/, 'hono') }));
+    const old = spliceFrameworks(base, own, 'pnpm bench --only throughput --frameworks hono');
+    expect(old).toContain('<!-- bench:framework hono one -->');
+    const { page, carried } = carryOver(old, base);
+    expect(carried).toContain('hono (one)');
+    expect(page.split('\n').filter((l) => l === '<!-- bench:framework hono one -->')).toHaveLength(1);
+    const summary = page.slice(page.indexOf('## Summary'), page.indexOf('## Goals'));
+    expect(summary.split('\n').filter((l) => l.startsWith('| hono (a run of its own'))).toHaveLength(1);
+    // Carried again onto a page that has it: nothing doubles.
+    expect(carryOver(old, page).page.split('\n').filter((l) => l === '<!-- bench:framework hono one -->')).toHaveLength(1);
   });
 });
