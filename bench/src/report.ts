@@ -392,7 +392,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
   out.push('# Benchmarks');
   out.push('');
   out.push(
-    `Measured ${meta.date.slice(0, 10)} by \`pnpm bench${meta.mode === 'quick' ? ' --quick' : ''}\` (a ${meta.mode} run, ${Math.round(meta.durationS)} s) on ${meta.cpu}, ` +
+    `Measured ${meta.date.slice(0, 10)} by \`${meta.command ?? `pnpm bench${meta.mode === 'quick' ? ' --quick' : ''}`}\` (a ${meta.mode} run, ${Math.round(meta.durationS)} s) on ${meta.cpu}, ` +
       `${meta.cores} cores, ${meta.memoryGiB} GiB; Node ${meta.node}, Redis ${meta.redis}. Every contender ran in the same run, on the same machine, against the same redis-server; ` +
       'throughput is reported as a share of the same framework with no limiter, measured in the same rounds.',
   );
