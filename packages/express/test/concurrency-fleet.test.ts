@@ -2,7 +2,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
+import { leasesHeld, pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { FleetReply, FleetSetup } from './fleet/fleet-child';
 
 const REPO = join(__dirname, '..', '..', '..');
@@ -45,12 +45,7 @@ function work(port: number, headers: Record<string, string> = {}, abortAfterMs?:
 async function held(prefix: string): Promise<number> {
   const client = redis.client();
   try {
-    const keys = await client.keys(`${prefix}:*:concurrency.cc`);
-    const [seconds, micros] = await client.time();
-    const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-    let total = 0;
-    for (const key of keys) total += await client.zcount(key, `(${nowMs}`, '+inf');
-    return total;
+    return await leasesHeld(client, `${prefix}:*:concurrency.cc`);
   } finally {
     client.disconnect();
   }
