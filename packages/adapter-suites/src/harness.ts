@@ -56,6 +56,40 @@ export interface AppSpec {
    * 10_000) before it answers, so that a suite can hold requests in flight (`concurrency`).
    */
   readonly delayFromHeader?: boolean;
+  /**
+   * Mount `GET usage.path` answering the caller's own usage of `usage.routes` through the adapter's
+   * usage helper, made from the app-level limiter (Express, Koa, Hono `limiter.usageRoute(routes)`,
+   * Fastify `app.rateLimitUsage(routes)`, Nest `FloodgateService.usage(req, routes)`); app-level only.
+   */
+  readonly usage?: { readonly path: string; readonly routes: readonly string[] };
+  /**
+   * Every route settles the actual costs its request names in `x-actual` ('12', or '12,30' to settle
+   * twice) through the reservation the adapter hands the handler (`req.floodgate` or the framework's
+   * own place), one after the other, and adds `settle: SettleAnswer | null` (null without a
+   * reservation) to its JSON (settleAsked).
+   */
+  readonly settleFromHeader?: boolean;
+}
+
+/** What a route answers under `settleFromHeader`: each settle's outcome, and the first one's charge and cap. */
+export interface SettleAnswer {
+  readonly outcomes: readonly string[];
+  readonly charged: number | null;
+  readonly capped: boolean;
+}
+
+/** The settles a route makes under `settleFromHeader`, with the reservation the adapter gave it; undefined when the spec does not ask. */
+export async function settleAsked(
+  spec: AppSpec,
+  headers: Record<string, string | string[] | undefined>,
+  reservation: { settle(actual: number): Promise<{ outcome: string; charged: number | null; capped: boolean }> } | undefined,
+): Promise<{ settle: SettleAnswer | null } | undefined> {
+  if (!spec.settleFromHeader) return undefined;
+  const asked = headers['x-actual'];
+  if (!reservation || typeof asked !== 'string') return { settle: null };
+  const results = [];
+  for (const part of asked.split(',')) results.push(await reservation.settle(Number(part)));
+  return { settle: { outcomes: results.map((r) => r.outcome), charged: results[0].charged, capped: results[0].capped } };
 }
 
 /** The wait a route takes under `delayFromHeader`: the request's `x-delay` ms, else 0. */

@@ -1,5 +1,18 @@
 // @floodgate/adapter-suites: the suites every adapter runs, and the one harness interface they drive.
-export { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type Mounting, type RouteSpec, type RunningApp } from './harness';
+export {
+  askedDelay,
+  askedStatus,
+  listenOnLoopback,
+  routeLimiters,
+  settleAsked,
+  type AdapterHarness,
+  type AppSpec,
+  type Mounting,
+  type RouteSpec,
+  type RunningApp,
+  type SettleAnswer,
+} from './harness';
+export { runUsageSettleSuite } from './usage-settle';
 export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';

@@ -6,6 +6,8 @@ export { DEFAULT_LIMIT } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export type { RequestFacts } from './identity';
 export type { Decision } from './decision';
+export type { Reservation, SettleResult } from './settle';
+export type { UsageAnswer, UsageRoute, RouteUsage } from './http/types';
 export type { Health } from './health';
 export { invalidOption, FloodgateError } from './errors';
 export { warnOnce } from './warnings';

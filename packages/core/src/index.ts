@@ -3,6 +3,7 @@ export { createLimiter } from './limiter';
 export type { CreateLimiterOptions, ConsumeOptions, RefundOptions, SettleCallOptions, Limiter } from './limiter';
 export type { SettleOptions, SettleResult, SettleOutcomeName, Reservation } from './settle';
 export type { Usage, PolicyUsage } from './usage';
+export type { UsageAnswer, RouteUsage } from './http/types';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
 export { CALENDAR_UNITS } from './calendar/calendar-window';

@@ -71,7 +71,7 @@ it('sheds background first, then default, never critical, and comes back with hy
   await pollUntil(async () => ((await statusOf(http, 'default')) === 'next' ? true : undefined), { timeoutMs: 5_000, what: 'default served again' });
   await pollUntil(async () => ((await statusOf(http, 'background')) === 'next' ? true : undefined), { timeoutMs: 5_000, what: 'background served again' });
   expect(http.health().shedding!.level).toBe(0);
-  console.log(`shedding timeline (one step = 60 ms busy): ${timeline.join(' ')}`);
+  console.log(`shedding timeline (one step = 60 ms busy): ${timeline.join(' ')}; first shed at step: background ${firstShed.background}, default ${firstShed.default}, critical ${firstShed.critical ?? 'never'}`);
 });
 
 it('refuses shedding on a route and a priority it does not know, naming the option', () => {

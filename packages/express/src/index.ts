@@ -9,6 +9,8 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  type Reservation,
+  type UsageAnswer,
   warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -19,6 +21,8 @@ declare global {
     interface Request {
       /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
       rateLimit?: Decision;
+      /** With the `settle` option: this request's reservation; `req.floodgate.settle(actual)` charges the actual cost (docs/quotas.md). */
+      floodgate?: Reservation;
     }
   }
 }
@@ -30,7 +34,7 @@ declare global {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Request>;
-export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** An Express middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends RequestHandler {
@@ -42,6 +46,17 @@ export interface RateLimitMiddleware extends RequestHandler {
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
   health(): Health;
+  /**
+   * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
+   * /v1/chat', as Express matches them; default: this limiter's group) as JSON, keyed on the
+   * identity this limiter resolves (docs/quotas.md#usage-route).
+   */
+  usageRoute(routes?: string[]): RequestHandler;
+}
+
+function sendUsage(res: Response, answer: UsageAnswer): void {
+  res.status(answer.status).setHeader('Content-Type', answer.contentType);
+  res.end(answer.body);
 }
 
 function send(res: Response, result: HttpResult): void {
@@ -95,11 +110,17 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health, roo
   Object.defineProperty(handler, FLOODGATE, { value: mark });
   handler.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   handler.health = health;
+  handler.usageRoute = (routes) => {
+    if (!http) return (_req, _res, next) => next();
+    const answer = http.usageRoute(routes);
+    return (req, res, next) => void answer(facts(req, undefined), req).then((a) => sendUsage(res, a), next);
+  };
   return handler;
 }
 
 function apply(result: HttpResult, req: Request, res: Response, next: NextFunction): void {
   req.rateLimit = result.decision;
+  if (result.reservation) req.floodgate = result.reservation;
   if (result.status === 'next') {
     const headers = result.headers;
     for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);

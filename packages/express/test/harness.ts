@@ -1,5 +1,5 @@
 // The Express harness every shared adapter suite drives (@floodgate/adapter-suites): Express 4 or 5, app-level or per-route.
-import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, settleAsked, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import express5, { type NextFunction, type Request, type Response } from 'express';
 import { rateLimit } from '../src';
 
@@ -35,12 +35,20 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       if (limiter) app.use(limiter);
       const router = express.Router();
       for (const route of spec.routes) {
-        const answer = (req: Request, res: Response) => {
-          res.status(askedStatus(spec, req.headers)).json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null });
+        const answer = (req: Request, res: Response, extra?: object) => {
+          res.status(askedStatus(spec, req.headers)).json({ route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null, ...extra });
         };
-        // Only with delayFromHeader does the route wait: the same-turn suite needs an answer at once.
-        const handler = spec.delayFromHeader ? (req: Request, res: Response) => void askedDelay(spec, req.headers).then(() => answer(req, res)) : answer;
+        // Only with delayFromHeader (or settleFromHeader) does the route wait: the same-turn suite needs an answer at once.
+        const handler = spec.settleFromHeader
+          ? (req: Request, res: Response) => void settleAsked(spec, req.headers, req.floodgate).then((extra) => answer(req, res, extra))
+          : spec.delayFromHeader
+            ? (req: Request, res: Response) => void askedDelay(spec, req.headers).then(() => answer(req, res))
+            : answer;
         router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+      }
+      if (spec.usage) {
+        if (!limiter) throw new Error('express harness: a usage route needs the app-level mounting');
+        app.get(spec.usage.path, limiter.usageRoute([...spec.usage.routes]));
       }
       app.use(router);
       return listenOnLoopback(app, statuses);

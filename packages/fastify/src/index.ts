@@ -10,6 +10,7 @@ import {
   type Health,
   type HttpRateLimitOptions,
   type RequestFacts,
+  type Reservation,
   warnRouteNotLimited,
 } from '@floodgate/core/http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
@@ -45,14 +46,22 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The health snapshot of the plugin's limiters (every route's), for a `/healthz` route (docs/operations.md). */
     rateLimitHealth(): Health;
+    /**
+     * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
+     * /v1/chat', as declared; default: the plugin's group) as JSON, each route read with its own
+     * `config.rateLimit`, keyed on the identity the limiter resolves (docs/quotas.md#usage-route).
+     */
+    rateLimitUsage(routes?: string[]): (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
   }
   interface FastifyRequest {
     /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
     rateLimit?: Decision;
+    /** With the `settle` option: this request's reservation; `request.floodgate.settle(actual)` charges the actual cost (docs/quotas.md). */
+    floodgate?: Reservation;
   }
 }
 
-export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
 
@@ -89,6 +98,7 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   if (result.direct) return writeDirect(result, request, reply);
   try {
     request.rateLimit = result.decision;
+    if (result.reservation) request.floodgate = result.reservation;
     const headers = result.headers;
     for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1]);
   } catch (error) {
@@ -165,7 +175,17 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   // Declared up front so every request object keeps one shape (Fastify's advice for request properties).
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   // The first registration's limiters answer; a second registration keeps the first's health.
+  if (!fastify.hasRequestDecorator('floodgate')) fastify.decorateRequest('floodgate', undefined);
   if (!fastify.hasDecorator('rateLimitHealth')) fastify.decorate('rateLimitHealth', () => http.health());
+  if (!fastify.hasDecorator('rateLimitUsage')) {
+    fastify.decorate('rateLimitUsage', (routes?: string[]) => {
+      const usage = http.usageRoute(routes);
+      return async (request: FastifyRequest, reply: FastifyReply) => {
+        const a = await usage({ ip: request.ip, headers: request.headers, method: request.method, route: undefined, trustProxy }, request);
+        await reply.code(a.status).type(a.contentType).send(a.body);
+      };
+    });
+  }
 
   fastify.addHook('onRoute', (route) => {
     const config = route.config?.rateLimit;

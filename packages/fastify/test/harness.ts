@@ -1,6 +1,6 @@
 // The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
 import type { AddressInfo } from 'node:net';
-import { askedDelay, askedStatus, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, settleAsked, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Fastify from 'fastify';
 import { rateLimit } from '../src';
 
@@ -35,11 +35,13 @@ export const fastifyHarness: AdapterHarness = {
           config: route.options === undefined ? {} : { rateLimit: route.options },
           handler: async (request, reply) => {
             if (spec.delayFromHeader) await askedDelay(spec, request.headers);
+            const extra = await settleAsked(spec, request.headers, request.floodgate);
             reply.code(askedStatus(spec, request.headers));
-            return { route: route.path, remaining: request.rateLimit?.remaining ?? null, reason: request.rateLimit?.reason ?? null };
+            return { route: route.path, remaining: request.rateLimit?.remaining ?? null, reason: request.rateLimit?.reason ?? null, ...extra };
           },
         });
       }
+      if (spec.usage) app.get(spec.usage.path, app.rateLimitUsage([...spec.usage.routes]));
       await app.listen({ port: 0, host: '127.0.0.1' });
     } catch (error) {
       await app.close();

@@ -8,6 +8,7 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  type Reservation,
   warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
@@ -18,6 +19,8 @@ import { FLOODGATE, locate, type Mark } from './route-pattern';
 export interface RateLimitVariables {
   /** Floodgate's decision for this request; undefined when no limiter ran (or for a 401 unknown API key). */
   rateLimit: Decision | undefined;
+  /** With the `settle` option: this request's reservation; `c.get('floodgate')?.settle(actual)` charges the actual cost (docs/quotas.md). */
+  floodgate: Reservation | undefined;
 }
 
 declare module 'hono' {
@@ -31,7 +34,7 @@ declare module 'hono' {
  * and where the client IP comes from (`getConnInfo`, `trustProxy`). See docs/adapters.md.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context> & ClientIpOptions;
-export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 export type { ClientIpOptions } from './client-ip';
 
 /** Hono middleware that also makes route-level middlewares from its own options. */
@@ -43,6 +46,12 @@ export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: Rate
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
   health(): Health;
+  /**
+   * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
+   * /v1/chat', as Hono matches them; default: this limiter's group) as JSON, keyed on the identity
+   * this limiter resolves (docs/quotas.md#usage-route).
+   */
+  usageRoute(routes?: string[]): (c: Context) => Promise<Response>;
 }
 
 /** The options the core parses, and the client-IP ones this package reads itself. */
@@ -100,6 +109,7 @@ function answer(c: Context, result: HttpResult): Response {
 /** Applies one result: the decision on the context, headers, then the request goes on or is answered here. */
 function finish(c: Context, result: HttpResult, next: Next): Response | Promise<void> {
   c.set('rateLimit', result.decision);
+  if (result.reservation) c.set('floodgate', result.reservation);
   if (result.status !== 'next') return answer(c, result);
   const headers = result.headers;
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
@@ -161,6 +171,14 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
     return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health, root);
   };
   mw.health = health;
+  mw.usageRoute = (routes) => {
+    if (!http) return (c) => Promise.resolve(c.body(null, 404));
+    const usage = http.usageRoute(routes);
+    return async (c) => {
+      const a = await usage({ ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route: undefined, trustProxy }, c);
+      return c.body(a.body, a.status, { 'Content-Type': a.contentType });
+    };
+  };
   return mw;
 }
 

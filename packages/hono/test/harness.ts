@@ -1,7 +1,7 @@
 // The Hono harness every shared adapter suite drives (@floodgate/adapter-suites): Hono 4 on @hono/node-server, app-level or per-route.
 import { getRequestListener } from '@hono/node-server';
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, settleAsked, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import { Hono, type Context } from 'hono';
 import { rateLimit, type RateLimitOptions } from '../src';
 
@@ -54,14 +54,22 @@ export const honoHarness: AdapterHarness = {
     const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? build(spec.options as RateLimitOptions) : undefined;
     if (limiter) app.use(limiter);
     for (const route of spec.routes) {
-      const answer = (c: Context) => {
+      const answer = (c: Context, extra?: object) => {
         const d = c.get('rateLimit');
-        return c.json({ route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null }, askedStatus(spec, Object.fromEntries(c.req.raw.headers)) as 200);
+        return c.json({ route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null, ...extra }, askedStatus(spec, Object.fromEntries(c.req.raw.headers)) as 200);
       };
-      // Only with delayFromHeader does the route wait: the same-turn suite needs an answer at once.
-      const handler = spec.delayFromHeader ? (c: Context) => askedDelay(spec, Object.fromEntries(c.req.raw.headers)).then(() => answer(c)) : answer;
+      // Only with delayFromHeader (or settleFromHeader) does the route wait: the same-turn suite needs an answer at once.
+      const handler = spec.settleFromHeader
+        ? (c: Context) => settleAsked(spec, Object.fromEntries(c.req.raw.headers), c.get('floodgate')).then((extra) => answer(c, extra))
+        : spec.delayFromHeader
+          ? (c: Context) => askedDelay(spec, Object.fromEntries(c.req.raw.headers)).then(() => answer(c))
+          : answer;
       const register = route.method === 'GET' ? app.get.bind(app) : app.post.bind(app);
       register(route.path, ...(routeLimiters(spec, route, limiter, build) as []), handler);
+    }
+    if (spec.usage) {
+      if (!limiter) throw new Error('hono harness: a usage route needs the app-level mounting');
+      app.get(spec.usage.path, limiter.usageRoute([...spec.usage.routes]));
     }
     return listenOnLoopback(getRequestListener(app.fetch), statuses);
   },

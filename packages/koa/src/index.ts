@@ -9,6 +9,7 @@ import {
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
+  type Reservation,
   warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { Context, Middleware, Next } from 'koa';
@@ -17,6 +18,8 @@ declare module 'koa' {
   interface DefaultState {
     /** Floodgate's decision for this request; unset when no limiter ran (or for a 401 unknown API key). */
     rateLimit?: Decision;
+    /** With the `settle` option: this request's reservation; `ctx.state.floodgate.settle(actual)` charges the actual cost (docs/quotas.md). */
+    floodgate?: Reservation;
   }
 }
 
@@ -27,7 +30,7 @@ declare module 'koa' {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context>;
-export type { Decision, Health, RateLimitEvent } from '@floodgate/core';
+export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** Koa middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends Middleware {
@@ -38,6 +41,12 @@ export interface RateLimitMiddleware extends Middleware {
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
   health(): Health;
+  /**
+   * Middleware for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
+   * /v1/chat', as @koa/router matches them; default: this limiter's group) as JSON, keyed on the
+   * identity this limiter resolves (docs/quotas.md#usage-route).
+   */
+  usageRoute(routes?: string[]): Middleware;
 }
 
 /** Marks Floodgate's middleware, so an app-level one can see that a route has its own. */
@@ -99,6 +108,7 @@ function facts(ctx: Context, route: string | undefined): RequestFacts {
 /** Applies one result to the response: headers, then the request goes on or is answered here. */
 function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> {
   ctx.state.rateLimit = result.decision;
+  if (result.reservation) ctx.state.floodgate = result.reservation;
   if (result.direct) {
     // Floodgate's own problem+json, straight to Node: Koa's respond() is skipped (headers set
     // earlier on ctx are merged in); ctx.status still says 429 to upstream middleware.
@@ -150,6 +160,16 @@ function middleware(http: HttpLimiter<Context> | null, health: () => Health, roo
   Object.defineProperty(mw, FLOODGATE, { value: mark });
   mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   mw.health = health;
+  mw.usageRoute = (routes) => {
+    if (!http) return (_ctx, next) => next();
+    const answer = http.usageRoute(routes);
+    return async (ctx) => {
+      const a = await answer(facts(ctx, undefined), ctx);
+      ctx.status = a.status;
+      ctx.type = a.contentType;
+      ctx.body = a.body;
+    };
+  };
   return mw;
 }
 

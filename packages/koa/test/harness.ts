@@ -1,6 +1,6 @@
 // The Koa harness every shared adapter suite drives (@floodgate/adapter-suites): Koa 3 with @koa/router, app-level or per-route.
 import Router from '@koa/router';
-import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, listenOnLoopback, routeLimiters, settleAsked, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
 import Koa, { type Context } from 'koa';
 import { rateLimit } from '../src';
 
@@ -27,14 +27,22 @@ export const koaHarness: AdapterHarness = {
     if (limiter) app.use(limiter);
     const router = new Router();
     for (const route of spec.routes) {
-      const answer = (ctx: Context) => {
+      const answer = (ctx: Context, extra?: object) => {
         const d = ctx.state.rateLimit;
         ctx.status = askedStatus(spec, ctx.headers);
-        ctx.body = { route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null };
+        ctx.body = { route: route.path, remaining: d?.remaining ?? null, reason: d?.reason ?? null, ...extra };
       };
-      // Only with delayFromHeader does the route wait: the same-turn suite needs an answer at once.
-      const handler = spec.delayFromHeader ? (ctx: Context) => askedDelay(spec, ctx.headers).then(() => answer(ctx)) : answer;
+      // Only with delayFromHeader (or settleFromHeader) does the route wait: the same-turn suite needs an answer at once.
+      const handler = spec.settleFromHeader
+        ? (ctx: Context) => settleAsked(spec, ctx.headers, ctx.state.floodgate).then((extra) => answer(ctx, extra))
+        : spec.delayFromHeader
+          ? (ctx: Context) => askedDelay(spec, ctx.headers).then(() => answer(ctx))
+          : answer;
       router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+    }
+    if (spec.usage) {
+      if (!limiter) throw new Error('koa harness: a usage route needs the app-level mounting');
+      router.get(spec.usage.path, limiter.usageRoute([...spec.usage.routes]));
     }
     app.use(router.routes());
     return listenOnLoopback(app.callback(), statuses);

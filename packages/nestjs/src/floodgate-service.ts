@@ -1,5 +1,17 @@
 // One app's limiter: built once from FloodgateModule's options, with a route limiter per handler built once from its decorators.
-import { createHttpLimiter, FloodgateError, invalidOption, isThenable, settleOnFinish, type Health, type HttpLimiter, type HttpResult } from '@floodgate/core/http';
+import { HttpException } from '@nestjs/common';
+import {
+  createHttpLimiter,
+  FloodgateError,
+  invalidOption,
+  isThenable,
+  settleOnFinish,
+  type Health,
+  type HttpLimiter,
+  type HttpResult,
+  type RouteUsage,
+  type UsageRoute,
+} from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
 import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
@@ -53,6 +65,24 @@ export class FloodgateService {
     return this.http.health();
   }
 
+  /**
+   * For a `GET /usage`-style handler: the caller's own usage of `routes` ('POST /v1/chat', the
+   * patterns Nest registered; default: the module's group) as `{ routes: [...] }`, keyed on the
+   * identity the limiter resolves; throws HttpException 401 (a key resolveKey rejects) or 503 (the
+   * store failed). Each route is read with its own `@RateLimit()` limits once it has been requested
+   * (docs/quotas.md#usage-route). `routes` are checked once, at the first call.
+   */
+  async usage(req: PlatformRequest, routes?: string[]): Promise<{ readonly routes: readonly RouteUsage[] }> {
+    const key = routes === undefined ? '' : routes.join('\u0000');
+    let route = this.usageRoutes.get(key);
+    if (!route) this.usageRoutes.set(key, (route = this.http.usageRoute(routes)));
+    const answer = await route(facts(req, undefined, this.fastifyTrust), req);
+    if (answer.status !== 200) throw new HttpException(JSON.parse(answer.body) as object, answer.status);
+    return answer.usage!;
+  }
+
+  private readonly usageRoutes = new Map<string, UsageRoute>();
+
   /** The limiter of one handler, from its and its controller's decorators, built on first use (FloodgateModule builds every route's at init). */
   limiterFor(controller: Controller, handler: Function): HttpLimiter<any> | null {
     let byHandler = this.routes.get(controller);
@@ -99,6 +129,7 @@ export class FloodgateService {
 /** Headers on the response, then serve, or throw the exception Nest's filters answer. */
 function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse): true {
   req.rateLimit = result.decision;
+  if (result.reservation) req.floodgate = result.reservation;
   if (result.direct) {
     writeDirect(res, result);
     throw new RateLimitException(result, true);

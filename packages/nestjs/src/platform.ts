@@ -13,6 +13,7 @@ export interface PlatformRequest {
   /** Fastify: the matched route's options, `url` its pattern. */
   routeOptions?: { url?: string };
   rateLimit?: unknown;
+  floodgate?: unknown;
   /** Express: the app, whose `trust proxy` setting made `ip`. Fastify requests have none. */
   app?: { settings?: Record<string, unknown> };
 }

@@ -1,12 +1,12 @@
 // The Nest harness every shared adapter suite drives (@floodgate/adapter-suites): Nest 11 on Express or Fastify, the guard global or per route.
 import type { AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
-import { askedDelay, askedStatus, type AdapterHarness, type AppSpec, type RouteSpec, type RunningApp } from '@floodgate/adapter-suites';
+import { askedDelay, askedStatus, settleAsked, type AdapterHarness, type AppSpec, type RouteSpec, type RunningApp } from '@floodgate/adapter-suites';
 import { Controller, Get, Module, Post, Req, Res, UseGuards, type INestApplication, type Type } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { FloodgateGuard, FloodgateModule, RateLimit, SkipRateLimit, type FloodgateModuleOptions } from '../src';
+import { FloodgateGuard, FloodgateModule, FloodgateService, RateLimit, SkipRateLimit, type FloodgateModuleOptions, type Reservation } from '../src';
 
 export type Platform = 'express' | 'fastify';
 
@@ -19,7 +19,10 @@ interface HarnessOptions {
   respondDirectly?: boolean;
 }
 
-type Handler = (req: { rateLimit?: { remaining: number; reason: string }; headers: Record<string, string | string[] | undefined> }, res: { status(code: number): unknown }) => unknown;
+type Handler = (
+  req: { rateLimit?: { remaining: number; reason: string }; floodgate?: Reservation; headers: Record<string, string | string[] | undefined> },
+  res: { status(code: number): unknown },
+) => unknown;
 
 /**
  * One controller with a method per route, decorated as an app author would write it: under the
@@ -27,17 +30,21 @@ type Handler = (req: { rateLimit?: { remaining: number; reason: string }; header
  * false as `@SkipRateLimit()`; under per-route, `@UseGuards(FloodgateGuard)` and `@RateLimit()` on
  * each limited route and nothing on a route with false.
  */
-function controllerFor(spec: AppSpec, perRoute: boolean): Type<unknown> {
+function controllerFor(spec: AppSpec, perRoute: boolean, service: () => FloodgateService): Type<unknown> {
   class RoutesController {}
   const proto = RoutesController.prototype as unknown as Record<string, Handler>;
   spec.routes.forEach((route: RouteSpec, i) => {
     const name = `route${i}`;
-    const answer: Handler = (req, res) => {
+    const answer = (req: Parameters<Handler>[0], res: Parameters<Handler>[1], extra?: object) => {
       res.status(askedStatus(spec, req.headers));
-      return { route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null };
+      return { route: route.path, remaining: req.rateLimit?.remaining ?? null, reason: req.rateLimit?.reason ?? null, ...extra };
     };
-    // Only with delayFromHeader does the route wait (an async handler: Nest awaits what it returns).
-    proto[name] = spec.delayFromHeader ? (req, res) => askedDelay(spec, req.headers).then(() => answer(req, res)) : answer;
+    // Only with delayFromHeader (or settleFromHeader) does the route wait (an async handler: Nest awaits what it returns).
+    proto[name] = spec.settleFromHeader
+      ? (req, res) => settleAsked(spec, req.headers, req.floodgate).then((extra) => answer(req, res, extra))
+      : spec.delayFromHeader
+        ? (req, res) => askedDelay(spec, req.headers).then(() => answer(req, res))
+        : (req, res) => answer(req, res);
     Object.defineProperty(proto[name], 'name', { value: name });
     const descriptor = Object.getOwnPropertyDescriptor(proto, name)!;
     const decorate = (decorator: MethodDecorator) => decorator(proto, name, descriptor);
@@ -54,6 +61,14 @@ function controllerFor(spec: AppSpec, perRoute: boolean): Type<unknown> {
       decorate(RateLimit(route.options));
     }
   });
+  if (spec.usage) {
+    // A usage handler as an app writes one: FloodgateService.usage answers the caller's own usage.
+    const { path, routes } = spec.usage;
+    proto.usage = (req) => service().usage(req as never, [...routes]);
+    const descriptor = Object.getOwnPropertyDescriptor(proto, 'usage')!;
+    Get(path)(proto, 'usage', descriptor);
+    Req()(proto, 'usage', 0);
+  }
   Controller()(RoutesController);
   return RoutesController;
 }
@@ -89,7 +104,7 @@ export function nestHarness(platform: Platform, harnessOptions: HarnessOptions =
       class AppModule {}
       Module({
         imports: [FloodgateModule.forRoot(options)],
-        controllers: [controllerFor(spec, perRoute)],
+        controllers: [controllerFor(spec, perRoute, () => service!)],
         providers: perRoute ? [] : [{ provide: APP_GUARD, useClass: FloodgateGuard }],
       })(AppModule);
       // The platform's own trust-proxy setting decides whether X-Forwarded-For is read: a proxy on loopback, or none.
@@ -97,7 +112,9 @@ export function nestHarness(platform: Platform, harnessOptions: HarnessOptions =
       const trust = spec.trustProxy === 'all' ? true : spec.trustProxy ? '127.0.0.1' : false;
       const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter({ trustProxy: trust });
       // abortOnError false: a refused option rejects here instead of ending the process (Nest's default).
+      let service: FloodgateService | undefined;
       const app = await NestFactory.create(AppModule, adapter, { logger: false, abortOnError: false });
+      service = app.get(FloodgateService);
       try {
         if (platform === 'express') (app as NestExpressApplication).set('trust proxy', trust === '127.0.0.1' ? 'loopback' : trust);
         const statuses: number[] = [];

@@ -7,9 +7,14 @@ import type { ResolvedHttpOptions } from './resolve-http-options';
 import type { LoadShedder } from '../shedding/load-shedder';
 import type { Fleet } from '../shedding/fleet';
 
+/** Most scopes a family remembers the pipeline of (for usage routes); scopes come from the app's routes. */
+const SCOPES_MAX = 10_000;
+
 export class Family {
   private readonly sources = new Set<HealthSource>();
   private readonly keyLookups = new Set<KeyLookupCounts>();
+  /** Which pipeline counts each scope (the first to claim it), so a usage route reads a route with that route's own limits (a Pipeline: typed in http/usage-route.ts, which reads it). */
+  private readonly counters = new Map<string, object>();
 
   /** `shedding`: one shedder for the app-level limiter and every route made from it. */
   constructor(
@@ -35,6 +40,16 @@ export class Family {
       this.keyLookups.add(stats);
       metricsFor(o.limiter.meterProvider).keyLookups.add(stats);
     });
+  }
+
+  /** Remembers the pipeline that counts `scope` (called once per scope and pipeline, when it claims the scope). */
+  counts(scope: string, pipe: object): void {
+    if (!this.counters.has(scope) && this.counters.size < SCOPES_MAX) this.counters.set(scope, pipe);
+  }
+
+  /** The pipeline that counts `scope`, when one has claimed it. */
+  counterOf(scope: string): object | undefined {
+    return this.counters.get(scope);
   }
 
   health(): Health {

@@ -10,6 +10,7 @@ import { metricsFor } from '../metrics';
 import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
+import { usageRouteOf } from './usage-route';
 
 export { UNMATCHED_SCOPE } from './scope';
 export type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
@@ -79,6 +80,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     route,
     scopeOf: pipe.scopeOf,
     claim: pipe.claim,
+    usageRoute: (routes) => usageRouteOf(pipe, routes, 'usageRoute routes'),
     health: () => family.health(),
   };
   return api;

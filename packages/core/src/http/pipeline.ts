@@ -28,7 +28,7 @@ export function pipelineOf<Req>(o: ResolvedHttpOptions<Req>, { limiter, identify
     limiter: family.join(limiterFrom(k.limiter)),
     claim: claimsOnce(store, prefix, k.limiter.limits, label),
   }));
-  return {
+  const pipe: Pipeline<Req> = {
     o,
     limiter,
     identify,
@@ -39,9 +39,12 @@ export function pipelineOf<Req>(o: ResolvedHttpOptions<Req>, { limiter, identify
     enforced: { retryAfter: true, retryAfterJitterMs: o.retryAfterJitterMs },
     served: { retryAfter: false, retryAfterJitterMs: o.retryAfterJitterMs },
     scopeOf: scopesOf(o.group),
-    claim: claimsOnce(store, prefix, limits, label),
+    // The first claim of a scope also tells the family who counts it (usage routes read it there).
+    claim: claimsOnce(store, prefix, limits, label, (scope) => family.counts(scope, pipe)),
     limiterFor: plansOf(o, limiter, family),
     resets: new ResetLog(o.limiter.failure.logger),
     countedTwice: countedTwiceCheck(label, o.shadow, o.limiter.failure.logger, o.limiter.warnings),
   };
+  if (o.group !== undefined) family.counts(o.group, pipe);
+  return pipe;
 }

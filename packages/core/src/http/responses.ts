@@ -6,6 +6,7 @@ import { Memo } from '../memo';
 import type { RequestFacts } from '../identity';
 import type { RateLimitEvent } from './resolve-http-options';
 import type { HttpResult, Identified, Pipeline } from './types';
+import { reservationOf } from './usage-route';
 
 /** An exempt request (allow list, `skip`): served as if no limiter ran. */
 export const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
@@ -84,7 +85,11 @@ export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResu
   if (!enforce) {
     // An in-flight slot (option `concurrency`) is held until the response finishes or the connection closes (settleOnFinish).
     const lease = decision.lease;
-    return lease ? { decision, status: 'next', headers, settle: () => void lease.release() } : { decision, status: 'next', headers };
+    const result: HttpResult = lease ? { decision, status: 'next', headers, settle: () => void lease.release() } : { decision, status: 'next', headers };
+    // Reserve, then settle: only where the app asked for it (a token and a closure per request).
+    if (!o.limiter.settle.enabled) return result;
+    const reservation = reservationOf(ctx, decision);
+    return reservation ? { ...result, reservation } : result;
   }
   const status = decision.reason === 'fail-closed' ? 503 : 429;
   if (status === 429 && o.handler) {

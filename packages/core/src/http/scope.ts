@@ -31,11 +31,12 @@ export function scopesOf(group: string | undefined): (facts: Pick<RequestFacts, 
 }
 
 /** A claim function that claims a scope's buckets for these limits the first time it is given that scope. */
-export function claimsOnce(store: Store, prefix: string, limits: readonly ResolvedLimit[], label: string): (scope: string) => void {
+export function claimsOnce(store: Store, prefix: string, limits: readonly ResolvedLimit[], label: string, first?: (scope: string) => void): (scope: string) => void {
   const claimed = new Set<string>();
   return (scope) => {
     if (claimed.has(scope)) return;
     claimBuckets(store, prefix, scope, limits, label);
     claimed.add(scope);
+    first?.(scope);
   };
 }

@@ -7,6 +7,8 @@ import type { EngineLimiter, Limiter } from '../limiter';
 import type { Family } from './family';
 import type { ResolvedExtraKey } from './extra-keys';
 import type { HttpRateLimitOptions, ResolvedHttpOptions } from './resolve-http-options';
+import type { Reservation } from '../settle';
+import type { Usage } from '../usage';
 
 /** Units a request drew from one subject, to give back when it should not count. */
 export interface Charge {
@@ -49,6 +51,12 @@ export interface HttpResult {
    * closed before the response finished, which counts as a failure). Never throws.
    */
   readonly settle?: (status: number | undefined) => void;
+  /**
+   * Set for an admitted request whose limiter has the `settle` option: its reserved cost (the
+   * route's `cost`, the estimate), to settle with the actual one once the handler knows it. The
+   * adapters hand it to the handler (`req.floodgate`, docs/quotas.md#reserve-then-settle).
+   */
+  readonly reservation?: Reservation;
 }
 
 export interface HttpLimiter<Req = unknown> {
@@ -72,6 +80,13 @@ export interface HttpLimiter<Req = unknown> {
    * know their routes at registration (Fastify) call it there.
    */
   claim(scope: string): void;
+  /**
+   * A usage route's answer for each request (a `GET /usage`-style route): the caller's own use of
+   * `routes` ('METHOD /pattern' as the framework matches them; default: this limiter's group) under
+   * this limiter, keyed on the identity the limiter itself resolves. Throws FG_INVALID_OPTION for
+   * bad `routes`, now.
+   */
+  usageRoute(routes?: readonly string[]): UsageRoute;
   /**
    * A snapshot for a health route, over this limiter and every route, group, plan and extra-key
    * limiter built from the same `rateLimit(...)`: per store the breaker state, last error and
@@ -143,3 +158,23 @@ export interface RequestContext<Req> {
 export interface Identified<Req> extends RequestContext<Req> {
   identity: Identity;
 }
+
+/** What a usage route answers: 200 with the caller's usage as JSON, 401 for a key resolveKey rejects, 503 when the store failed. */
+export interface UsageAnswer {
+  readonly status: 200 | 401 | 503;
+  /** JSON: `{ routes: [{ route, policies: [{ policy, limit, used, remaining, windowMs, resetMs, resetsAt }] }] }` (resetsAt an ISO 8601 instant), or a problem+json. */
+  readonly body: string;
+  readonly contentType: string;
+  /** The usage as an object (200 only), for an adapter or app that sends it its own way. */
+  readonly usage?: { readonly routes: readonly RouteUsage[] };
+}
+
+/** One route's usage in a usage route's answer. */
+export interface RouteUsage {
+  /** The route as the app named it ('POST /v1/chat'), or the group. */
+  readonly route: string;
+  readonly policies: readonly (Omit<Usage['policies'][number], 'resetsAt'> & { readonly resetsAt: string })[];
+}
+
+/** A usage route for one limiter: answers the caller of each request with their usage of `routes`. */
+export type UsageRoute = (facts: RequestFacts, request: unknown) => Promise<UsageAnswer>;

@@ -16,14 +16,22 @@ export interface FleetSetup {
 }
 export type FleetReply =
   | { type: 'ready'; port: number }
-  /** Each admitted request's [start, end] in ms since the epoch (sub-ms), measured by the handler itself. */
-  | { type: 'spans'; spans: [number, number][] };
+  /**
+   * Each request that finished in the handler: its [start, end] in ms since the epoch (sub-ms),
+   * measured by the handler itself; and how many left the handler because the client closed the
+   * connection first (aborted while holding their lease). Both since the last 'spans'.
+   */
+  | { type: 'spans'; spans: [number, number][]; abortedInHandler: number };
 
 const now = () => performance.timeOrigin + performance.now();
 
 process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' }) => {
   if (message.type === 'exit') process.exit(0);
-  if (message.type === 'spans') return process.send!({ type: 'spans', spans: spans.splice(0) } satisfies FleetReply);
+  if (message.type === 'spans') {
+    process.send!({ type: 'spans', spans: spans.splice(0), abortedInHandler } satisfies FleetReply);
+    abortedInHandler = 0;
+    return;
+  }
   const client = new Redis({ port: message.redisPort, host: '127.0.0.1', autoResendUnfulfilledCommands: false });
   client.on('error', () => undefined);
   const app = express();
@@ -42,10 +50,16 @@ process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' 
   app.get('/work', (req, res) => {
     const start = now();
     const ms = Number(req.headers['x-delay'] ?? handlerMs);
-    setTimeout(() => {
+    const timer = setTimeout(() => {
       spans.push([start, now()]);
       res.json({ ok: true });
     }, ms);
+    // The client went away mid-handler: counted, and the handler stops (the adapter frees the lease on the same close).
+    res.on('close', () => {
+      if (res.writableFinished) return;
+      clearTimeout(timer);
+      abortedInHandler++;
+    });
   });
   const server = createServer(app);
   // Longer than the test: the load generator's keep-alive sockets are never closed under it (a reused socket the server just closed fails with ECONNRESET).
@@ -53,3 +67,4 @@ process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' 
   server.listen(0, '127.0.0.1', () => process.send!({ type: 'ready', port: (server.address() as AddressInfo).port } satisfies FleetReply));
 });
 const spans: [number, number][] = [];
+let abortedInHandler = 0;
