@@ -1,6 +1,6 @@
 // The cap on lease renewal (`concurrency.maxHoldMs`), on a real Redis: a request that never ends (a hung handler) stops being renewed and its slot frees itself.
 import { createLimiter, RedisStore } from '../src';
-import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
+import { leasesHeld, pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 
 let redis: RedisServer;
@@ -15,14 +15,7 @@ afterAll(async () => {
 });
 
 /** Leases held now under `prefix` (members whose expiry is after Redis TIME). */
-async function held(prefix: string): Promise<number> {
-  const keys = await client.keys(`${prefix}:*:concurrency.cc`);
-  const [seconds, micros] = await client.time();
-  const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  let total = 0;
-  for (const key of keys) total += await client.zcount(key, `(${now}`, '+inf');
-  return total;
-}
+const held = (prefix: string): Promise<number> => leasesHeld(client, `${prefix}:*:concurrency.cc`);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const LEASE_MS = 2_000;
