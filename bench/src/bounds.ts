@@ -4,12 +4,13 @@
  * The most one subject may be admitted past its limit, over one window, by `instances` instances
  * that use default failure options, while the store is slow, overloaded or gone.
  *
- * Issue 24 asks for a default under which neither an outage nor a flood turns limits off, e.g.
- * local shares (`limit / instances` each) while the store cannot decide. Such a fleet admits at
- * most one more limit's worth per window: each instance its share, counted from zero when the
- * store went away. That is the bound used here until docs/failure-modes.md documents the one the
- * failure path keeps; when it does, change this function (and only this one): `pnpm soak` and the
- * flood section of `pnpm bench` both read it.
+ * The default failure behaviour (`failMode: 'local'`, `instances` learned through the store)
+ * decides alone with local shares, `floor(limit / instances)` each, while the store cannot decide.
+ * A fleet whose count is right admits at most one more limit's worth per window: each instance its
+ * share, counted from zero when it began deciding alone. That is the bound
+ * docs/failure-modes.md#the-bound-on-over-admission documents (its other rows: a fleet that grew
+ * during an outage, or started during one, learned no count). `pnpm soak` and the flood section of
+ * `pnpm bench` both read it from here.
  */
 export function overAdmissionBound(limit: number, instances: number): number {
   return instances * Math.max(1, Math.floor(limit / instances));

@@ -245,7 +245,7 @@ export function floodSection(runs: readonly FloodRun[]): string {
       'Every admission counts against the limit, whoever made it (the store, or a failure mode). "Decided without the store": degraded decisions (fail-open, fail-local, ...) and block-cache denials. ' +
       'A wait is from `consume()` to its answer; each is judged against the store\'s deadline (RedisStore `timeoutMs`) + 50 ms + the time its own process\'s event loop stood still meanwhile (measured every 10 ms). ' +
       'The outage run: each process first sends a little traffic on fresh subjects to a healthy Redis, then Redis is killed or paused and, at that moment, one caller starts flooding and keeps on through the outage and after it; ' +
-      'its admissions while Redis was out are set against the bound in `bench/src/bounds.ts` (one limit\'s worth of local shares across the processes, until the failure path documents its own). ' +
+      'its admissions while Redis was out are set against the bound in `bench/src/bounds.ts` (each process\'s local share, floor(limit / processes), across the processes: the bound docs/failure-modes.md#the-bound-on-over-admission documents). ' +
       'Runs are recorded by label in `bench/flood-runs.json`; `pnpm bench:flood --label NAME` measures this checkout and replaces the run of that name.',
   );
   out.push('');

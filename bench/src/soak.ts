@@ -83,6 +83,13 @@ export interface SoakOptions {
    * are checked on every route either way.
    */
   overload?: boolean;
+  /**
+   * Requests each flood keeps in flight. Default FLOOD_IN_FLIGHT (24, `pnpm soak`). The flood runs
+   * in the soak's own process, beside the apps it floods: on a loaded machine its own work delays
+   * every answer in that process without stopping the loop (so the stall allowance cannot see it),
+   * and `pnpm test`'s short soak, run beside the other suites, uses fewer.
+   */
+  floodInFlight?: number;
 }
 
 export interface SoakReport {
@@ -108,6 +115,8 @@ export interface SoakReport {
   worstAdmittedInWindow: { key: string; admitted: number; ceiling: number } | null;
   /** Requests the floods sent. */
   floodRequests: number;
+  /** Requests each flood kept in flight. */
+  floodInFlight: number;
   /** ms from Redis answering again to every closed route serving from the store, worst of all faults. */
   worstRecoveryMs: number;
   heapStartMb: number;
@@ -275,7 +284,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const logger: Logger = { warn: (m) => void lines.push(m), error: (m) => void lines.push(m) };
   // Enough sockets that no request waits in the agent for one (that wait would be the client's, not Floodgate's).
   const agent = new Agent({ keepAlive: true, maxSockets: 256 });
-  const floodAgent = new Agent({ keepAlive: true, maxSockets: FLOOD_IN_FLIGHT });
+  const floodInFlight = opts.floodInFlight ?? FLOOD_IN_FLIGHT;
+  const floodAgent = new Agent({ keepAlive: true, maxSockets: floodInFlight });
   const loop = new LoopWatch();
   const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, restart: 0, floodsDuringFaults: 0 };
   const byOutcome: Record<string, number> = {};
@@ -391,13 +401,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
           faults[kind]++;
           const n = faults[kind];
           const caller = kind === 'flood-hot' ? () => `hot-${n}` : (i: number) => `fresh-${n}-${i}`;
-          floodRequests += await flood(floodAgent, floodTargets, caller, FLOOD_IN_FLIGHT, from + lengthMs, floodSamples, floodErrors);
+          floodRequests += await flood(floodAgent, floodTargets, caller, floodInFlight, from + lengthMs, floodSamples, floodErrors);
           continue;
         }
         // Half the faults (seeded) come with a hot caller flooding through them: the attacker's moment.
         const during = overload && rnd() < 0.5 ? (faults.floodsDuringFaults++, faults.floodsDuringFaults) : 0;
         const flooding = during
-          ? flood(floodAgent, duringTargets, () => `hot-during-${during}`, FLOOD_IN_FLIGHT, from + lengthMs, floodSamples, floodErrors)
+          ? flood(floodAgent, duringTargets, () => `hot-during-${during}`, floodInFlight, from + lengthMs, floodSamples, floodErrors)
           : Promise.resolve(0);
         let answeringAt: number;
         if (kind === 'kill') {
@@ -516,6 +526,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       callerWindowsChecked: admittedWindows.size,
       worstAdmittedInWindow,
       floodRequests,
+      floodInFlight,
       worstRecoveryMs,
       heapStartMb: heapStart,
       heapEndMb: heapEnd,
@@ -544,7 +555,7 @@ export function formatReport(r: SoakReport): string {
     `requests: ${r.requests} (${Object.entries(r.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `faults injected: ${r.faults.kill} kill (+${r.faults.restart} restart), ${r.faults.pause} pause (SIGSTOP/SIGCONT), ${r.faults.slow} slow (DEBUG SLEEP)` +
       (r.overload
-        ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${FLOOD_IN_FLIGHT} in flight)`
+        ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${r.floodInFlight} in flight)`
         : ''),
     `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
     `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= the route's limit, ${LIMIT} or ${OVERLOAD_LIMIT}, per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS} ms)` : ''}`,

@@ -1,19 +1,26 @@
 // The chaos soak, short (20 s), in `pnpm test`: every invariant holds through kills, pauses, restarts and DEBUG SLEEP (pnpm soak runs it for minutes).
-import { FAULT_KINDS, formatReport, runSoak } from '../src/soak';
+import { FAULT_KINDS, FLOOD_KINDS, formatReport, runSoak } from '../src/soak';
 
-it('20 s of load through Express, Fastify and Koa while Redis is killed, paused, restarted and slowed: no violation', async () => {
+it('20 s of load through Express, Fastify and Koa while Redis is killed, paused, restarted and slowed, and flooded: no violation', async () => {
   // A new seed each run explores more; the report names it, and `pnpm soak --seed N` replays it.
   const seed = Number(process.env.FLOODGATE_SOAK_SEED ?? Math.floor(Math.random() * 2 ** 31));
-  // overload: false: issue 24's floods, default and hot-key routes and the 1 s recovery check run in
-  // `pnpm soak` only. On main's failure defaults (fail-open, a breaker back-off that outlasts a
-  // pause) they report violations by design, and `pnpm test` must stay green until the failure
-  // path lands: then turn them on here.
-  const report = await runSoak({ durationMs: 20_000, seed, overload: false });
+  // Issue 24's overload phases on: floods of one hot caller and of fresh callers beside the faults,
+  // the default and hot-key routes, and closed routes back within 1 s of Redis answering. Floods of
+  // 8 in flight, not pnpm soak's 24: they run in this process beside the apps, and beside the other
+  // suites on a loaded CI machine their own work delayed every answer of the process (seen: 270 ms,
+  // all routes at once, while the loop never stood still long enough for the stall allowance).
+  // Still far past the default route's 5 per second.
+  const report = await runSoak({ durationMs: 20_000, seed, overload: true, floodInFlight: 8 });
   if (process.env.FLOODGATE_PRINT_MEASUREMENTS || report.violationCount > 0) console.log(formatReport(report));
   expect({ seed, violations: report.violations }).toEqual({ seed, violations: [] });
   // It did soak: load on every route, every kind of fault, healthy windows judged, keys looked at.
   expect(report.requests).toBeGreaterThan(1_000);
   for (const kind of FAULT_KINDS) expect(report.faults[kind]).toBeGreaterThanOrEqual(1);
+  // The overload phases ran: each flood kind, and the default route decided alone during the faults (its local share).
+  expect(report.overload).toBe(true);
+  for (const kind of FLOOD_KINDS) expect(report.faults[kind]).toBeGreaterThanOrEqual(1);
+  expect(report.floodRequests).toBeGreaterThan(0);
+  expect((report.byOutcome['fail-default-admitted'] ?? 0) + (report.byOutcome['fail-default-limited'] ?? 0)).toBeGreaterThan(0);
   expect(report.byOutcome['store-admitted']).toBeGreaterThan(0);
   expect(report.byOutcome['fail-closed-refused']).toBeGreaterThan(0);
   expect(report.byOutcome['fail-open-admitted']).toBeGreaterThan(0);

@@ -40,7 +40,7 @@ function total(scrape: Map<string, number>, name: string, labels: Record<string,
 }
 
 describe('express-api /metrics and /healthz', () => {
-  it('shows decisions, then fail-open and the breaker open while Redis is down', async () => {
+  it('shows decisions, then fail-local (the default: this instance\'s share) and the breaker open while Redis is down', async () => {
     const app = createApp({ redis, prefix: `exm-${randomUUID().slice(0, 8)}`, logger: { warn: () => {}, error: () => {} }, breaker: { failureThreshold: 3, coolDownMs: 60_000 } });
     const scrape = async () => samples((await request(app).get('/metrics').expect(200)).text);
 
@@ -56,9 +56,12 @@ describe('express-api /metrics and /healthz', () => {
 
     await server.kill();
     await waitFor('the client sees Redis gone', () => redis.status !== 'ready');
-    for (let i = 0; i < 8; i++) await request(app).get('/widgets').set('x-api-key', 'demo').expect(200); // failMode 'open'
+    // The default failMode 'local': this instance's share of 100 (one instance learned), so all 8 are admitted.
+    for (let i = 0; i < 8; i++) await request(app).get('/widgets').set('x-api-key', 'demo').expect(200);
     const down = await scrape();
-    expect(total(down, 'floodgate_decisions_total', { floodgate_outcome: 'degraded', floodgate_reason: 'fail-open' })).toBe(8);
+    expect(total(down, 'floodgate_decisions_total', { floodgate_outcome: 'degraded', floodgate_reason: 'fail-local' })).toBe(8);
+    // The count the share is cut for, learned through Redis before it went (one process: 1).
+    expect(total(down, 'floodgate_instances')).toBe(1);
     expect(total(down, 'floodgate_decisions_total', { floodgate_outcome: 'allowed' })).toBe(12);
     expect(total(down, 'floodgate_breaker_state', { floodgate_breaker_state: 'open' })).toBe(1);
     expect(total(down, 'floodgate_breaker_state', { floodgate_breaker_state: 'closed' })).toBe(0);

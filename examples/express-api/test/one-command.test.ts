@@ -62,7 +62,7 @@ describe('express-api: the one command', () => {
     try {
       const [, appUrl] = await run.waitFor(/express-api on (http:\/\/127\.0\.0\.1:\d+)/);
       await run.waitFor(/ECONNREFUSED/);
-      // Requests keep being served (fail-open) while the client keeps reconnecting behind them.
+      // Requests keep being answered (fail-local: this instance's share) while the client keeps reconnecting behind them.
       for (let i = 0; i < 5; i++) await widgets(appUrl, 1);
       await new Promise((resolve) => setTimeout(resolve, 1_500));
       expect(run.output().match(/ECONNREFUSED/g)).toHaveLength(1);

@@ -63,12 +63,14 @@ export function runFaultScenarios(h: AdapterHarness): void {
           limit: 1_000_000,
           windowMs: '10m',
           retryAfterJitterMs: 0,
+          // Named: the app-wide mode here is fail-open (the default is 'local', which /feed shows).
+          failMode: 'open',
           breaker: { failureThreshold: 5, coolDownMs: 200, maxCoolDownMs: 400 },
           onStoreError: (e) => void events.push({ ...e, at: performance.now() }),
           logger: { warn: (m) => void logged.push(m), error: (m) => void logged.push(m) },
         },
         routes: [
-          // An override of HTTP options only: the route keeps the global limiter, so the default failMode ('open').
+          // An override of HTTP options only: the route keeps the global limiter, so its failMode ('open').
           { method: 'GET', path: '/catalog', options: { cost: 1 } },
           { method: 'POST', path: '/login', options: { failMode: 'closed' } },
           // Keys verified upstream (trust): each request's fresh key is a caller of its own. gcra with a

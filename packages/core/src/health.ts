@@ -1,6 +1,7 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
 import type { SheddingStats } from './shedding/load-shedder';
 import type { BreakerState } from './failure/breaker';
+import type { FleetView } from './failure/fleet';
 import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
 /** One shared store as the limiters see it. */
@@ -32,6 +33,19 @@ export interface StoreHealth {
   readonly warnings?: readonly string[];
 }
 
+/** The instances one limiter prefix's local shares are cut for (docs/failure-modes.md#instances). */
+export interface FleetHealth {
+  readonly prefix: string;
+  /** Live instances last counted, this one included (or the fixed `instances`); 1 before the first count. */
+  readonly instances: number;
+  /** True when learned through the store (`instances: 'auto'`, the default, on RedisStore). */
+  readonly learned: boolean;
+  /** Wall-clock time of the last count (ISO 8601); null before the first, or when fixed. */
+  readonly learnedAt: string | null;
+  /** Announcements that failed; the last count is kept meanwhile. */
+  readonly failures: number;
+}
+
 /** What `health()` returns: enough for a health route to answer 200 or 503, and for a person to see why. */
 export interface Health {
   /** False when any store's breaker is not closed: requests are getting the failure mode's answer. */
@@ -41,6 +55,8 @@ export interface Health {
   readonly decisions: Readonly<Record<Outcome, number>>;
   /** Requests answered from the block cache. */
   readonly blockCacheHits: number;
+  /** Per limiter prefix, the instances its local shares are cut for (learned or fixed); absent for stores that cannot announce with no fixed count. */
+  readonly fleets?: readonly FleetHealth[];
   /** Hot-key mode's counts, summed over the limiters that use it; absent when none does. */
   readonly hotKeys?: Readonly<HotKeyCounts>;
   /** Worker utilisation shedding (option `shedding`): its level, last sample and requests shed by class; absent when off. */
@@ -56,6 +72,8 @@ export interface HealthSource {
   readonly blockCache: { readonly hits: number } | undefined;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
+  /** The instances this limiter's local shares are cut for. */
+  readonly fleet?: FleetView;
   /** The store's warnings, read when a snapshot is taken (a store may find one after construction). */
   readonly warnings?: readonly string[];
 }
@@ -78,7 +96,12 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
   let hotKeys: HotKeyCounts | undefined;
   const seenCaches = new Set<object>();
   const seenHot = new Set<object>();
+  const fleets = new Map<string, FleetHealth>();
   for (const s of sources) {
+    const f = s.fleet;
+    if (f && (f.learning || f.instances > 1) && !fleets.has(`${f.learning}\0${f.prefix}`)) {
+      fleets.set(`${f.learning}\0${f.prefix}`, { prefix: f.prefix, instances: f.instances, learned: f.learning, learnedAt: iso(f.learnedAt), failures: f.failures });
+    }
     const m = s.monitor;
     if (!stores.has(m)) {
       stores.set(m, {
@@ -125,6 +148,7 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
     stores: list,
     decisions,
     blockCacheHits,
+    ...(fleets.size ? { fleets: [...fleets.values()] } : {}),
     ...(hotKeys ? { hotKeys } : {}),
     ...(lookups ? { keyLookups: lookups } : {}),
   };

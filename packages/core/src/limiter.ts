@@ -223,8 +223,8 @@ class Engine {
     const blocks = this.blocks;
     const blockStats = blocks && { store: name, get hits() { return blocks.hits; } };
     if (blockStats) meter.blockCaches.add(blockStats);
-    const { monitor, hotKeys, scriptStats } = this.link;
-    this.healthSource = { monitor, tally: this.tally, blockCache: blockStats, hotKeys, scriptStats, warnings: resolved.store.warnings };
+    const { monitor, hotKeys, scriptStats, fleet } = this.link;
+    this.healthSource = { monitor, tally: this.tally, blockCache: blockStats, hotKeys, scriptStats, fleet, warnings: resolved.store.warnings };
   }
 
   keysOf(subject: string, scope: string): SubjectKeys {

@@ -203,6 +203,8 @@ export class FloodgateMetrics {
   readonly blockCaches = new WeakList<{ readonly store: string; readonly hits: number }>();
   readonly keyLookups = new WeakList<KeyLookupCounts>();
   readonly scriptCalls = new WeakList<{ readonly name: string; readonly scriptStats: ScriptCallCounts }>();
+  /** The instances each limiter's local shares are cut for (failure/fleet.ts), by store. */
+  readonly fleets = new WeakList<{ readonly store: string; readonly fleet: { readonly instances: number } }>();
   /** Load shedders (`shedding`: by 'worker'; `fleet`: by 'fleet') and what each has shed, by class. */
   readonly shedders = new WeakList<{ readonly by: 'worker' | 'fleet'; readonly shedCounts: { readonly background: number; readonly default: number; readonly critical?: number } }>();
   /** Store call durations, by store and (for failures) error.type. */
@@ -250,6 +252,17 @@ export class FloodgateMetrics {
           for (const state of BREAKER_STATES) sums.add({ [ATTR.store]: m.store, [ATTR.state]: state }, m.breaker.state === state ? 1 : 0);
         }
         sums.report(result);
+      });
+
+    meter
+      .createObservableGauge('floodgate.instances', {
+        description: "Instances sharing a limit, as this instance's local shares are cut for (learned through the store, or fixed): the most among this store's limiter prefixes.",
+        unit: '{instance}',
+      })
+      .addCallback((result) => {
+        const most = new Map<string, number>();
+        for (const f of this.fleets) most.set(f.store, Math.max(most.get(f.store) ?? 0, f.fleet.instances));
+        for (const [store, n] of most) result.observe(n, { [ATTR.store]: store });
       });
 
     const counter = (name: string, description: string, unit: string, read: (sums: Sums) => void) =>

@@ -275,6 +275,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     failure,
     blockCacheSize,
     clock,
+    // A learned count changes while leases are out: hot-key mode takes a fixed one (its own, the limiter's, else 1).
     hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
     concurrency,

@@ -8,9 +8,9 @@ export const MAX_UNITS = 1_000_000_000;
 export const MAX_INSTANCES = 10_000;
 
 /** A whole number within [min, max], or FG_INVALID_OPTION naming the option. */
-export function wholeNumber(option: string, value: unknown, min: number, max: number): number {
+export function wholeNumber(option: string, value: unknown, min: number, max: number, orElse?: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    invalidOption(option, value, `a whole number from ${min} to ${max}`);
+    invalidOption(option, value, `a whole number from ${min} to ${max}${orElse ? `, ${orElse}` : ''}`);
   }
   return value;
 }

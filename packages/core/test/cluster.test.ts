@@ -152,3 +152,23 @@ describe.each(CLUSTER_KINDS)('several subjects in one script call on %s', (kind)
     });
   });
 });
+
+describe.each(CLUSTER_KINDS)('the fleet announcement on %s', (kind) => {
+  it("counts this instance in the ZSET on the master that owns its slot, with a TTL; limiters on one client share it", async () => {
+    const own = `cfleet-${kindTag(kind)}-${Math.random().toString(36).slice(2, 8)}`;
+    const client = clients.get(kind)!.client;
+    const limiters = [0, 1].map(() => createLimiter({ store: new RedisStore({ client, timeoutMs: 5_000, announceMs: 200 }), prefix: own, limit: 10, windowMs: '1m', logger: { warn() {}, error() {} } }));
+    const key = `${own}.instances`;
+    const owner = cluster.nodes[await cluster.ownerOf(keySlot(key))].client();
+    try {
+      const until = Date.now() + 10_000;
+      while (limiters.some((l) => !l.health().fleets?.[0]?.learnedAt) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+      expect(limiters.map((l) => l.health().fleets)).toEqual(limiters.map(() => [{ prefix: own, instances: 1, learned: true, learnedAt: expect.any(String), failures: 0 }]));
+      expect(await owner.zcard(key)).toBe(1);
+      expect(await owner.pttl(key)).toBeGreaterThan(0);
+      expect((await limiters[0].consume('s')).reason).toBe('allowed');
+    } finally {
+      owner.disconnect();
+    }
+  });
+});

@@ -32,6 +32,15 @@ class SwitchStore implements Store {
   }
 }
 
+/** Polls `check` every 10 ms, for at most 5 s. */
+async function waitUntil(check: () => boolean): Promise<void> {
+  const until = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > until) throw new Error('waitUntil: timed out');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
 /** A custom store that never answers (and declares no timeout of its own). */
 class HangingStore implements Store {
   readonly name = 'hanging';
@@ -65,11 +74,11 @@ const invalid = (fn: () => unknown, option: string) => {
 };
 
 describe('failure options', () => {
-  it('defaults: fail open, one instance, 100 ms deadline for custom stores, breaker 5 failures / 1 s up to 10 s, console', () => {
+  it('defaults: fail local, instances learned (undefined: auto), 100 ms deadline for custom stores, breaker 5 failures / 1 s up to 10 s, console', () => {
     const failure = resolveLimiterOptions({ limit: 5, store: new HangingStore() }).failure;
     expect(failure).toMatchObject({
-      failMode: 'open',
-      instances: 1,
+      failMode: 'local',
+      instances: undefined,
       timeoutMs: 100,
       breaker: { failureThreshold: 5, coolDownMs: 1_000, maxCoolDownMs: 10_000 },
       onStoreError: undefined,
@@ -281,6 +290,38 @@ describe('limiter with a failing store', () => {
     expect((await local.consume('alice')).allowed).toBe(true);
   });
 
+  it("instances 'auto' (the default): the share follows the count the store's announce() returns, remembered when it fails", async () => {
+    // A custom store that can announce: what it answers is the fleet's count (RedisStore's is fleet-redis.test.ts).
+    class FleetStore extends SwitchStore {
+      readonly announceMs = 100;
+      count = 4;
+      announced: { key: string; member: string; ttlMs: number }[] = [];
+      async announce(key: string, member: string, ttlMs: number): Promise<number> {
+        this.announced.push({ key, member, ttlMs });
+        if (!this.up) throw new FloodgateError('FG_STORE_UNAVAILABLE', 'backend is down');
+        return this.count;
+      }
+    }
+    const store = new FleetStore();
+    const limiter = createLimiter({ store, prefix: 'fleetunit', limit: 10, windowMs: '1h', breaker: { failureThreshold: 100 }, logger: recordingLogger() });
+    await waitUntil(() => limiter.health().fleets?.[0]?.instances === 4);
+    expect(store.announced[0]).toEqual({ key: 'fleetunit.instances', member: expect.stringMatching(/^[A-Za-z0-9_-]{16}$/), ttlMs: 300 });
+    store.up = false;
+    const admitted = async (subject: string) => (await Promise.all(Array.from({ length: 20 }, () => limiter.consume(subject)))).filter((d) => d.allowed).length;
+    expect(await admitted('a')).toBe(2); // floor(10 / 4)
+    // The store is away: announcements fail and the last count stays.
+    const failed = limiter.health().fleets![0].failures;
+    await waitUntil(() => limiter.health().fleets![0].failures > failed);
+    expect(limiter.health().fleets![0].instances).toBe(4);
+    expect(await admitted('b')).toBe(2);
+    // Back, with a smaller fleet: the share grows.
+    store.count = 2;
+    store.up = true;
+    await waitUntil(() => limiter.health().fleets?.[0]?.instances === 2);
+    store.up = false;
+    expect(await admitted('c')).toBe(5); // floor(10 / 2)
+  });
+
   it('does not put degraded denials in the block cache: limiting resumes from the store at once', async () => {
     const store = new SwitchStore();
     const local = createLimiter({ store, limit: 1, failMode: 'local', breaker: { failureThreshold: 100 }, logger: recordingLogger() });
@@ -380,7 +421,7 @@ describe('limiter with a failing store', () => {
         throw new Error('hook bug');
       },
     });
-    expect((await limiter.consume('a')).reason).toBe('fail-open');
+    expect((await limiter.consume('a')).reason).toBe('fail-local');
     expect(logger.lines.some((l) => l.level === 'error' && /onStoreError threw: hook bug/.test(l.message))).toBe(true);
   });
 

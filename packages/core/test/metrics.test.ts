@@ -116,7 +116,7 @@ describe('decisions on a real redis-server that is killed', () => {
   it('counts allowed and limited, then fail-open, store errors and the breaker opening; health says why', async () => {
     const { meterProvider, points } = setup();
     const store = new RedisStore({ client, coalesce: false });
-    const limiter = createLimiter({ store, prefix: 'otel18', limit: 2, blockCacheSize: 0, meterProvider, logger: quiet, breaker: { failureThreshold: 2, coolDownMs: 60_000 } });
+    const limiter = createLimiter({ store, prefix: 'otel18', limit: 2, blockCacheSize: 0, meterProvider, logger: quiet, failMode: 'open', breaker: { failureThreshold: 2, coolDownMs: 60_000 } });
     for (let i = 0; i < 3; i++) await limiter.consume('k1', { scope: 'r' });
     expect(await points('floodgate.store.script_calls')).toEqual({ 'floodgate.store=redis': 3 });
     await server.kill();

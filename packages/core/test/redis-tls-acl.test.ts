@@ -80,6 +80,17 @@ describe.each(KINDS)('on %s over TLS', (kind) => {
   });
 });
 
+describe.each(KINDS)('the fleet announcement on %s, TLS and the least-privileged user', (kind) => {
+  it('counts this instance: the rule grants its commands on the prefix', async () => {
+    const { client } = await connect(kind, LIMITER);
+    const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 2_000, announceMs: 200 }), prefix: PREFIX, limit: 5, windowMs: '1m', logger: { warn() {}, error() {} } });
+    const until = Date.now() + 10_000;
+    while (!limiter.health().fleets?.[0]?.learnedAt && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(limiter.health().fleets).toEqual([{ prefix: PREFIX, instances: 1, learned: true, learnedAt: expect.any(String), failures: 0 }]);
+    expect(await admin.zcard(`${PREFIX}.instances`)).toBe(1);
+  });
+});
+
 describe.each(KINDS)('failure cases on %s, TLS and the least-privileged user', (kind) => {
   it('killed under steady load: open serves, closed refuses, local limits; restarted (same TLS and users): limiting resumes', async () => {
     const { client } = await connect(kind, LIMITER);

@@ -8,9 +8,13 @@ import type { Logger } from '../logger';
 import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
+import type { FleetView } from './fleet';
 import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
 
 export const FAIL_MODES = ['open', 'closed', 'local'] as const;
+
+/** What a limiter that names no failMode gets (docs/failure-modes.md#the-default). */
+export const DEFAULT_FAIL_MODE = 'local';
 
 /**
  * What a request gets when the store fails, times out, or is skipped by the open circuit breaker.
@@ -40,17 +44,26 @@ export interface StoreErrorEvent {
 
 export interface FailureOptions {
   /**
-   * What a request gets when the store cannot decide: 'open' (serve, unlimited), 'closed' (503 +
-   * Retry-After) or 'local' (limit from memory with `limit / instances`). Set it per route: auth
-   * routes fail closed, customer-facing routes open or local. Default 'open': a rate limiter
-   * guards the service and should not take it down with its store (see docs/failure-modes.md).
+   * What a request gets when the store cannot decide: 'local' (limit from memory with this
+   * instance's share, `floor(limit / instances)`), 'closed' (503 + Retry-After) or 'open' (serve,
+   * unlimited). Set it per route: auth routes fail closed; 'open' is for routes that would rather
+   * serve everyone than limit anyone while the store is away. Default 'local': neither an outage
+   * nor a flood that overloads the store turns the limit off, and the service stays up
+   * (docs/failure-modes.md#the-default).
    */
   failMode?: FailMode;
   /**
-   * How many instances share the limit, for `failMode: 'local'`: each one then admits
-   * `floor(limit / instances)` (at least 1), so together they stay near the shared limit. Default 1.
+   * How many instances (processes) share the limit: each one, when it decides alone (failMode
+   * 'local', or any mode while the store is overloaded), admits `floor(limit / instances)`, at
+   * least 1, so that together they stay near the shared limit.
+   * - 'auto' (default): learned through the store. Each process announces itself on RedisStore
+   *   every `announceMs` (5 s) under a key that expires, and counts the live ones; the last count
+   *   is kept while the store is away. Until the first count it is 1 (each instance may then admit
+   *   the whole limit: the worst case is a fleet that starts during an outage). MemoryStore and
+   *   custom stores learn nothing: 1.
+   * - a whole number from 1: fixed, nothing announced (docs/failure-modes.md#instances).
    */
-  instances?: number;
+  instances?: number | 'auto';
   /**
    * Longest wait for one store call, for a store that does not bound its own calls (a custom store).
    * RedisStore and MemoryStore bound their own: set RedisStore's `timeoutMs` instead.
@@ -74,7 +87,8 @@ export const FAILURE_OPTION_NAMES = optionNames<FailureOptions>()(['failMode', '
 
 export interface ResolvedFailureOptions {
   readonly failMode: FailMode;
-  readonly instances: number;
+  /** A fixed count; undefined: learned through the store ('auto'). */
+  readonly instances: number | undefined;
   /** The limiter's own deadline; undefined when the store bounds its calls itself. */
   readonly timeoutMs: number | undefined;
   readonly breaker: ResolvedBreakerOptions;
@@ -84,9 +98,10 @@ export interface ResolvedFailureOptions {
 
 /** Parses the failure options once; `store` decides whether the limiter needs a deadline of its own. */
 export function resolveFailureOptions(options: FailureOptions, store: Store): ResolvedFailureOptions {
-  const failMode = options.failMode ?? 'open';
+  const failMode = options.failMode ?? DEFAULT_FAIL_MODE;
   if (!FAIL_MODES.includes(failMode)) invalidOption('failMode', failMode, `one of ${FAIL_MODES.join(', ')}`);
-  const instances = wholeNumber('instances', options.instances ?? 1, 1, MAX_INSTANCES);
+  const given = options.instances ?? 'auto';
+  const instances = given === 'auto' ? undefined : wholeNumber('instances', given, 1, MAX_INSTANCES, "or 'auto' (learned through the store, the default)");
   let timeoutMs: number | undefined;
   if (typeof store.timeoutMs === 'number') {
     if (options.timeoutMs !== undefined) {
@@ -126,17 +141,22 @@ export interface Fallback {
   reset(keys: readonly string[]): void;
 }
 
-export function createFallback(limits: readonly ResolvedLimit[], failure: ResolvedFailureOptions, breaker: CircuitBreaker): Fallback {
+/**
+ * `fleet`: how many instances share the limit now (fixed, or learned through the store: its count
+ * is read at every local decision, and the shares are cut again when it changes).
+ */
+export function createFallback(limits: readonly ResolvedLimit[], failure: ResolvedFailureOptions, breaker: CircuitBreaker, fleet: FleetView): Fallback {
   // Retry-After for a refusal the store did not make: when the breaker will look at the store
   // again, and never under a second, so refused clients do not hammer a recovering service.
   const retryMs = () => Math.max(1_000, breaker.msUntilProbe());
-  // Made at the first local decision: most limiters never need one.
-  let shares: { limits: ResolvedLimit[]; storeLimits: StoreLimit[] } | undefined;
+  // Made at the first local decision (most limiters never need one), and again when the count changes.
+  let shares: { instances: number; limits: ResolvedLimit[]; storeLimits: StoreLimit[] } | undefined;
   const memory = new MemoryStore();
   const local = (request: StoreRequest): Decision => {
-    if (!shares) {
-      const cut = localLimits(limits, failure.instances);
-      shares = { limits: cut, storeLimits: cut.map((l) => l.store) };
+    const instances = fleet.instances;
+    if (shares?.instances !== instances) {
+      const cut = localLimits(limits, instances);
+      shares = { instances, limits: cut, storeLimits: cut.map((l) => l.store) };
     }
     // Same keys as the shared store, so a subject's local bucket is the one it has there.
     const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token });

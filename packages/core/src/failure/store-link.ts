@@ -9,6 +9,7 @@ import { lateAnswer } from '../deadline';
 import { CallBook, guarded, guardedSync, isOverload } from './guard';
 import { createFallback, type Fallback } from './policy';
 import { runtimeFor } from './store-runtime';
+import { fixedFleet, type FleetView } from './fleet';
 
 /** What the limiter hears from its link besides answers. */
 export interface LinkHooks {
@@ -30,6 +31,10 @@ export interface StoreLink {
   readonly monitor: StoreMonitor;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
+  /** The instances this limiter's local share is cut for: fixed, or learned through the store. */
+  readonly fleet: FleetView;
+  /** What the `floodgate.instances` gauge reads (held here: the meter holds it weakly). */
+  readonly fleetGauge: object;
 }
 
 const ignore = (): void => undefined;
@@ -55,7 +60,13 @@ export function linkStore(
   channel.reporters.add(failure.logger, failure.onStoreError, failure.failMode);
   channel.countOn(meter);
   runtime.warnOnce(failure.logger);
-  const fallback: Fallback = createFallback(limits, failure, channel.breaker);
+  // The instances sharing the limit: fixed, or learned through the store ('auto', the default).
+  const fleet: FleetView =
+    (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
+  // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
+  const fleetGauge = { store: shared.name, fleet };
+  meter.fleets.add(fleetGauge);
+  const fallback: Fallback = createFallback(limits, failure, channel.breaker, fleet);
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: ScriptCallCounts });
 
   const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
@@ -96,5 +107,7 @@ export function linkStore(
     monitor: channel.monitor,
     hotKeys,
     scriptStats: shared.scriptStats,
+    fleet,
+    fleetGauge,
   };
 }

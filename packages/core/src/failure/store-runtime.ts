@@ -2,8 +2,9 @@
 import type { Logger } from '../logger';
 import type { FloodgateMetrics, StoreMonitor } from '../metrics';
 import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../metrics';
-import type { Store } from '../stores/store';
+import { DEFAULT_ANNOUNCE_MS, type Store } from '../stores/store';
 import { CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
+import { Fleet } from './fleet';
 import { Reporters } from './report';
 
 /** One limiter's definition of a bucket on this store (see http/bucket-claims.ts). */
@@ -105,6 +106,8 @@ export class ConnectionRuntime {
   /** performance.now() of the last answer; -Infinity before the first. */
   lastAnswerAt = -Infinity;
   private readonly stores = new WeakMap<Store, StoreRuntime>();
+  /** Each limiter prefix's fleet on this connection, held weakly: the limiters that use it hold it. */
+  private readonly fleets = new Map<string, WeakRef<Fleet>>();
   // Held weakly: the client may outlive its stores' limiters.
   private readonly ready = new Set<WeakRef<StoreRuntime>>();
   private listening = false;
@@ -122,6 +125,20 @@ export class ConnectionRuntime {
       }
     }
     return runtime;
+  }
+
+  /**
+   * The fleet of this prefix on this connection, announced through `store` (the first store to ask
+   * sets the period): one announcement per prefix and connection, however many limiters and stores
+   * of this process use it. Undefined for a store that cannot announce.
+   */
+  fleet(prefix: string, store: Store): Fleet | undefined {
+    if (typeof store.announce !== 'function') return undefined;
+    const known = this.fleets.get(prefix)?.deref();
+    if (known) return known;
+    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS);
+    this.fleets.set(prefix, new WeakRef(fleet));
+    return fleet;
   }
 
   private reconnected(): void {

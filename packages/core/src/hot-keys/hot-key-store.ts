@@ -19,7 +19,8 @@ export interface HotKeyOptions {
   /**
    * How many instances (processes, pods) share the limit. An instance never leases more than its
    * share, `limit / instances`, at once, and the default lease is sized from it. Default: the
-   * limiter's `instances` (the one `failMode: 'local'` uses), else 1. Set it: with 1, each
+   * limiter's `instances` when it is a number (the one `failMode: 'local'` uses), else 1 (a learned
+   * count is not used: it changes while leases are out). Set it: with 1, each
    * instance may lease up to the whole limit.
    */
   instances?: number;

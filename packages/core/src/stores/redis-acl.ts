@@ -1,6 +1,7 @@
 // The least-privilege Redis ACL rule for Floodgate's scripts, derived from the commands the Lua files run (generated with them, so it cannot drift).
 import { LUA_COMMANDS } from '../lua/scripts.generated';
 import { invalidOption } from '../errors';
+import { fleetKey } from '../keys';
 import { checkOptionNames, keyPrefix, optionNames } from '../validate';
 
 export interface AclRuleOptions {
@@ -15,9 +16,17 @@ const ACL_RULE_OPTION_NAMES = optionNames<AclRuleOptions>()(['prefix']);
 
 /**
  * What RedisStore sends itself, outside the scripts: EVALSHA, EVAL once after NOSCRIPT (which also
- * loads the script), DEL for `limiter.reset()`, and PING, which clients and health checks send.
+ * loads the script), DEL for `limiter.reset()`, and PING, which clients and health checks send
+ * (and the fleet announcement's, below).
  */
 const CLIENT_COMMANDS = ['evalsha', 'eval', 'del', 'ping'] as const;
+
+/**
+ * The fleet announcement (RedisStore.announce, failure/fleet.ts), plain commands on
+ * `<prefix>.instances` (a key pattern of its own in the rule): how the default
+ * `instances: 'auto'` learns how many instances share a limit.
+ */
+export const FLEET_COMMANDS = ['time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire'] as const;
 
 /**
  * Every command a script may run, whichever algorithms a limiter uses: Redis 7 checks each
@@ -31,7 +40,7 @@ export const SCRIPT_COMMANDS: readonly string[] = [...new Set(Object.values(LUA_
  * `ACL SETUSER <name> on ><password> <rule>` (or a `user` line of an ACL file).
  *
  *     aclRule({ prefix: 'fg' })
- *     // 'resetkeys ~fg:* resetchannels -@all +del +eval +evalsha +get +hmget +hset +pexpire +ping +set +time +zadd ...'
+ *     // 'resetkeys ~fg:* ~fg.instances resetchannels -@all +del +eval +evalsha +get +hmget +hset +pexpire +ping +set +time +zadd ...'
  *
  * It leaves out CONFIG GET, which RedisStore uses once to read `maxmemory-policy` (without it the
  * eviction check is skipped), and INFO, which ioredis's ready check sends (ioredis then warns and
@@ -42,7 +51,8 @@ export function aclRule(options: AclRuleOptions = {}): string {
   checkOptionNames('aclRule options', options, ACL_RULE_OPTION_NAMES);
   const given = options.prefix ?? 'fg';
   const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
-  const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].map((p) => `~${p}:*`);
-  const commands = [...new Set([...CLIENT_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
+  // Each prefix's keys, and its fleet's one key (failure/fleet.ts).
+  const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].flatMap((p) => [`~${p}:*`, `~${fleetKey(p)}`]);
+  const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
   return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');
 }

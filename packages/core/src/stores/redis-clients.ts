@@ -72,6 +72,12 @@ export interface ClientBinding {
   readonly del: (key: string) => Promise<unknown>;
   /** Any other command (its raw reply), or undefined when the client has no way to send one. */
   readonly command: ((args: string[]) => Promise<unknown>) | undefined;
+  /**
+   * A plain command about `key`, sent where that key lives (a Cluster: its slot's master; a
+   * keyless command such as TIME goes there too where the client can route it so), or undefined
+   * when the client cannot send one. Not a script: EVAL and EVALSHA stay the decisions' own.
+   */
+  readonly keyed: ((key: string, args: string[]) => Promise<unknown>) | undefined;
   /** Undefined when a command can go now (or waits only for the client's first connection), else why it cannot. */
   unavailable(): string | undefined;
   readonly warnings: readonly string[];
@@ -167,6 +173,8 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
     send: (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args)),
     del: (key) => client.del(key),
     command: isFunction(client.call) ? (args) => client.call!(args[0], ...args.slice(1)) : undefined,
+    // A Cluster routes a keyed command by its key; TIME goes to any node (their clocks agree within NTP's error).
+    keyed: isFunction(client.call) ? (_key, args) => client.call!(args[0], ...args.slice(1)) : undefined,
     unavailable() {
       const status = client.status;
       if (status === undefined || status === 'ready' || (!everReady() && FIRST_CONNECT.has(status))) return undefined;
@@ -193,6 +201,7 @@ function nodeRedisBinding(client: NodeRedisClient): ClientBinding {
     send: (command, args) => client.sendCommand(commandArgs(command, args)),
     del: (key) => client.sendCommand(['DEL', key]),
     command: (args) => client.sendCommand(args),
+    keyed: (_key, args) => client.sendCommand(args),
     unavailable: () => nodeRedisUnavailable(client, everReady()),
     warnings: nodeRedisWarnings(client, 'client', (client as { options?: NodeRedisOptions }).options),
     cluster: false,
@@ -207,6 +216,8 @@ function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
     send: (command, args) => cluster.sendCommand(String(args[2]), false, commandArgs(command, args)),
     del: (key) => cluster.sendCommand(key, false, ['DEL', key]),
     command: (args) => cluster.sendCommand(undefined, true, args),
+    // Routed by the key given, whatever the command: TIME is read from the master that holds the key.
+    keyed: (key, args) => cluster.sendCommand(key, false, args),
     unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
     warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
     cluster: true,
@@ -238,6 +249,7 @@ function glideBinding(client: GlideClient): ClientBinding {
     send: (command, args) => client.customCommand(commandArgs(command, args)).catch(glideError),
     del: (key) => client.customCommand(['DEL', key]),
     command: (args) => client.customCommand(args),
+    keyed: (_key, args) => client.customCommand(args),
     unavailable: () => undefined,
     warnings: [],
     cluster: isFunction(client.fcallWithRoute),
@@ -252,6 +264,7 @@ function nodeRedisSentinelBinding(sentinel: NodeRedisSentinel): ClientBinding {
     send: (command, args) => sentinel.sendCommand(false, commandArgs(command, args)),
     del: (key) => sentinel.sendCommand(false, ['DEL', key]),
     command: (args) => sentinel.sendCommand(false, args),
+    keyed: (_key, args) => sentinel.sendCommand(false, args),
     unavailable: () => nodeRedisUnavailable(sentinel, everReady()),
     warnings: nodeRedisWarnings(sentinel, 'sentinel', undefined),
     cluster: false,

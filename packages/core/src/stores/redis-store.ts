@@ -8,7 +8,7 @@ import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeGroups, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
 import { slotOf } from './redis-slot';
-import type { Store, StoreRequest, StoreResult } from './store';
+import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from './store';
 
 export interface RedisStoreOptions {
   /**
@@ -68,9 +68,18 @@ export interface RedisStoreOptions {
    * share a coalesced call count once. A whole number from 1. Default 256.
    */
   maxInFlight?: number;
+  /**
+   * How often, in ms (or a duration string), each process announces itself to the limiters' fleet
+   * on this Redis, so that every instance learns how many share a limit (the default `instances`:
+   * docs/failure-modes.md#instances). An announcement lasts 3 periods: a process that dies leaves
+   * the count within about 3 periods. Five plain commands per period and limiter prefix
+   * (TIME, then ZADD, ZREMRANGEBYSCORE, ZCARD and PEXPIRE), off the request path. From 100 ms to 10 min.
+   * Default 5000. Limiters with a fixed `instances` never announce.
+   */
+  announceMs?: number | string;
 }
 
-const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce', 'maxInFlight']);
+const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce', 'maxInFlight', 'announceMs']);
 
 /** See `RedisStoreOptions.coalesce`. */
 export type CoalesceMode = 'turn' | 'in-flight' | false;
@@ -159,6 +168,18 @@ function explainRefusal(error: unknown, keys: readonly string[]): never {
   throw error;
 }
 
+/** TIME's reply ([seconds, microseconds], as strings or numbers) in ms; a cluster-wide reply (one per node) gives its first node's. */
+function redisTimeMs(reply: unknown): number {
+  let pair = reply;
+  if (pair instanceof Map) pair = [...pair.values()][0];
+  else if (pair !== null && typeof pair === 'object' && !Array.isArray(pair)) pair = Object.values(pair)[0];
+  if (Array.isArray(pair) && pair.length >= 2) {
+    const ms = Number(pair[0]) * 1000 + Math.floor(Number(pair[1]) / 1000);
+    if (Number.isFinite(ms)) return ms;
+  }
+  throw new FloodgateError('FG_STORE_REPLY', `Unexpected TIME reply: ${JSON.stringify(reply)}`);
+}
+
 export class RedisStore implements Store {
   readonly name = 'redis';
   readonly timeoutMs: number;
@@ -195,6 +216,7 @@ export class RedisStore implements Store {
   private readonly waiting: Queued[] = [];
   private waitTimer: NodeJS.Timeout | undefined;
   readonly maxInFlight: number;
+  readonly announceMs: number;
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
   readonly scriptStats = { calls: 0, requests: 0 };
 
@@ -215,6 +237,7 @@ export class RedisStore implements Store {
     }
     this.coalesce = options.coalesce ?? 'turn';
     this.maxInFlight = wholeNumber('maxInFlight', options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
+    this.announceMs = parseDuration('announceMs', options.announceMs ?? DEFAULT_ANNOUNCE_MS, 100, 600_000);
     this.warningList = [...client.warnings];
     this.warnings = this.warningList;
   }
@@ -507,6 +530,30 @@ export class RedisStore implements Store {
       'FG_STORE_OVERLOADED',
       `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight (maxInFlight) and was not sent.`,
     );
+  }
+
+  /**
+   * One fleet announcement (failure/fleet.ts), by Redis's clock: the ZSET at `key` scores each
+   * instance with the Redis-clock ms its announcement expires; this one's is set, expired ones are
+   * removed, the rest counted, and the key expires with the last announcement. Plain commands, not
+   * a script: a decision's EVALSHA is never shared with it, and the ACL rule lists each
+   * (stores/redis-acl.ts). Not atomic, and need not be: each instance counts itself at least, and
+   * a race only shifts a count by one announcement until the next period. Bounded by one period.
+   */
+  async announce(key: string, member: string, ttlMs: number): Promise<number> {
+    this.checkConnection();
+    const keyed = this.client.keyed;
+    if (!keyed) throw new FloodgateError('FG_STORE_UNAVAILABLE', 'The Redis client has no way to send a plain command.');
+    const bound = Math.min(this.announceMs, 5_000);
+    const now = redisTimeMs(await withDeadline(keyed(key, ['TIME']), bound, 'Redis TIME'));
+    const sent = [
+      keyed(key, ['ZADD', key, String(now + ttlMs), member]),
+      keyed(key, ['ZREMRANGEBYSCORE', key, '-inf', String(now)]),
+      keyed(key, ['ZCARD', key]),
+      keyed(key, ['PEXPIRE', key, String(ttlMs)]),
+    ];
+    const replies = await withDeadline(Promise.all(sent), bound, 'Redis fleet announcement');
+    return Number(replies[2]);
   }
 
   async reset(keys: readonly string[]): Promise<void> {

@@ -77,6 +77,9 @@ export type SettleOutcome = 'settled' | 'already-settled' | 'expired';
 /** The reply's settle status (lua/main.lua), as an outcome: 0 applied, 1 settled before, 2 too old. */
 export const SETTLE_OUTCOMES: readonly SettleOutcome[] = ['settled', 'already-settled', 'expired'];
 
+/** Default `Store.announceMs` (RedisStore's `announceMs`): how often an instance announces itself to its fleet. */
+export const DEFAULT_ANNOUNCE_MS = 5_000;
+
 export interface Store {
   /** 'memory', 'redis', or a custom store's name; shown in logs. */
   readonly name: string;
@@ -106,6 +109,15 @@ export interface Store {
   readonly connection?: object;
   /** Script calls sent and the requests they carried (RedisStore: requests / calls is the coalescing batch size). Optional. */
   readonly scriptStats?: { readonly calls: number; readonly requests: number };
+  /**
+   * Announces this instance (`member`) in the fleet under `key` for `ttlMs`, by the store's clock,
+   * and resolves with the number of instances whose announcement has not expired, this one included
+   * (failure/fleet.ts: the limiters' default `instances` is learned through it). Optional: a store
+   * without it (MemoryStore, a custom store) learns nothing, and its limiters count 1 instance.
+   */
+  announce?(key: string, member: string, ttlMs: number): Promise<number>;
+  /** How often (ms) a limiter on this store announces its instance through `announce`. Optional (default 5 s). */
+  readonly announceMs?: number;
   /** Resolves with the store's decision; rejects only when the store itself failed. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
   /**
