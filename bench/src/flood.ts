@@ -150,6 +150,14 @@ async function runBursts(topology: FloodTopology, s: FloodSettings, sides: reado
     const nodes = cluster ? cluster.nodes : [redis!];
     const rows: FloodScenarioRow[][] = sides.map(() => []);
     let round = 0;
+    // One prefix per side for the whole topology, as an app keeps its own: each burst floods subjects
+    // of its own (the subject names the burst), and the processes are a fleet that has been up a
+    // while rather than one started for the burst (a fleet's first second is the documented worst
+    // case: docs/failure-modes.md#the-bound-on-over-admission).
+    const sidePrefixes = sides.map(() => nextPrefix());
+    // A side's first burst makes its processes' limiters: their fleet announces itself at once, 250 ms
+    // and 1 s later, so that burst starts 3 s on, when every process has counted the others.
+    const fleetUp = new Set<number>();
     for (const scenario of floodScenarios(topology, s)) {
       const reps: FloodAnswers[][][] = sides.map(() => []);
       for (let rep = 0; rep < s.repetitions; rep++) {
@@ -165,11 +173,12 @@ async function runBursts(topology: FloodTopology, s: FloodSettings, sides: reado
             subjects: scenario.subjects,
             limit: scenario.limit,
             inFlight: scenario.inFlight,
-            prefix: nextPrefix(),
+            prefix: sidePrefixes[i],
             subject: `flood-${tag}`,
             // Every process starts its burst at the same moment, whenever the message reached it.
-            startAt: Date.now() + 500,
+            startAt: Date.now() + (fleetUp.has(i) ? 500 : 3_000),
           };
+          fleetUp.add(i);
           for (const w of workers[i]) w.send(burst);
           reps[i].push(await Promise.all(workers[i].map((w) => expectAnswers(w, 120_000))));
         }
@@ -204,7 +213,9 @@ async function runOutage(fault: FloodOutageRow['fault'], s: FloodSettings, side:
     workers = await startWorkers(s.processes, { port: redis.port }, `flood-outage-${fault}`, side.dir);
     const tag = `${runId}-outage-${fault}-${prefixes}`;
     progress.step(`flood: outage (${fault}, ${side.label}): ${WARM_MS / 1000} s healthy, ${s.outageMs / 1000} s out, ${AFTER_MS / 1000} s after`, WARM_MS + s.outageMs + AFTER_MS);
-    for (const w of workers) w.send({ type: 'warm', limit: s.limit, prefix: nextPrefix(), everyMs: 100, perTick: 5 });
+    // One prefix for every process: one shared limit (and one fleet), as an app's instances have.
+    const prefix = nextPrefix();
+    for (const w of workers) w.send({ type: 'warm', limit: s.limit, prefix, everyMs: 100, perTick: 5 });
     for (const w of workers) {
       const m = await w.next(30_000);
       if (m.type !== 'warmed') throw new Error(`flood worker: ${m.type === 'error' ? m.message : JSON.stringify(m)}`);

@@ -1,5 +1,5 @@
 // `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks.md and .svg.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ALGORITHMS, type AlgorithmName } from '@floodgate/core';
@@ -18,6 +18,7 @@ import { runRedisCeiling } from './redis-ceiling';
 import { renderMarkdown, spliceFrameworks, warnings } from './report';
 import { evaluateGoals } from './goals';
 import { renderSvg } from './svg';
+import { carryOver } from './carry-over';
 import { compareRuns } from './compare';
 import { frameworkOf } from './frameworks';
 import { planPinning, type Pinning } from './pinning';
@@ -44,6 +45,10 @@ const HELP = `Usage: pnpm bench [options]
   --callers N             callers of the 'callers' load (default 10000)
   --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
                           (the goals need none of them; about a third shorter)
+  --whole-page            a throughput run of some frameworks renders the page (Summary, Goals,
+                          chart, Throughput) itself, rather than splicing those frameworks into
+                          it; the sections it did not measure, and frameworks measured by runs of
+                          their own, are kept from the page as it was, marked so
   --no-pin                do not pin processes to cores (default: the server under test on the
                           last core, autocannon and redis-server on the others, with taskset)
   --profile / --no-profile  CPU-profile Floodgate contenders that miss a goal
@@ -83,6 +88,7 @@ interface Config {
   callers: number;
   lean: boolean;
   pin: boolean;
+  wholePage: boolean;
 }
 
 function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
@@ -126,6 +132,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
       callers: { type: 'string' },
       lean: { type: 'boolean', default: false },
       'no-pin': { type: 'boolean', default: false },
+      'whole-page': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -153,17 +160,22 @@ export function parseConfig(argv: string[]): Config | 'help' {
     callers: Math.round(positive(values.callers, DEFAULT_CALLERS, 'callers')),
     lean: values.lean ?? false,
     pin: !values['no-pin'],
+    wholePage: values['whole-page'] ?? false,
   };
 }
 
-function writeDocs(results: BenchResults): string[] {
+function writeDocs(results: BenchResults, keepUnmeasured = false): string[] {
   // The Flood section shows every recorded run (bench/flood-runs.json), whether or not this run had one.
   if (!results.flood?.length) results.flood = readFloodRuns();
   const docs = join(REPO_DIR, 'docs');
   mkdirSync(docs, { recursive: true });
+  const file = join(docs, 'benchmarks.md');
+  let page = renderMarkdown(results, 'benchmarks.svg');
+  // A run of some sections keeps the others from the page as it was, each saying which run measured it.
+  if (keepUnmeasured && existsSync(file)) page = carryOver(readFileSync(file, 'utf8'), page).page;
   writeFileSync(join(docs, 'benchmarks.svg'), renderSvg(results));
-  writeFileSync(join(docs, 'benchmarks.md'), renderMarkdown(results, 'benchmarks.svg'));
-  return [join(docs, 'benchmarks.md'), join(docs, 'benchmarks.svg')];
+  writeFileSync(file, page);
+  return [file, join(docs, 'benchmarks.svg')];
 }
 
 /**
@@ -172,7 +184,7 @@ function writeDocs(results: BenchResults): string[] {
  * leaves the rest (the other frameworks, the chart, every other section) as that run measured it.
  */
 function spliceable(config: Config): boolean {
-  return config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
+  return !config.wholePage && config.sections.size === 1 && config.sections.has('throughput') && config.frameworks.length < FRAMEWORKS.length;
 }
 
 /** A results file with some frameworks' throughput and nothing else: what a spliceable run writes. */
@@ -426,7 +438,8 @@ async function main(): Promise<number> {
   mkdirSync(resultsDir, { recursive: true });
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
-  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results)) : [])];
+  const partial = config.sections.size < SECTIONS.length;
+  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results, partial)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;

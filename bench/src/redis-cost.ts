@@ -6,8 +6,9 @@
 //                                              [--algorithms gcra,token-bucket] [--detail] [--json]
 //
 // Modes, each rep on a freshly flushed server, the median of --reps reps reported:
-//   spread    `width` decisions per event-loop turn, each for a different subject (1000 in rotation),
-//             so every script call decides ONE request: RedisStore 'turn' with many subjects.
+//   spread    `width` decisions per event-loop turn, each for a different subject (1000 in rotation):
+//             RedisStore 'turn' with many subjects, which sends them in one script call since issue
+//             #32 (calls/dec 1/width; before it, one call per subject, calls/dec 1).
 //   batch     `batch` decisions per turn for ONE subject (64 in rotation): RedisStore 'turn' sends
 //             them in one script call, as under load on a hot subject.
 // Columns: cpu  = (used_cpu_user + used_cpu_sys) delta / admitted decisions, in µs: everything Redis

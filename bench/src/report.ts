@@ -3,6 +3,7 @@ import { LOG_MAX_LIMIT } from './admit';
 import { floodSection } from './flood-report';
 import { frameworkInfo } from './frameworks';
 import { GOAL_TEXT, LOAD_TEXT, best, evaluateGoals, groupsOf, headersOf, loadOf, quotaHeaders, storeOf, verdict, type GoalId } from './goals';
+import { RECONCILIATION } from './reconcile';
 import { ratio } from './stats';
 import { DEFAULT_ALGORITHM, FRAMEWORKS, LOAD_SHAPES, type BenchResults, type LoadShape, type RoundSample, type MicroRun, type RedisCeilingRow, type Framework, type HeadersSeen, type MemoryStoreRow, type ThroughputRow } from './types';
 
@@ -391,7 +392,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
   out.push('# Benchmarks');
   out.push('');
   out.push(
-    `Measured ${meta.date.slice(0, 10)} by \`pnpm bench${meta.mode === 'quick' ? ' --quick' : ''}\` (a ${meta.mode} run, ${Math.round(meta.durationS)} s) on ${meta.cpu}, ` +
+    `Measured ${meta.date.slice(0, 10)} by \`${meta.command ?? `pnpm bench${meta.mode === 'quick' ? ' --quick' : ''}`}\` (a ${meta.mode} run, ${Math.round(meta.durationS)} s) on ${meta.cpu}, ` +
       `${meta.cores} cores, ${meta.memoryGiB} GiB; Node ${meta.node}, Redis ${meta.redis}. Every contender ran in the same run, on the same machine, against the same redis-server; ` +
       'throughput is reported as a share of the same framework with no limiter, measured in the same rounds.',
   );
@@ -440,7 +441,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
         `${meta.pinning ? `Processes: ${meta.pinning.how}. ` : ''}` +
         `${meta.settings.rounds} round(s) of ${meta.settings.secondsPerRun} s per contender (the bare route and the per-turn floor twice per round) after ${meta.settings.warmupSeconds} s of warm-up, the order rotated each round; ` +
         'medians over rounds; "× bare route" is paired by round: the median over rounds of the contender\'s req/s divided by the bare route\'s in the same round, so slow drift in the machine\'s load cancels. ' +
-        '"× floor (PING per turn)" is the same against the floor of one Redis PING per event-loop turn, for admitting contenders on Redis. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per minute. ' +
+        '"× floor (PING per turn)" is the same against the floor of one Redis PING per event-loop turn, for admitting contenders on Redis. Admitting: limit 1,000,000,000 per hour. Rejecting: limit 1 per hour. ' +
         'Each server is its own Node process; autocannon runs in the bench process. "headers sent" is read from each server\'s own responses right after it started (its first admitted response and, with limit 1, its first 429), not from documentation; ' +
         '"none" means no rate-limit header at all. "Redis commands per request" is the INFO commandstats delta over the measured runs divided by responses ' +
         "(Redis counts the commands a script runs, so one EVALSHA of a script that runs four commands counts five); \"Redis CPU\" is redis-server's own CPU time (INFO cpu) per response; server CPU is the server process's user + system time with its children's, read from /proc/<pid>/stat by the bench. " +
@@ -620,6 +621,10 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     out.push('');
   }
 
+  if (results.throughput.length) {
+    out.push(RECONCILIATION.trimEnd());
+    out.push('');
+  }
   out.push('## How this was measured');
   out.push('');
   out.push(

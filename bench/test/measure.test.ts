@@ -1,8 +1,10 @@
 // The pinned bench's measuring parts: CPU from /proc/<pid>/stat, the many-caller addresses, the pinning plan and the two-run comparison.
+import { carryOver, sectionOf } from '../src/carry-over';
 import { agreements, compareRuns, relativeDifference } from '../src/compare';
 import { callerAddress } from '../src/load';
 import { planPinning } from '../src/pinning';
 import { parseProcStat, procCpuUs } from '../src/proc-cpu';
+import { renderMarkdown, spliceFrameworks } from '../src/report';
 import { fixture } from './fixture';
 
 describe('parseProcStat', () => {
@@ -60,5 +62,41 @@ describe('compareRuns', () => {
     const text = compareRuns(a, b, 'a.json', 'b.json');
     expect(text).toContain(`${rows.length - 1} of ${rows.length} figures within 5%`);
     expect(text).toMatch(/\| express\/floodgate-redis-sliding-window-counter\/admit \| × bare route \| 0\.800 \| 0\.880 \| 9\.5% ✗ \|/);
+  });
+});
+
+describe('carryOver', () => {
+  it('keeps the sections a throughput-only run did not measure, from the page as it was, each said to be from that run', () => {
+    const old = renderMarkdown(fixture());
+    const fresh = renderMarkdown({ ...fixture(), race: [], accuracy: [], redisCeiling: [], redisMemory: [], memoryStore: [] });
+    expect(fresh).not.toContain('## Races');
+    const { page, carried } = carryOver(old, fresh);
+    expect(carried).toEqual(['The Redis ceiling', 'Races', 'Accuracy', 'Memory per caller']);
+    for (const heading of carried) {
+      expect(page.split('\n').filter((l) => l === `## ${heading}`)).toHaveLength(1);
+      expect(sectionOf(page, heading)).toContain('> Not measured by this run: as the full run of 2026-01-02 measured it');
+    }
+    expect(sectionOf(page, 'Races')).toContain('| naive GET, then INCR | 61 | **1.22** | 1.22 |');
+    // This run's own sections are its own, once; the carried ones go before "How this was measured".
+    expect(page.split('\n').filter((l) => l === '## Throughput')).toHaveLength(1);
+    expect(page.indexOf('## Races')).toBeLessThan(page.indexOf('## How this was measured'));
+    expect(carryOver(old, old).carried).toEqual([]);
+  });
+});
+
+describe('carryOver of frameworks measured by runs of their own', () => {
+  it('keeps a spliced framework section and its Summary row that the fresh page lacks, once', () => {
+    const base = renderMarkdown(fixture());
+    const own = fixture();
+    own.throughput = own.throughput.map((r) => ({ ...r, framework: 'hono' as const, id: r.id.replace(/^express/, 'hono') }));
+    const old = spliceFrameworks(base, own, 'pnpm bench --only throughput --frameworks hono');
+    expect(old).toContain('<!-- bench:framework hono one -->');
+    const { page, carried } = carryOver(old, base);
+    expect(carried).toContain('hono (one)');
+    expect(page.split('\n').filter((l) => l === '<!-- bench:framework hono one -->')).toHaveLength(1);
+    const summary = page.slice(page.indexOf('## Summary'), page.indexOf('## Goals'));
+    expect(summary.split('\n').filter((l) => l.startsWith('| hono (a run of its own'))).toHaveLength(1);
+    // Carried again onto a page that has it: nothing doubles.
+    expect(carryOver(old, page).page.split('\n').filter((l) => l === '<!-- bench:framework hono one -->')).toHaveLength(1);
   });
 });

@@ -1,7 +1,7 @@
 // The in-flight limit suite every adapter runs (option `concurrency`), on a real Redis: slots held while a response runs, freed on finish and on abort.
 import { request as httpRequest, type Agent, type ClientRequest } from 'node:http';
 import { RedisStore, type HttpRateLimitOptions } from '@floodgate/core';
-import { pollUntil } from '@floodgate/testing';
+import { leasesHeld, pollUntil } from '@floodgate/testing';
 import type { AdapterHarness, RunningApp } from './harness';
 import { quietLogger, useRedisSuite } from './requests';
 
@@ -39,12 +39,8 @@ export function runConcurrencySuite(h: AdapterHarness): void {
         delayFromHeader: true,
       });
       apps.push(app);
-      const held = async () => {
-        const [, keys] = await client.scan(0, 'MATCH', `${prefix}:*:concurrency.cc`, 'COUNT', 1000);
-        let total = 0;
-        for (const key of keys) total += await client.zcount(key, `(${Date.now()}`, '+inf');
-        return total;
-      };
+      // Members whose expiry is after Redis TIME (the lease script's clock), over every lease key of the prefix.
+      const held = () => leasesHeld(client, `${prefix}:*:concurrency.cc`);
       return { app, held };
     }
     const holding = (held: () => Promise<number>, want: number, what: string) =>

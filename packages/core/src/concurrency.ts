@@ -105,6 +105,8 @@ export class LeaseBook {
     private readonly leaseMs: number,
     private readonly clock: () => number,
     private readonly maxHoldMs: number = Infinity,
+    /** Told each time a lease reaches maxHoldMs and is left to expire (the limiter warns once: FG_LEASE_MAX_HOLD). */
+    private readonly onCapped: () => void = () => undefined,
   ) {
     this.everyMs = Math.max(250, Math.floor(leaseMs / 3));
   }
@@ -160,6 +162,7 @@ export class LeaseBook {
         entry.capped = true;
         this.cappedCount++;
         this.forget(entry);
+        this.onCapped();
         continue;
       }
       entry.renewedAt = now;

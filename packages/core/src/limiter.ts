@@ -12,6 +12,7 @@ import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
 import { isCost, leaseToken, refundAt, requestCost } from './validate';
 import { healthOf, type Health, type HealthSource } from './health';
 import { DecisionTally, metricsFor } from './metrics';
+import { warnOnce } from './warnings';
 import { newSettleToken, type Reservation, type SettleResult } from './settle';
 import { usageOf, type Usage } from './usage';
 
@@ -211,7 +212,15 @@ class Engine {
     this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
     this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
-    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs);
+    // A lease held to maxHoldMs is a request that did not end (a hung handler, a response never finished): worth one line in the log.
+    const capped = () =>
+      void warnOnce(
+        resolved.failure.logger,
+        resolved.warnings,
+        'FG_LEASE_MAX_HOLD',
+        `a request held its in-flight slot (policy '${concurrency!.name}') for concurrency.maxHoldMs (${concurrency!.maxHoldMs} ms); its lease is no longer renewed and frees itself, though the request may still run. A hung handler, or a longer request than maxHoldMs allows (docs/concurrency.md)`,
+      );
+    this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs, capped);
     this.leaseIndex = this.limits.length - 1;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.

@@ -29,6 +29,8 @@ export const WARNING_CODES = [
   'FG_ROUTE_OWN_LIMITER',
   /** A route that no limiter counts although the app has one (Fastify: declared before the plugin loaded). */
   'FG_ROUTE_NOT_LIMITED',
+  /** A request held its in-flight slot for `concurrency.maxHoldMs` (a hung handler?): its lease is no longer renewed. */
+  'FG_LEASE_MAX_HOLD',
 ] as const;
 
 export type WarningCode = (typeof WARNING_CODES)[number];

@@ -1,7 +1,7 @@
 // Fleet load shedding on a real Redis: one in-flight budget for two instances, background shed first, default next, critical last.
 import { RedisStore, type RateLimitEvent } from '../src';
 import { createHttpLimiter, type HttpLimiter, type HttpResult } from '../src/http';
-import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
+import { leasesHeld, pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 
@@ -52,10 +52,7 @@ function instance(prefix: string) {
 /** Waits until the fleet's key holds `want` leases (a release is sent when the response ends, not awaited by it). */
 const inFlight = (prefix: string, want: number) =>
   pollUntil(
-    async () => {
-      const [key] = await client.keys(`${prefix}:*:fleet.cc`);
-      return (await client.zcount(key, `(${Date.now()}`, '+inf')) === want ? true : undefined;
-    },
+    async () => ((await leasesHeld(client, `${prefix}:*:fleet.cc`)) === want ? true : undefined),
     { timeoutMs: 5_000, what: `${want} fleet slots held` },
   );
 let n = 0;

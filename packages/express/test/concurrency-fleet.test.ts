@@ -2,7 +2,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
+import { leasesHeld, pollUntil, startRedis, type RedisServer } from '@floodgate/testing';
 import type { FleetReply, FleetSetup } from './fleet/fleet-child';
 
 const REPO = join(__dirname, '..', '..', '..');
@@ -60,12 +60,7 @@ function abortable(port: number, headers: Record<string, string>): { abort: () =
 
 /** Leases held now by the caller (members whose expiry is after Redis TIME), over every lease key of `prefix`. */
 async function held(prefix: string): Promise<number> {
-  const keys = await probe.keys(`${prefix}:*:concurrency.cc`);
-  const [seconds, micros] = await probe.time();
-  const nowMs = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-  let total = 0;
-  for (const key of keys) total += await probe.zcount(key, `(${nowMs}`, '+inf');
-  return total;
+  return leasesHeld(probe, `${prefix}:*:concurrency.cc`);
 }
 
 /** The most spans open at one instant. */

@@ -54,7 +54,15 @@ export class Fleet implements FleetView {
     readonly prefix: string,
     private readonly announce: Announce,
     readonly periodMs: number,
+    /** The count an earlier fleet of this prefix on this connection learned, if any: the start instead of 1. */
+    known?: number,
+    /** Told each count learned (the connection keeps the last one for the next fleet of this prefix). */
+    private readonly learned: (count: number) => void = () => undefined,
   ) {
+    if (known !== undefined) {
+      this.instances = known;
+      this.recent.push({ count: known, at: performance.now() });
+    }
     const ref = new WeakRef(this);
     const delays = [0, ...EARLY_DELAYS_MS.filter((d) => d < periodMs)];
     let step = 0;
@@ -94,6 +102,7 @@ export class Fleet implements FleetView {
         while (this.recent.length > 1 && this.recent[0].at < now - lifetime) this.recent.shift();
         this.instances = Math.max(...this.recent.map((r) => r.count));
         this.learnedAt = Date.now();
+        this.learned(this.instances);
       },
       () => {
         this.busy = false;

@@ -108,6 +108,8 @@ export class ConnectionRuntime {
   private readonly stores = new WeakMap<Store, StoreRuntime>();
   /** Each limiter prefix's fleet on this connection, held weakly: the limiters that use it hold it. */
   private readonly fleets = new Map<string, WeakRef<Fleet>>();
+  /** Each prefix's last count, kept when its fleet is collected: a limiter made later starts from it, not from 1. */
+  private readonly lastCounts = new Map<string, number>();
   // Held weakly: the client may outlive its stores' limiters.
   private readonly ready = new Set<WeakRef<StoreRuntime>>();
   private listening = false;
@@ -136,7 +138,7 @@ export class ConnectionRuntime {
     if (typeof store.announce !== 'function') return undefined;
     const known = this.fleets.get(prefix)?.deref();
     if (known) return known;
-    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS);
+    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS, this.lastCounts.get(prefix), (n) => this.lastCounts.set(prefix, n));
     this.fleets.set(prefix, new WeakRef(fleet));
     return fleet;
   }
