@@ -155,6 +155,9 @@ async function runBursts(topology: FloodTopology, s: FloodSettings, sides: reado
     // while rather than one started for the burst (a fleet's first second is the documented worst
     // case: docs/failure-modes.md#the-bound-on-over-admission).
     const sidePrefixes = sides.map(() => nextPrefix());
+    // A side's first burst makes its processes' limiters: their fleet announces itself at once, 250 ms
+    // and 1 s later, so that burst starts 3 s on, when every process has counted the others.
+    const fleetUp = new Set<number>();
     for (const scenario of floodScenarios(topology, s)) {
       const reps: FloodAnswers[][][] = sides.map(() => []);
       for (let rep = 0; rep < s.repetitions; rep++) {
@@ -173,8 +176,9 @@ async function runBursts(topology: FloodTopology, s: FloodSettings, sides: reado
             prefix: sidePrefixes[i],
             subject: `flood-${tag}`,
             // Every process starts its burst at the same moment, whenever the message reached it.
-            startAt: Date.now() + 500,
+            startAt: Date.now() + (fleetUp.has(i) ? 500 : 3_000),
           };
+          fleetUp.add(i);
           for (const w of workers[i]) w.send(burst);
           reps[i].push(await Promise.all(workers[i].map((w) => expectAnswers(w, 120_000))));
         }

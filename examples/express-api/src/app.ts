@@ -38,6 +38,17 @@ function keyDirectory(apiKeys: Readonly<Record<string, string>>) {
 export const LIMIT = 100;
 /** Units one report draws: reports are ten times as costly to build as a read. */
 export const REPORT_COST = 10;
+/** Tokens a day for each caller on the token-metered completion route. */
+export const TOKENS_PER_DAY = 1_000;
+/** What a completion reserves when it names no max_tokens. */
+export const DEFAULT_ESTIMATE = 256;
+
+/** A stand-in for a model: four tokens per word of the prompt, at most max_tokens when given. */
+function complete(prompt: string, maxTokens: number | undefined): { text: string; tokens: number } {
+  const words = prompt.split(/\s+/).filter(Boolean).length;
+  const tokens = Math.min(words * 4, maxTokens ?? Infinity);
+  return { text: 'lorem '.repeat(Math.ceil(tokens / 4)).trim(), tokens };
+}
 
 /**
  * The API. Every route has its own bucket per caller (`GET /widgets/:id` is one bucket, whatever
@@ -93,6 +104,27 @@ export function createApp(options: AppOptions): Express {
     const body = req.body as { from?: unknown; to?: unknown } | undefined;
     res.status(201).json({ report: { from: body?.from ?? null, to: body?.to ?? null, status: 'queued' } });
   });
+
+  // Token-metered (docs/quotas.md#reserve-then-settle): reserve the most the request can generate,
+  // then settle what was generated. A completion that names no max_tokens may generate more than
+  // it reserved: the caller then owes the difference, and is refused until the day pays it back.
+  const maxTokensOf = (body: unknown) => {
+    const asked = Number((body as { max_tokens?: unknown } | undefined)?.max_tokens);
+    return Number.isInteger(asked) && asked > 0 ? Math.min(asked, TOKENS_PER_DAY) : undefined;
+  };
+  app.post(
+    '/v1/complete',
+    limiter.route({ limit: TOKENS_PER_DAY, windowMs: '1d', cost: (req) => maxTokensOf(req.body) ?? DEFAULT_ESTIMATE, settle: { maxCost: 2 * TOKENS_PER_DAY } }),
+    async (req, res) => {
+      const body = req.body as { prompt?: unknown; max_tokens?: unknown } | undefined;
+      const out = complete(String(body?.prompt ?? ''), maxTokensOf(body));
+      const settled = await req.floodgate?.settle(out.tokens);
+      res.json({ text: out.text, tokens: out.tokens, charged: settled?.charged ?? null });
+    },
+  );
+
+  // The caller's own usage of the token quota (and of the report route), keyed as the limiter keys it.
+  app.get('/usage', limiter.usageRoute(['POST /v1/complete', 'POST /reports']));
 
   return app;
 }

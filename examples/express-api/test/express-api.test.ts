@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import request from 'supertest';
-import { LIMIT, REPORT_COST, createApp } from '../src/app';
+import { DEFAULT_ESTIMATE, LIMIT, REPORT_COST, TOKENS_PER_DAY, createApp } from '../src/app';
 
 let server: RedisServer;
 let redis: Redis;
@@ -127,5 +127,33 @@ describe('express-api example', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true });
     expect(res.headers['ratelimit-limit']).toBeUndefined();
+  });
+});
+
+describe('express-api example: the token-metered completion route', () => {
+  it('reserves max_tokens, charges the tokens generated, and shows the caller its own usage', async () => {
+    const { app } = freshApp();
+    const first = await request(app).post('/v1/complete').set('x-api-key', 'key-alpha').send({ prompt: 'one two three', max_tokens: 500 });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ tokens: 12, charged: 12 });
+    // While reserved, the header counted the estimate (500); once settled, 12.
+    expect(first.headers['ratelimit-remaining']).toBe(String(TOKENS_PER_DAY - 500));
+    const usage = await request(app).get('/usage').set('x-api-key', 'key-alpha');
+    expect(usage.status).toBe(200);
+    expect(usage.body.routes[0]).toMatchObject({ route: 'POST /v1/complete', policies: [{ limit: TOKENS_PER_DAY, used: 12, remaining: TOKENS_PER_DAY - 12 }] });
+    // Another caller (verified, or by IP) sees its own: nothing yet.
+    expect((await request(app).get('/usage').set('x-api-key', 'key-beta')).body.routes[0].policies[0].used).toBe(0);
+    expect((await request(app).get('/usage')).body.routes[0].policies[0].used).toBe(0);
+  });
+
+  it('a completion that generates more than it reserved puts the caller into debt: refused until the day pays it back', async () => {
+    const { app } = freshApp();
+    // No max_tokens: DEFAULT_ESTIMATE reserved, 300 words generate 1200 tokens, over the day's 1000.
+    const long = await request(app).post('/v1/complete').set('x-api-key', 'key-gamma').send({ prompt: 'word '.repeat(300) });
+    expect(long.body).toMatchObject({ tokens: 1_200, charged: 1_200 });
+    expect(DEFAULT_ESTIMATE).toBeLessThan(1_200);
+    const next = await request(app).post('/v1/complete').set('x-api-key', 'key-gamma').send({ prompt: 'hi', max_tokens: 1 });
+    expect(next.status).toBe(429);
+    expect(Number(next.headers['retry-after'])).toBeGreaterThan(3_600);
   });
 });

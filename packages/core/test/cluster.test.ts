@@ -97,6 +97,8 @@ describe.each(CLUSTER_KINDS)('one turn of many subjects on %s', (kind) => {
       limit: 5,
       windowMs: '1h',
       blockCacheSize: 0,
+      // A fixed count: the fleet's announcement (instances 'auto') is a write of its own to one master.
+      instances: 1,
     });
     // A subject's slot depends only on its digest: these 24 land on every master.
     const subjects = Array.from({ length: 24 }, (_, i) => `turn-${i}`);

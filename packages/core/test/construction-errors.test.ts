@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import { createIdentify, createLimiter, FloodgateError, HotKeyStore, MemoryStore, RedisStore } from '../src';
 import type { CreateLimiterOptions, MemoryStoreOptions, RedisStoreOptions } from '../src';
+import { createHttpLimiter } from '../src/http';
 
 interface Row {
   /** What is wrong. */
@@ -98,6 +99,13 @@ const ROWS: Row[] = [
   { label: 'RedisStore timeoutMs above a minute', build: redis({ client: idle, timeoutMs: 60_001 }), option: 'timeoutMs', shown: '60001', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs not a duration', build: redis({ client: idle, timeoutMs: 'soon' }), option: 'timeoutMs', shown: '"soon"', range: 'from 1 to 60000' },
   { label: 'RedisStore test clock not a function', build: redis({ client: idle, UNSAFE_testClock: 5 }), option: 'UNSAFE_testClock', shown: '5', range: CLOCK },
+  // Reserve, then settle: the bound on a settle and how long a reservation stays settleable.
+  { label: 'settle not an object', build: limiter({ limit: 5, settle: 5 }), option: 'settle', shown: '5', range: 'an object such as { maxCost: 4000 }' },
+  { label: 'settle.maxCost 0', build: limiter({ limit: 5, settle: { maxCost: 0 } }), option: 'settle.maxCost', shown: '0', range: UNITS },
+  { label: 'settle.maxCost fractional', build: limiter({ limit: 5, settle: { maxCost: 2.5 } }), option: 'settle.maxCost', shown: '2.5', range: UNITS },
+  { label: 'settle.maxCost past what sliding-window-log stores', build: limiter({ algorithm: 'sliding-window-log', limit: 5, settle: { maxCost: 10_001 } }), option: 'settle.maxCost', shown: '10001', range: 'a whole number from 1 to 10000' },
+  { label: 'settle.withinMs under a second', build: limiter({ limit: 5, settle: { withinMs: 999 } }), option: 'settle.withinMs', shown: '999', range: '86400000' },
+  { label: 'settle.withinMs over a day', build: limiter({ limit: 5, settle: { withinMs: '2d' } }), option: 'settle.withinMs', shown: '"2d"', range: '86400000' },
 ];
 
 afterAll(() => idle.disconnect());
@@ -145,6 +153,7 @@ describe('unknown option names throw FG_UNKNOWN_OPTION at construction, naming t
     ['MemoryStore', memory({ maxkeys: 5 }), 'maxkeys', 'maxKeys'],
     ['RedisStore', redis({ client: idle, timeout: 50 }), 'timeout', 'timeoutMs'],
     ['RedisStore', redis({ client: idle, coalesse: 'turn' }), 'coalesse', 'coalesce'],
+    ['createLimiter settle', limiter({ limit: 5, settle: { maxcost: 5 } }), 'maxcost', 'maxCost'],
   ])('%s: `%s`', (_where, build, option, meant) => {
     expect(build).toThrow(expect.objectContaining({ code: 'FG_UNKNOWN_OPTION', option, message: expect.stringContaining(`did you mean \`${meant}\`?`) }));
   });
@@ -181,5 +190,13 @@ describe('unknown option names throw FG_UNKNOWN_OPTION at construction, naming t
   it('takes a node-redis client and cluster by shape, typed without a cast', () => {
     expect(new RedisStore({ client: createClient({ url: 'redis://127.0.0.1:1' }) }).name).toBe('redis');
     expect(new RedisStore({ client: createCluster({ rootNodes: [{ url: 'redis://127.0.0.1:1' }] }) }).name).toBe('redis');
+  });
+});
+
+describe('settle and countOnly on one route', () => {
+  it('are refused at construction: both would adjust the same charge', () => {
+    expect(() => createHttpLimiter({ limit: 5, countOnly: 'failed', settle: {} })).toThrow(expect.objectContaining({ code: 'FG_INVALID_OPTION', option: 'settle' }));
+    expect(() => createHttpLimiter({ limit: 5, countOnly: 'failed' })).not.toThrow();
+    expect(() => createHttpLimiter({ limit: 5, settle: {} })).not.toThrow();
   });
 });

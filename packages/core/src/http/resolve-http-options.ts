@@ -277,6 +277,8 @@ export function resolveHttpOptions<Req = unknown>(
 
   const countOnly = options.countOnly === undefined ? undefined : oneOf('countOnly', options.countOnly, ['failed', 'succeeded'], 'failed');
   if (options.isFailure !== undefined && countOnly === undefined) invalidOption('isFailure', options.isFailure, 'to be set only together with `countOnly`');
+  // countOnly gives the reserved cost back after the response, which a settle has already replaced: the two would both adjust one charge.
+  if (countOnly !== undefined && limiter.settle.enabled) invalidOption('settle', options.settle, 'no `settle` together with `countOnly` (a settle already charges what the request cost)');
   const extraKeys = resolveExtraKeys<Req>(options.extraKeys, limiter);
   const resetOnSuccess = new Set<string>();
   if (options.resetOnSuccess !== undefined) {
