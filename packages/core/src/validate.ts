@@ -184,8 +184,8 @@ const PEER_HINTS: Readonly<Record<string, string>> = {
   continueExceeding: 'the window does not restart on each request',
 };
 
-/** Edit distance, for "did you mean" on short option names only. */
-function distance(a: string, b: string): number {
+/** Edit distance, for "did you mean" (option names, time-zone names). */
+export function distance(a: string, b: string): number {
   const row = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     let diagonal = row[0];

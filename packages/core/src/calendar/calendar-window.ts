@@ -1,7 +1,7 @@
 // Calendar windows: a limit's `window` option (a day, week, month or year in a named time zone, or from a per-subject anchor), parsed once into its periods.
 import type { CalendarPeriods, CalendarSpan } from '../algorithms/types';
 import { invalidOption } from '../errors';
-import { checkOptionNames, optionNames } from '../validate';
+import { checkOptionNames, distance, optionNames } from '../validate';
 import { knownZone, dateOfDay, dayNumber, daysInMonth, instantOf, wallTimeAt, weekdayOf, type WallTime } from './zoned-time';
 
 /** The calendar units a window can follow. */
@@ -101,24 +101,10 @@ function suggestZone(value: string): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const z of zones) {
-    const d = editDistance(want, norm(z));
+    const d = distance(want, norm(z));
     if (d < bestDistance) [best, bestDistance] = [z, d];
   }
   return bestDistance <= Math.max(1, Math.floor(value.length / 4)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length];
 }
 
 function zoneOf(option: string, value: unknown): string {
