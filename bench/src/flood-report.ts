@@ -32,6 +32,7 @@ function pool(answers: readonly FloodAnswers[]) {
     overAllowance: sum(answers.map((a) => a.overAllowance)),
     worstExcessMs: Math.max(...answers.map((a) => a.worstExcessMs)),
     maxLoopStallMs: Math.max(...answers.map((a) => a.maxLoopStallMs)),
+    cpuMs: answers.every((a) => typeof a.cpuMs === 'number') ? sum(answers.map((a) => a.cpuMs)) : NaN,
     rejected: sum(answers.map((a) => a.rejected)),
   };
 }
@@ -75,6 +76,7 @@ export function summarizeBursts(scenario: FloodScenario, repetitions: readonly (
     overAllowance: p.overAllowance,
     worstExcessMs: p.worstExcessMs,
     maxLoopStallMs: p.maxLoopStallMs,
+    ...(Number.isFinite(p.cpuMs) && p.decisions > 0 ? { cpuUsPerDecision: Math.round((p.cpuMs * 10_000) / p.decisions) / 10 } : {}),
     rejected: p.rejected,
   };
 }
@@ -168,7 +170,7 @@ function runHeading(run: FloodRun): string {
 
 function scenarioTable(rows: readonly FloodScenarioRow[]): string {
   return table(
-    ['flood', 'Redis', 'admitted per repetition', 'most on one subject', 'limit + bound (src/bounds.ts)', 'over the limit, in all', 'decided without the store', 'decisions by reason', 'p99 wait', 'longest wait', 'past deadline + 50 ms + loop stall', 'longest loop stall'],
+    ['flood', 'Redis', 'admitted per repetition', 'most on one subject', 'limit + bound (src/bounds.ts)', 'over the limit, in all', 'decided without the store', 'decisions by reason', 'p99 wait', 'longest wait', 'past deadline + 50 ms + loop stall', 'longest loop stall', 'process CPU per decision'],
     rows.map((r) => [
       scenarioLabel(r),
       topologyLabel(r.topology),
@@ -182,6 +184,7 @@ function scenarioTable(rows: readonly FloodScenarioRow[]): string {
       `**${ms(r.maxWaitMs)}**`,
       `${int(r.overAllowance)}${r.overAllowance ? ` (worst by ${ms(r.worstExcessMs)})` : ''}`,
       ms(r.maxLoopStallMs),
+      r.cpuUsPerDecision === undefined ? 'n/a' : `${r.cpuUsPerDecision.toFixed(0)} µs`,
     ]),
   );
 }
@@ -243,7 +246,7 @@ export function floodSection(runs: readonly FloodRun[]): string {
       'with no failure option at all, so each run measures the failure defaults of the commit it ran on; `coalesce: false` or no `coalesce` option. "One subject": every decision on one subject (limit ' +
       `${s0?.limit ?? 100} per hour; token-bucket and gcra a burst of as many, refilled 1 per hour); "a fresh subject": each decision a subject of its own. ` +
       'Every admission counts against the limit, whoever made it (the store, or a failure mode). "Decided without the store": degraded decisions (fail-open, fail-local, ...) and block-cache denials. ' +
-      'A wait is from `consume()` to its answer; each is judged against the store\'s deadline (RedisStore `timeoutMs`) + 50 ms + the time its own process\'s event loop stood still meanwhile (measured every 10 ms). ' +
+      'A wait is from `consume()` to its answer; each is judged against the store\'s deadline (RedisStore `timeoutMs`) + 50 ms + the time its own process\'s event loop stood still meanwhile (measured every 10 ms: each tick\'s lateness is a span the loop could not run, and a wait is owed the part of those spans that overlaps it, so an answer delivered in the middle of a long block is owed the part of the block before it). "Process CPU per decision" is what the flooding processes spent per decision (user + system), the work the loop stalls are mostly made of on a starved CPU. ' +
       'The outage run: each process first sends a little traffic on fresh subjects to a healthy Redis, then Redis is killed or paused and, at that moment, one caller starts flooding and keeps on through the outage and after it; ' +
       'its admissions while Redis was out are set against the bound in `bench/src/bounds.ts` (each process\'s local share, floor(limit / processes), across the processes: the bound docs/failure-modes.md#the-bound-on-over-admission documents). ' +
       'Runs are recorded by label in `bench/flood-runs.json`; `pnpm bench:flood --label NAME` measures this checkout and replaces the run of that name.',

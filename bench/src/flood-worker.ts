@@ -73,6 +73,8 @@ export interface FloodAnswers {
   worstExcessMs: number;
   /** The longest single stall of this process's loop during the run. */
   maxLoopStallMs: number;
+  /** CPU this process used (user + system) from the tally's start to its last answer, ms: what its decisions cost it, flood and all. */
+  cpuMs: number;
   /** Calls that rejected instead of resolving with a Decision: a bug. */
   rejected: number;
   firstRejection?: string;
@@ -81,6 +83,8 @@ export interface FloodAnswers {
 export type FloodWorkerMessage = { type: 'ready'; pid: number } | { type: 'warmed' } | FloodAnswers | { type: 'error'; message: string };
 
 const loop = new LoopWatch(10, 60_000);
+/** FLOOD_TRACE=1: each process prints (to its log) the first decisions past the allowance, with the loop's ticks meanwhile and its limiter's health. */
+const TRACE = process.env.FLOOD_TRACE === '1';
 let client: Redis | Cluster;
 
 function send(message: FloodWorkerMessage): void {
@@ -112,12 +116,15 @@ class Tally {
   readonly byReason: Record<string, number> = {};
   readonly admittedBySubject: Record<string, number> = {};
   readonly admittedAt: number[] = [];
-  private readonly spans: { from: number; to: number }[] = [];
+  private readonly spans: { from: number; to: number; reason?: string }[] = [];
   readonly startedAt = performance.now();
+  private readonly cpuAtStart = process.cpuUsage();
 
   constructor(
     private readonly deadlineMs: number,
     private readonly watched?: string,
+    /** Its limiter's health snapshot, printed with a trace. */
+    private readonly health?: () => unknown,
   ) {}
 
   /** One consume, timed from the call. */
@@ -142,22 +149,28 @@ class Tally {
       this.admittedBySubject[subject] = (this.admittedBySubject[subject] ?? 0) + 1;
       if (subject === this.watched) this.admittedAt.push(performance.timeOrigin + to);
     }
-    this.spans.push({ from, to });
+    this.spans.push({ from, to, reason: d.reason });
   }
 
   /** The answers, once the loop has ticked past the last of them (its stall is then known). */
   async report(): Promise<FloodAnswers> {
+    const cpu = process.cpuUsage(this.cpuAtStart);
     await new Promise((resolve) => setTimeout(resolve, 25));
     let overAllowance = 0;
     let worstExcessMs = -Infinity;
+    const traced: unknown[] = [];
     const waitsMs: number[] = new Array(this.spans.length);
     this.spans.forEach(({ from, to }, i) => {
       const wait = to - from;
       waitsMs[i] = Math.round(wait * 10) / 10;
       const excess = wait - this.deadlineMs - DEADLINE_MARGIN_MS - loop.stalledWithin(from, to);
-      if (excess > 0) overAllowance++;
+      if (excess > 0) {
+        overAllowance++;
+        if (TRACE && traced.length < 40) traced.push({ from: from - this.startedAt, wait, stall: loop.stalledWithin(from, to), reason: this.spans[i].reason, ticks: loop.ticksWithin(from, to) });
+      }
       worstExcessMs = Math.max(worstExcessMs, excess);
     });
+    if (TRACE && traced.length > 0) console.error(JSON.stringify({ pid: process.pid, traced, health: this.health?.() }));
     return {
       type: 'answers',
       pid: process.pid,
@@ -171,6 +184,7 @@ class Tally {
       overAllowance,
       worstExcessMs: Number.isFinite(worstExcessMs) ? worstExcessMs : 0,
       maxLoopStallMs: loop.worstWithin(this.startedAt, performance.now()),
+      cpuMs: (cpu.user + cpu.system) / 1000,
       rejected: this.rejected,
       ...(this.firstRejection === undefined ? {} : { firstRejection: this.firstRejection }),
     };
@@ -184,7 +198,7 @@ async function burst(job: FloodBurst): Promise<FloodAnswers> {
   else await Promise.all(Array.from({ length: 12 }, (_, k) => limiter.peek(`${job.subject}-warm-${process.pid}-${k}`)));
   const wait = job.startAt - Date.now();
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-  const tally = new Tally(store.timeoutMs);
+  const tally = new Tally(store.timeoutMs, undefined, () => limiter.health());
   const calls: Promise<void>[] = new Array(job.inFlight);
   // All in one turn: every decision is in flight at once, as a flood's are.
   for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, job.subjects === 'one' ? job.subject : `${job.subject}-${process.pid}-${i}`);

@@ -59,6 +59,12 @@ export function floodScenarios(topology: FloodTopology, s: FloodSettings): Flood
 
 type Worker = Child<FloodWorkerMessage>;
 
+/** FLOOD_CPU_PROF=DIR: each flood process writes a CPU profile there when it exits (node --cpu-prof), to see where a flooded process spends its time. */
+function profileArgs(): string[] {
+  const dir = process.env.FLOOD_CPU_PROF;
+  return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
+}
+
 async function expectAnswers(worker: Worker, timeoutMs: number): Promise<FloodAnswers> {
   const m = await worker.next(timeoutMs);
   if (m.type === 'answers') return m;
@@ -77,7 +83,7 @@ export interface FloodSide {
 
 async function startWorkers(count: number, setup: FloodWorkerSetup, name: string, dir: string): Promise<Worker[]> {
   const workers = await Promise.all(
-    Array.from({ length: count }, (_, i) => spawnChild<FloodWorkerMessage>('flood-worker', [JSON.stringify(setup)], { name: `${name}-${i}`, timeoutMs: 60_000, dir })),
+    Array.from({ length: count }, (_, i) => spawnChild<FloodWorkerMessage>('flood-worker', [JSON.stringify(setup)], { name: `${name}-${i}`, timeoutMs: 60_000, dir, nodeArgs: profileArgs() })),
   );
   for (const w of workers) {
     if (w.first.type !== 'ready') {

@@ -351,6 +351,12 @@ export interface FloodScenarioRow {
   worstExcessMs: number;
   /** The longest stall of any child's event loop during the bursts. */
   maxLoopStallMs: number;
+  /**
+   * The flooding processes' CPU (user + system) per decision, µs, over every repetition: what a
+   * decision costs its process in the flood (the loop stalls are mostly this work on a starved
+   * CPU). Absent in runs recorded before it was measured.
+   */
+  cpuUsPerDecision?: number;
   /** Calls that rejected instead of answering (a bug if ever above 0). */
   rejected: number;
 }

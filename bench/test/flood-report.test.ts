@@ -29,6 +29,7 @@ function answers(partial: Partial<FloodAnswers>): FloodAnswers {
     overAllowance: 0,
     worstExcessMs: -50,
     maxLoopStallMs: 0,
+    cpuMs: 0,
     rejected: 0,
     ...partial,
   };
@@ -39,7 +40,7 @@ const ONE: FloodScenario = { id: 'cluster/one/off/fixed-window', topology: 'clus
 describe('summarizeBursts', () => {
   it("adds one subject's admissions over the processes that share it, never over repetitions", () => {
     const rep1 = [
-      answers({ decisions: 4, byReason: { allowed: 2, 'fail-open': 2 }, degraded: 2, admittedBySubject: { s1: 4 }, waitsMs: [1, 2, 150, 150] }),
+      answers({ decisions: 4, byReason: { allowed: 2, 'fail-open': 2 }, degraded: 2, admittedBySubject: { s1: 4 }, waitsMs: [1, 2, 150, 150], cpuMs: 1 }),
       answers({ decisions: 4, byReason: { allowed: 1, limited: 1, blocked: 2 }, admittedBySubject: { s1: 1 }, waitsMs: [1, 2, 3, 4], maxLoopStallMs: 30 }),
     ];
     const rep2 = [
@@ -62,6 +63,8 @@ describe('summarizeBursts', () => {
       overAllowance: 1,
       worstExcessMs: 12,
       maxLoopStallMs: 30,
+      // 1 ms of CPU over 16 decisions.
+      cpuUsPerDecision: 62.5,
     });
     expect(row.p99WaitMs).toBe(150);
   });
