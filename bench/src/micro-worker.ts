@@ -1,6 +1,9 @@
 // Child process of `pnpm bench:micro`: µs per decision of the core on the memory store, of the HTTP
 // pipeline, and of each adapter's per-request work against stand-in request and response objects.
 // Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
+import { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { Writable } from 'node:stream';
 import { createLimiter, RedisStore, type RequestFacts } from '@floodgate/core';
 import { createHttpLimiter } from '@floodgate/core/http';
 import { startRedis, type RedisServer } from '@floodgate/testing';
@@ -104,6 +107,48 @@ async function redisLimiter() {
   const server = await redisServer();
   const client = server.client({ maxRetriesPerRequest: 1, autoResendUnfulfilledCommands: false });
   return createLimiter({ store: new RedisStore({ client, timeoutMs: 1_000 }), ...ADMIT, prefix: `micro${Math.random().toString(36).slice(2, 8)}` });
+}
+
+/**
+ * One whole Fastify request as `app.routing` serves it (routing, every hook Fastify composed for the
+ * route, the handler, the reply written to Node's own IncomingMessage/ServerResponse on a socket
+ * that discards what it is sent): what a limited request costs inside Fastify, without the network.
+ */
+async function fastifyRequests(limited: boolean): Promise<() => Promise<void>> {
+  const fastify = (await import('fastify')).default;
+  const app = fastify({ logger: false });
+  if (limited) {
+    const { rateLimit } = await import('@floodgate/fastify');
+    await app.register(rateLimit, { ...ADMIT });
+  }
+  app.get('/', async () => 'ok');
+  await app.ready();
+  const socket = Object.assign(new Writable({ write: (_chunk, _encoding, callback) => callback() }), {
+    remoteAddress: IP,
+    encrypted: false,
+    setTimeout() {},
+    destroySoon() {},
+    cork() {},
+    uncork() {},
+  }) as unknown as Socket;
+  return () =>
+    new Promise<void>((resolve, reject) => {
+      const req = new IncomingMessage(socket);
+      Object.assign(req, { method: 'GET', url: '/', headers: HEADERS, httpVersion: '1.1', httpVersionMajor: 1, httpVersionMinor: 1, complete: true });
+      req.push(null);
+      const res = new ServerResponse(req);
+      res.assignSocket(socket);
+      res.on('finish', () => {
+        res.detachSocket(socket);
+        if (res.statusCode !== 200) return reject(new Error(`fastify request case answered ${res.statusCode}`));
+        // Fastify writes its headers with writeHead: the head as Node wrote it.
+        const head = (res as unknown as { _header: string })._header;
+        if (limited && !head.includes('ratelimit-remaining')) return reject(new Error('fastify request case sent no headers'));
+        remember(() => `${res.statusCode} ${head.split('\r\n').filter((l) => l.startsWith('ratelimit-') || l.startsWith('content-length')).join(' ')}`);
+        resolve();
+      });
+      app.routing(req, res);
+    });
 }
 
 export const CASES: MicroCase[] = [
@@ -256,6 +301,14 @@ export const CASES: MicroCase[] = [
         });
       });
     },
+  },
+  {
+    name: 'fastify: a whole request through app.routing, no limiter (Node req/res, discarding socket)',
+    setup: () => fastifyRequests(false),
+  },
+  {
+    name: 'fastify: a whole request through app.routing, limited route admitted (Node req/res, discarding socket)',
+    setup: () => fastifyRequests(true),
   },
   {
     name: 'koa: app-wide middleware, admitted (stand-in ctx)',

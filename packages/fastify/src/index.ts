@@ -15,6 +15,7 @@ import {
 } from '@floodgate/core/http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
+import { oneHook } from './one-hook';
 
 /** The request lifecycle hooks the limiter can run in. */
 export const RATE_LIMIT_HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
@@ -207,12 +208,16 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   // Requests that match no route never pass a route's hooks: limit them in one '<unmatched>'
   // bucket per caller, so scanning for URLs costs quota without minting buckets.
   // Callback style: routes that matched (nearly every request) pass without a promise.
+  // On a matched route the hook is needed once at most (the warning): its first request takes it out
+  // of that route's hooks, so a limited route runs one Floodgate hook (src/one-hook.ts).
   const notFound = limitHook(http, undefined, trustProxy);
-  fastify.addHook(defaultHook, (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+  const single = oneHook<FastifyRequest, FastifyReply>(defaultHook, (request, reply, done) => {
     if (request.is404) return notFound(request, reply, done);
     if (unseenOpen) checkSeen(request);
+    single.detach(request);
     done();
   });
+  fastify.addHook(defaultHook, single.hook);
   let unseenOpen = early;
   function checkSeen(request: FastifyRequest): void {
     const { config, method, url } = request.routeOptions;
