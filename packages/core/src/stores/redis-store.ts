@@ -1,5 +1,5 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis, iovalkey, node-redis or Valkey GLIDE client or cluster (coalescing, deadlines, refusals named).
-import { FloodgateError, invalidOption } from '../errors';
+import { FloodgateError, invalidOption, withoutStack } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
@@ -452,7 +452,7 @@ export class RedisStore implements Store {
         // meanwhile (failure/guard.ts), and the limiter decides them locally.
         const unsent =
           error instanceof StoreTimeout
-            ? new FloodgateError('FG_STORE_OVERLOADED', `${error.what} did not answer within ${error.timeoutMs} ms: the request waited behind its subject's call in flight, which timed out, and was not sent.`)
+            ? withoutStack(() => new FloodgateError('FG_STORE_OVERLOADED', `${error.what} did not answer within ${error.timeoutMs} ms: the request waited behind its subject's call in flight, which timed out, and was not sent.`))
             : error;
         if (queued) for (const w of queued) w.reject(unsent);
       },
@@ -475,9 +475,12 @@ export class RedisStore implements Store {
         this.dispatch(key, batch, left);
         return;
       }
-      const busy = new FloodgateError(
-        'FG_STORE_OVERLOADED',
-        `Redis did not answer within ${this.timeoutMs} ms: the request waited behind its subject's call in flight (coalesce: 'in-flight') and was not sent.`,
+      const busy = withoutStack(
+        () =>
+          new FloodgateError(
+            'FG_STORE_OVERLOADED',
+            `Redis did not answer within ${this.timeoutMs} ms: the request waited behind its subject's call in flight (coalesce: 'in-flight') and was not sent.`,
+          ),
       );
       for (const w of batch) w.reject(busy);
     }
@@ -539,10 +542,14 @@ export class RedisStore implements Store {
     });
   }
 
+  /** One per call refused, by the hundreds under a flood: made without a stack (errors.ts withoutStack). */
   private overloaded(): FloodgateError {
-    return new FloodgateError(
-      'FG_STORE_OVERLOADED',
-      `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight (maxInFlight) and was not sent.`,
+    return withoutStack(
+      () =>
+        new FloodgateError(
+          'FG_STORE_OVERLOADED',
+          `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight on its node (maxInFlight) and was not sent.`,
+        ),
     );
   }
 
