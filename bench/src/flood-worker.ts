@@ -200,9 +200,12 @@ async function burst(job: FloodBurst): Promise<FloodAnswers> {
   if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
   const tally = new Tally(store.timeoutMs, undefined, () => limiter.health());
   const calls: Promise<void>[] = new Array(job.inFlight);
+  const fromUs = process.hrtime.bigint() / 1000n;
   // All in one turn: every decision is in flight at once, as a flood's are.
   for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, job.subjects === 'one' ? job.subject : `${job.subject}-${process.pid}-${i}`);
   await Promise.all(calls);
+  // The burst's span on the monotonic clock a CPU profile's timestamps use (FLOOD_CPU_PROF): profiles can be cut to bursts.
+  if (process.env.FLOOD_CPU_PROF) console.error(JSON.stringify({ burst: job.prefix, algorithm: job.algorithm, coalesce: job.coalesce, subjects: job.subjects, fromUs: String(fromUs), toUs: String(process.hrtime.bigint() / 1000n) }));
   return tally.report();
 }
 

@@ -315,7 +315,12 @@ const HELP = `Usage: pnpm bench:flood [options]
   --against-label NAME  its run's name (default: "commit <its sha>")
   --no-docs          print only: record nothing, change no page
   --render           measure nothing: re-render the Flood section of docs/benchmarks.md from bench/flood-runs.json
-  --help`;
+  --help
+
+Environment, to see why a wait is long (each flood process writes to its own log, in $TMPDIR/floodgate-bench-*/):
+  FLOOD_TRACE=1        the first decisions past the allowance, with the loop's ticks meanwhile and the limiter's health
+  FLOOD_CPU_PROF=DIR   a CPU profile per flood process in DIR (node --cpu-prof), and each burst's span on the
+                       profile's clock in the log, to cut the profile to the bursts`;
 
 function listOf<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
   if (value === undefined) return undefined;

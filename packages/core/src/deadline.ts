@@ -1,5 +1,5 @@
 // A deadline on one store call: past it the call fails with FG_STORE_TIMEOUT, and nothing retries it; the store's late answer stays observable.
-import { FloodgateError } from './errors';
+import { FloodgateError, withoutStack } from './errors';
 
 const ignore = (): void => undefined;
 
@@ -21,7 +21,7 @@ export class StoreTimeout<T = unknown> extends FloodgateError {
 
   /** The same timeout for a part of the answer (one request of a coalesced call). */
   part<U>(pick: (value: T) => U): StoreTimeout<U> {
-    return new StoreTimeout(this.what, this.timeoutMs, this.late.then(pick));
+    return withoutStack(() => new StoreTimeout(this.what, this.timeoutMs, this.late.then(pick)));
   }
 }
 
@@ -45,7 +45,8 @@ export function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: st
         if (done) return;
         done = true;
         onExpire?.();
-        reject(new StoreTimeout(what, timeoutMs, promise));
+        // Made by the hundreds under a flood, in a timer callback: no stack (errors.ts withoutStack).
+        reject(withoutStack(() => new StoreTimeout(what, timeoutMs, promise)));
       });
     }, timeoutMs);
     promise.then(

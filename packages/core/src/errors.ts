@@ -20,11 +20,35 @@ export type FloodgateErrorCode =
   | 'FG_STORE_OOM'
   | 'FG_STORE_READONLY';
 
+/** Each code's " [CODE] See <docs>#anchor" ending, made once per code. */
+const endings = new Map<FloodgateErrorCode, string>();
+function ending(code: FloodgateErrorCode): string {
+  let text = endings.get(code);
+  if (text === undefined) endings.set(code, (text = ` [${code}] See ${DOCS_ERRORS_URL}#${code.toLowerCase().replace(/_/g, '-')}`));
+  return text;
+}
+
+/**
+ * Makes an error without capturing a stack trace (its `stack` is its first line only). For the
+ * store errors the failure path makes by the hundreds a second under a flood (a timeout per call,
+ * a refusal per call past `maxInFlight`), in timer callbacks where a stack would name only Node's
+ * timers: capturing one is most of what such an error costs, at the moment the process is busiest.
+ */
+export function withoutStack<T>(make: () => T): T {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return make();
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+}
+
 export class FloodgateError extends Error {
   readonly code: FloodgateErrorCode;
   readonly option?: string;
   constructor(code: FloodgateErrorCode, message: string, option?: string) {
-    super(`${message} [${code}] See ${DOCS_ERRORS_URL}#${code.toLowerCase().replace(/_/g, '-')}`);
+    super(message + ending(code));
     this.name = 'FloodgateError';
     this.code = code;
     this.option = option;

@@ -1,24 +1,14 @@
 // The shared conformance table against RedisStore on a real 3-master Redis Cluster through each cluster client (ioredis 5 and 6, node-redis), its subjects spread over every master.
-import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
+import { keySlot } from '@floodgate/testing';
 import type { Cluster, Redis } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type Store, type StoreRequest, type StoreResult } from '../src';
 import { describeConformance } from './conformance/scenarios';
-import { CLUSTER_KINDS, connectCluster, type ConnectedClient, kindTag } from './support/redis-clients';
+import { CLUSTER_KINDS, clusterWithClients, kindTag } from './support/redis-clients';
 import { countWrites } from './support/socket-writes';
 
-let cluster: RedisClusterHandle;
-const clients = new Map<string, ConnectedClient>();
+const setup = clusterWithClients();
 const prefix = `cconf-${Math.random().toString(36).slice(2, 10)}`;
 
-beforeAll(async () => {
-  cluster = await startRedisCluster({ masters: 3 });
-  for (const kind of CLUSTER_KINDS) clients.set(kind, await connectCluster(kind, cluster));
-}, 60_000);
-
-afterAll(async () => {
-  for (const connected of clients.values()) await connected.close();
-  await cluster?.stop();
-});
 
 /**
  * The scenarios use the same few subjects ('s'), and a subject's slot depends only on its digest
@@ -54,7 +44,7 @@ let stores = 0;
 describe.each(CLUSTER_KINDS)('on %s', (kind) => {
   describeConformance(
     'conformance: RedisStore on Redis Cluster',
-    (clock) => new SlotSpreadingStore(new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 5_000, UNSAFE_testClock: clock }), String(stores++)),
+    (clock) => new SlotSpreadingStore(new RedisStore({ client: setup.client(kind), timeoutMs: 5_000, UNSAFE_testClock: clock }), String(stores++)),
     { prefix: `${prefix}-${kindTag(kind)}` },
   );
 });
@@ -62,7 +52,7 @@ describe.each(CLUSTER_KINDS)('on %s', (kind) => {
 describe('after the conformance suite on the cluster', () => {
   it('spread its subjects over every master, each key in its subject\'s slot and with a TTL', async () => {
     const perNode: string[][] = [];
-    for (const node of cluster.nodes) {
+    for (const node of setup.cluster.nodes) {
       const direct: Redis = node.client();
       try {
         const keys: string[] = [];
@@ -79,17 +69,17 @@ describe('after the conformance suite on the cluster', () => {
         direct.disconnect();
       }
     }
-    expect(perNode.map((keys) => keys.length > 0)).toEqual(cluster.nodes.map(() => true));
+    expect(perNode.map((keys) => keys.length > 0)).toEqual(setup.cluster.nodes.map(() => true));
     // Every key lives on the master that owns its slot (no stray copies left by redirections).
     for (const [index, keys] of perNode.entries()) {
-      for (const key of keys) expect({ key, owner: await cluster.ownerOf(keySlot(key)) }).toEqual({ key, owner: index });
+      for (const key of keys) expect({ key, owner: await setup.cluster.ownerOf(keySlot(key)) }).toEqual({ key, owner: index });
     }
   });
 });
 
 describe.each(CLUSTER_KINDS)('one turn of many subjects on %s', (kind) => {
   it('sends each call to the master that owns its slot, in one write per master (ioredis; node-redis writes per tick itself)', async () => {
-    const client = clients.get(kind)!.client;
+    const client = setup.client(kind);
     const limiter = createLimiter({
       store: new RedisStore({ client, timeoutMs: 5_000 }),
       prefix: `${prefix}-t${kindTag(kind)}`,
@@ -130,11 +120,11 @@ function subjectsInSlot(prefix: string, slot: number, count: number, tag: string
 
 describe.each(CLUSTER_KINDS)('several subjects in one script call on %s', (kind) => {
   it('shares a call only among subjects of one slot: 3 slots (two on one master) -> 3 calls, each subject exact, no CROSSSLOT', async () => {
-    const client = clients.get(kind)!.client;
+    const client = setup.client(kind);
     const p = `${prefix}-g${kindTag(kind)}`;
     // Two slots on one master and one on another: subjects group by slot, not by node (Redis refuses
     // a script whose keys span slots, even on one node).
-    const ownerOf = async (slot: number) => cluster.ownerOf(slot);
+    const ownerOf = async (slot: number) => setup.cluster.ownerOf(slot);
     let [a, b, c] = [100, 101, 0];
     while ((await ownerOf(b)) !== (await ownerOf(a))) b++;
     for (c = 1; (await ownerOf(c)) === (await ownerOf(a)); c += 997);
@@ -143,10 +133,10 @@ describe.each(CLUSTER_KINDS)('several subjects in one script call on %s', (kind)
     const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix: p, algorithm: 'sliding-window-counter', limit: 2, windowMs: '1h', blockCacheSize: 0 });
     // Loads the script on the masters (NOSCRIPT, then EVAL) on subjects of their own: not counted.
     await Promise.all([a, b, c].map((slot, i) => limiter.consume(subjectsInSlot(p, slot, 1, `w${i}`)[0])));
-    await cluster.resetStats();
+    await setup.cluster.resetStats();
     // Each subject three times in one turn against a limit of 2: admitted, admitted, denied.
     const decisions = await Promise.all([...subjects, ...subjects, ...subjects].map((s) => limiter.consume(s)));
-    const stats = await cluster.commandStats();
+    const stats = await setup.cluster.commandStats();
     expect({ evalsha: stats.evalsha ?? 0, eval: stats.eval ?? 0 }).toEqual({ evalsha: 3, eval: 0 });
     subjects.forEach((s, i) => {
       const mine = [decisions[i], decisions[i + subjects.length], decisions[i + 2 * subjects.length]].map((d) => `${d.reason} ${d.remaining}`);
@@ -158,10 +148,10 @@ describe.each(CLUSTER_KINDS)('several subjects in one script call on %s', (kind)
 describe.each(CLUSTER_KINDS)('the fleet announcement on %s', (kind) => {
   it("counts this instance in the ZSET on the master that owns its slot, with a TTL; limiters on one client share it", async () => {
     const own = `cfleet-${kindTag(kind)}-${Math.random().toString(36).slice(2, 8)}`;
-    const client = clients.get(kind)!.client;
+    const client = setup.client(kind);
     const limiters = [0, 1].map(() => createLimiter({ store: new RedisStore({ client, timeoutMs: 5_000, announceMs: 200 }), prefix: own, limit: 10, windowMs: '1m', logger: { warn() {}, error() {} } }));
     const key = `${own}.instances`;
-    const owner = cluster.nodes[await cluster.ownerOf(keySlot(key))].client();
+    const owner = setup.cluster.nodes[await setup.cluster.ownerOf(keySlot(key))].client();
     try {
       const until = Date.now() + 10_000;
       while (limiters.some((l) => !l.health().fleets?.[0]?.learnedAt) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));

@@ -1,30 +1,14 @@
 // Refund exactness: N concurrent attempts, each charged before its "handler" and refunded when it succeeds, leave exactly the failures charged; every algorithm, on memory, Redis and a Redis Cluster.
-import { startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer, prng } from '@floodgate/testing';
-import type { Cluster, Redis } from 'ioredis';
+import { prng } from '@floodgate/testing';
 import { ALGORITHMS, createLimiter, MemoryStore, RedisStore, type AlgorithmName, type Store } from '../src';
+import { serverAndCluster } from './support/redis-clients';
 
 const N = 200;
 const K = 37;
 
-let server: RedisServer;
-let client: Redis;
-let cluster: RedisClusterHandle;
-let clusterClient: Cluster;
 const run = Math.random().toString(36).slice(2, 8);
 const figures: Record<string, unknown>[] = [];
-
-beforeAll(async () => {
-  [server, cluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
-  client = server.client({ autoResendUnfulfilledCommands: false });
-  clusterClient = cluster.client({ scaleReads: 'master', retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
-}, 60_000);
-
-afterAll(async () => {
-  client?.disconnect();
-  clusterClient?.disconnect();
-  await Promise.all([server?.stop(), cluster?.stop()]);
-  console.log(`refund exactness (N ${N} attempts, K ${K} fail):\n${figures.map((f) => JSON.stringify(f)).join('\n')}`);
-});
+const redis = serverAndCluster(() => console.log(`refund exactness (N ${N} attempts, K ${K} fail):\n${figures.map((f) => JSON.stringify(f)).join('\n')}`));
 
 /**
  * `attempts` at once on one subject, limit `limit` (a window of a year, or a burst refilled once an
@@ -65,8 +49,8 @@ async function attempt(store: Store, storeName: string, algorithm: AlgorithmName
 
 const STORES: readonly [string, () => Store][] = [
   ['memory', () => new MemoryStore()],
-  ['redis', () => new RedisStore({ client, timeoutMs: 5_000 })],
-  ['cluster', () => new RedisStore({ client: clusterClient, timeoutMs: 5_000 })],
+  ['redis', () => new RedisStore({ client: redis.client, timeoutMs: 5_000 })],
+  ['cluster', () => new RedisStore({ client: redis.clusterClient, timeoutMs: 5_000 })],
 ];
 
 describe.each(STORES)('on %s', (storeName, makeStore) => {

@@ -1,31 +1,15 @@
 // Reserve-then-settle exactness: 200 concurrent requests each reserving 10 and settling a random actual cost leave exactly the sum of the actual costs charged; every algorithm, on memory, Redis and a Redis Cluster. And a double settle, raced, counts once.
-import { startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer, prng } from '@floodgate/testing';
-import type { Cluster, Redis } from 'ioredis';
+import { prng } from '@floodgate/testing';
 import { ALGORITHMS, createLimiter, MemoryStore, RedisStore, type AlgorithmName, type Store } from '../src';
+import { serverAndCluster } from './support/redis-clients';
 
 const N = 200;
 const RESERVED = 10;
 const LIMIT = 10_000;
 
-let server: RedisServer;
-let client: Redis;
-let cluster: RedisClusterHandle;
-let clusterClient: Cluster;
 const run = Math.random().toString(36).slice(2, 8);
 const figures: Record<string, unknown>[] = [];
-
-beforeAll(async () => {
-  [server, cluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
-  client = server.client({ autoResendUnfulfilledCommands: false });
-  clusterClient = cluster.client({ scaleReads: 'master', retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
-}, 60_000);
-
-afterAll(async () => {
-  client?.disconnect();
-  clusterClient?.disconnect();
-  await Promise.all([server?.stop(), cluster?.stop()]);
-  console.log(`settle exactness (N ${N} requests, each reserving ${RESERVED}):\n${figures.map((f) => JSON.stringify(f)).join('\n')}`);
-});
+const redis = serverAndCluster(() => console.log(`settle exactness (N ${N} requests, each reserving ${RESERVED}):\n${figures.map((f) => JSON.stringify(f)).join('\n')}`));
 
 /** A limiter of LIMIT units on which nothing comes back by time during the test (a window of a year, or one token back per 1000 s). */
 function limiterOn(store: Store, storeName: string, algorithm: AlgorithmName, tag: string) {
@@ -43,8 +27,8 @@ function limiterOn(store: Store, storeName: string, algorithm: AlgorithmName, ta
 
 const STORES: readonly [string, () => Store][] = [
   ['memory', () => new MemoryStore()],
-  ['redis', () => new RedisStore({ client, timeoutMs: 5_000 })],
-  ['cluster', () => new RedisStore({ client: clusterClient, timeoutMs: 5_000 })],
+  ['redis', () => new RedisStore({ client: redis.client, timeoutMs: 5_000 })],
+  ['cluster', () => new RedisStore({ client: redis.clusterClient, timeoutMs: 5_000 })],
 ];
 
 describe.each(STORES)('on %s', (storeName, makeStore) => {

@@ -198,6 +198,53 @@ describe('slow is not down', () => {
   });
 });
 
+describe("a request's deadline runs from when it was made", () => {
+  it("coalesce 'in-flight': a request queued behind its subject's slow call gets what is left of its deadline, not a fresh one", async () => {
+    const c = await client();
+    const DEADLINE = 700;
+    // Around the real client: when Redis answers the first script call, Redis is made to sleep
+    // 500 ms on the same connection before that answer reaches the store, so the call the store
+    // sends next (the queued request) runs only after the sleep. Redis itself does every step.
+    let slowNext = false;
+    const slowing = {
+      get status() {
+        return c.status;
+      },
+      evalsha: (...args: Parameters<Redis['evalsha']>) => {
+        const reply = c.evalsha(...args);
+        if (!slowNext) return reply;
+        slowNext = false;
+        return reply.then((answer) => {
+          void c.call('DEBUG', 'SLEEP', '0.5');
+          return answer;
+        });
+      },
+      eval: (...args: Parameters<Redis['eval']>) => c.eval(...args),
+      del: (...keys: string[]) => c.del(...keys),
+      once: c.once.bind(c),
+      on: c.on.bind(c),
+    };
+    const store = new RedisStore({ client: slowing, timeoutMs: DEADLINE, coalesce: 'in-flight' });
+    const limiter = createLimiter({ store, prefix: rnd(), limit: 100, windowMs: '1m', instances: 1, logger: quiet });
+    await limiter.consume('warm');
+    // Redis sleeps 500 ms, then runs the first call: answered at ~500 ms, within its deadline.
+    const sleep = c.call('DEBUG', 'SLEEP', '0.5');
+    slowNext = true;
+    const a = limiter.consume('hot');
+    // Made now, queued behind the call in flight: sent at ~500 ms, run by Redis at ~1,000 ms.
+    const b = limiter.consume('hot');
+    const [da, db] = await Promise.all([a, b]);
+    await sleep;
+    expect(da).toMatchObject({ reason: 'allowed', degraded: false });
+    // Its deadline (700 ms from when it was made) passed about 300 ms before Redis answered it:
+    // decided locally. With a fresh deadline from its send (500 + 700 ms) the answer would have been in time.
+    expect(db).toMatchObject({ reason: 'fail-local', degraded: true });
+    // Busy, not down: the store kept answering, so the breaker counted nothing, and the answer came late.
+    expect(limiter.health().stores[0].breaker).toBe('closed');
+    await waitFor('the late answer', () => limiter.health().stores[0].lateAnswers === 1);
+  });
+});
+
 describe('the mutants that survived (issue 24)', () => {
   it('the deadline fires at timeoutMs, not later: measured while Redis is paused', async () => {
     const c = await client();

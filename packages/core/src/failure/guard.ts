@@ -1,7 +1,7 @@
 // The guard every call to a shared store passes (consume, peek, refund, reset): the breaker's admission, the deadline, the counts.
 import type { Attributes } from '@opentelemetry/api';
 import { lateAnswer, withDeadline } from '../deadline';
-import { FloodgateError } from '../errors';
+import { FloodgateError, withoutStack } from '../errors';
 import { recordFailure } from '../health';
 import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../metrics';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
@@ -92,7 +92,8 @@ export class CallBook {
         monitor.shed++;
         return error;
       }
-      error = new FloodgateError('FG_STORE_TIMEOUT', `${(error as Error).message.split(' [')[0]} The store answered nothing meanwhile.`);
+      const said = (error as Error).message.split(' [')[0];
+      error = withoutStack(() => new FloodgateError('FG_STORE_TIMEOUT', `${said} The store answered nothing meanwhile.`));
     }
     const kind = recordFailure(monitor, error);
     if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.failedAttributes[kind]);

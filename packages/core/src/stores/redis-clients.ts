@@ -87,6 +87,12 @@ export interface ClientBinding {
    */
   readonly cluster: boolean;
   /**
+   * A Cluster client's node for a hash slot now (its master's address, from the client's own slot
+   * map), or undefined when not known; absent for a single server and for clients that show no
+   * slot map. RedisStore bounds the calls in flight per node with it.
+   */
+  readonly nodeOf?: (slot: number) => string | undefined;
+  /**
    * Runs `sendAll`, which sends several commands synchronously, so that they leave in one socket
    * write per connection rather than one each: Redis then reads and parses them in one go.
    */
@@ -182,6 +188,8 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
     },
     warnings: ioredisWarnings(client),
     cluster: isFunction(client.nodes),
+    // Cluster's public `slots`: per slot, its nodes' "host:port", the master first.
+    ...(isFunction(client.nodes) ? { nodeOf: (slot: number) => (client as { slots?: readonly (readonly string[] | undefined)[] }).slots?.[slot]?.[0] } : {}),
     batch: ioredisBatch(client),
   };
 }
@@ -221,6 +229,8 @@ function nodeRedisClusterBinding(cluster: NodeRedisCluster): ClientBinding {
     unavailable: () => nodeRedisUnavailable(cluster, everReady() || cluster.isReady === true),
     warnings: nodeRedisWarnings(cluster, 'cluster', (cluster as { options?: { defaults?: NodeRedisOptions } }).options?.defaults),
     cluster: true,
+    // The cluster's public `slots` getter: per slot, its shard (`master.address` is "host:port").
+    nodeOf: (slot) => (cluster as { slots?: readonly ({ master?: { address?: string } } | undefined)[] }).slots?.[slot]?.master?.address,
     batch: sendNow,
   };
 }

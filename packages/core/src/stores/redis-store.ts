@@ -1,5 +1,5 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis, iovalkey, node-redis or Valkey GLIDE client or cluster (coalescing, deadlines, refusals named).
-import { FloodgateError, invalidOption } from '../errors';
+import { FloodgateError, invalidOption, withoutStack } from '../errors';
 import { storeErrorKind } from '../metrics';
 import { aclRule } from './redis-acl';
 import { parseDuration } from '../duration';
@@ -7,6 +7,7 @@ import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, whole
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeGroupsOf, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
+import { InFlightLane } from './in-flight';
 import { slotOf } from './redis-slot';
 import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from './store';
 
@@ -59,8 +60,11 @@ export interface RedisStoreOptions {
    */
   coalesce?: CoalesceMode;
   /**
-   * Most script calls this store keeps in flight on Redis at once (sent, not yet answered, late
-   * answers included: a call that timed out still occupies Redis until it runs). One more call
+   * Most script calls this store keeps in flight on each Redis node at once (sent, not yet
+   * answered, late answers included: a call that timed out still occupies Redis until it runs); on
+   * a Cluster per master, by the client's slot map (ioredis, iovalkey, node-redis), so a slow or
+   * paused master does not hold up calls to the others (Valkey GLIDE's cluster client shows no
+   * slot map: one bound for the whole store). One more call
    * waits in this process, never on Redis, for one of them to end; if none ends before its deadline
    * it is never sent, fails with FG_STORE_OVERLOADED, and the limiter decides it locally with this
    * instance's share of the limit, within the deadline (docs/failure-modes.md#bounded-load). So a
@@ -86,19 +90,12 @@ export type CoalesceMode = 'turn' | 'in-flight' | false;
 
 const first = (results: StoreResult[]): StoreResult => results[0];
 
-/** A script call waiting for a free place among the `maxInFlight`. */
-interface Queued {
-  call: ScriptCall;
-  /** performance.now() at its deadline. */
-  until: number;
-  resolve(results: Promise<StoreResult[]>): void;
-  reject(error: unknown): void;
-}
-
 /** A request waiting for its call, with its promise's two ends. One object per request, one shape. */
 class Waiter {
   resolve: (result: StoreResult) => void = ignoreResult;
   reject: (error: unknown) => void = ignoreResult;
+  /** 'in-flight': performance.now() when the request was made; its deadline runs from then, however long it waited for the call ahead. */
+  madeAt: number | undefined = undefined;
   constructor(
     readonly request: StoreRequest,
     /** The test clock when the request was made (UNSAFE_testClock only). */
@@ -136,6 +133,9 @@ interface KeysInfo {
 
 /** Most requests sent in one coalesced call, of one subject or several; the rest go in the next one, so no one script holds Redis long. */
 const MAX_BATCH = 64;
+
+/** Lanes kept before idle ones are dropped: more than any Cluster's masters a store talks to at once. */
+const MAX_LANES = 64;
 
 /** Default `maxInFlight`: see docs/failure-modes.md#bounded-load. */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
@@ -246,10 +246,12 @@ export class RedisStore implements Store {
   /** Per keys array, its consume batch key (see batchKey; held weakly: subjects come and go). */
   private readonly keysInfo = new WeakMap<readonly string[], KeysInfo>();
   private nextSettle = 0;
-  /** Script calls sent and not yet answered (or failed); calls waiting for one of them to end. */
-  private inFlight = 0;
-  private readonly waiting: Queued[] = [];
-  private waitTimer: NodeJS.Timeout | undefined;
+  /**
+   * The `maxInFlight` bound, per Redis node: on a Cluster one lane per master (by the client's own
+   * slot map), so a node that is slow or paused does not hold up the calls to the others; one
+   * lane for a single server, Sentinel's master, and clients whose slot map is not known.
+   */
+  private readonly lanes = new Map<string, InFlightLane>();
   readonly maxInFlight: number;
   readonly announceMs: number;
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
@@ -367,8 +369,10 @@ export class RedisStore implements Store {
       return promise;
     }
     const queued = this.batches.get(key);
-    if (queued) queued.push(waiter);
-    else {
+    if (queued) {
+      waiter.madeAt = performance.now();
+      queued.push(waiter);
+    } else {
       this.batches.set(key, []);
       try {
         this.dispatch(key, [waiter]);
@@ -467,9 +471,9 @@ export class RedisStore implements Store {
     return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
   }
 
-  /** One call for the groups; each waiter gets its own result, or the call's error. Rejects when the call failed. */
-  private settle(groups: Waiter[][]): Promise<void> {
-    return this.send(groups, requestOf, groups[0][0].now).then(
+  /** One call for the groups, within `budgetMs`; each waiter gets its own result, or the call's error. Rejects when the call failed. */
+  private settle(groups: Waiter[][], budgetMs = this.timeoutMs): Promise<void> {
+    return this.send(groups, requestOf, groups[0][0].now, budgetMs).then(
       (results) => {
         let at = 0;
         for (const batch of groups) for (let i = 0; i < batch.length; i++) batch[i].resolve(results[at++]);
@@ -494,23 +498,52 @@ export class RedisStore implements Store {
    * as if sent one by one (the script runs them in sequence). A hot subject costs one round trip per
    * batch instead of one per request.
    */
-  private dispatch(key: string, batch: Waiter[]): void {
-    this.settle([batch]).then(
-      () => {
-        const queued = this.batches.get(key);
-        if (!queued || queued.length === 0) this.batches.delete(key);
-        else this.dispatch(key, queued.splice(0, MAX_BATCH));
-      },
+  private dispatch(key: string, batch: Waiter[], budgetMs = this.timeoutMs): void {
+    this.settle([batch], budgetMs).then(
+      () => this.next(key),
       (error: unknown) => {
         // Requests queued behind a failed call were never sent: fail them now rather than send
         // them to a store that just failed (the failure policy answers them at once).
         const queued = this.batches.get(key);
         this.batches.delete(key);
-        // Never sent, so never answered late: a timeout reaches them without a late answer.
-        const unsent = error instanceof StoreTimeout ? new FloodgateError('FG_STORE_TIMEOUT', `${error.what}: not sent, the call ahead of it did not answer within ${error.timeoutMs} ms.`) : error;
+        // Never sent, so never answered late. Behind a call that timed out they are busy, not
+        // failing (FG_STORE_OVERLOADED): the breaker counts them only if the store answered nothing
+        // meanwhile (failure/guard.ts), and the limiter decides them locally.
+        const unsent =
+          error instanceof StoreTimeout
+            ? withoutStack(() => new FloodgateError('FG_STORE_OVERLOADED', `${error.what} did not answer within ${error.timeoutMs} ms: the request waited behind its subject's call in flight, which timed out, and was not sent.`))
+            : error;
         if (queued) for (const w of queued) w.reject(unsent);
       },
     );
+  }
+
+  /**
+   * 'in-flight': the subject's call returned; the requests queued behind it go next, each call
+   * within what is left of its oldest request's deadline (counted from when that request was made,
+   * not from this send), so no request waits past its deadline behind a chain of calls. A batch
+   * whose oldest request has no time left is never sent: busy, not failing (FG_STORE_OVERLOADED),
+   * and the limiter decides it locally.
+   */
+  private next(key: string): void {
+    const queued = this.batches.get(key);
+    while (queued && queued.length > 0) {
+      const batch = queued.splice(0, MAX_BATCH);
+      const left = batch[0].madeAt! + this.timeoutMs - performance.now();
+      if (left > 0) {
+        this.dispatch(key, batch, left);
+        return;
+      }
+      const busy = withoutStack(
+        () =>
+          new FloodgateError(
+            'FG_STORE_OVERLOADED',
+            `Redis did not answer within ${this.timeoutMs} ms: the request waited behind its subject's call in flight (coalesce: 'in-flight') and was not sent.`,
+          ),
+      );
+      for (const w of batch) w.reject(busy);
+    }
+    this.batches.delete(key);
   }
 
   /**
@@ -521,7 +554,7 @@ export class RedisStore implements Store {
    * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
    * answers after all; it counts as in flight until Redis answers or the call fails.
    */
-  private send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined): Promise<StoreResult[]> {
+  private send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs = this.timeoutMs): Promise<StoreResult[]> {
     let call: ScriptCall;
     try {
       call = encodeGroupsOf(groups, requestOfItem, now);
@@ -530,16 +563,30 @@ export class RedisStore implements Store {
     }
     this.scriptStats.calls++;
     this.scriptStats.requests += call.requestCount;
-    if (this.inFlight < this.maxInFlight) return this.start(call, this.timeoutMs);
+    const lane = this.laneOf(call);
+    if (lane.tryTake()) return this.start(call, budgetMs, lane);
     return new Promise((resolve, reject) => {
-      this.waiting.push({ call, until: performance.now() + this.timeoutMs, resolve, reject });
-      if (this.waiting.length === 1) this.armWaitTimer();
+      lane.wait(
+        budgetMs,
+        (budgetMs) => resolve(this.start(call, budgetMs, lane)),
+        () => reject(this.overloaded()),
+      );
     });
   }
 
-  /** Sends one call now, bounded by what is left of its deadline. */
-  private start(call: ScriptCall, budgetMs: number): Promise<StoreResult[]> {
-    this.inFlight++;
+  /** The lane of the node the call goes to (see `lanes`). */
+  private laneOf(call: ScriptCall): InFlightLane {
+    const node = this.client.nodeOf && call.keys.length > 0 ? (this.client.nodeOf(slotOf(call.keys[0])) ?? '') : '';
+    let lane = this.lanes.get(node);
+    if (lane) return lane;
+    // Nodes come and go with a Cluster's topology: past a Cluster's worth of lanes, drop the idle ones.
+    if (this.lanes.size >= MAX_LANES) for (const [key, l] of this.lanes) if (l.idle) this.lanes.delete(key);
+    this.lanes.set(node, (lane = new InFlightLane(this.maxInFlight)));
+    return lane;
+  }
+
+  /** Sends one call now, its place in `lane` taken, bounded by what is left of its deadline. */
+  private start(call: ScriptCall, budgetMs: number, lane: InFlightLane): Promise<StoreResult[]> {
     const deadline = { expired: false };
     const answered = runScript(this.client.send, call, () => deadline.expired).then(
       (reply) => {
@@ -548,45 +595,20 @@ export class RedisStore implements Store {
       },
       (error: unknown) => explainRefusal(error, call.keys),
     );
-    answered.then(this.callEnded, this.callEnded);
+    answered.then(lane.release, lane.release);
     return withDeadline(answered, budgetMs, 'Redis', () => {
       deadline.expired = true;
     });
   }
 
-  /** A call left Redis (answered or failed): the first waiting call that still has time goes. */
-  private readonly callEnded = (): void => {
-    this.inFlight--;
-    const now = performance.now();
-    while (this.inFlight < this.maxInFlight && this.waiting.length > 0) {
-      const next = this.waiting.shift()!;
-      if (next.until > now) next.resolve(this.start(next.call, next.until - now));
-      else next.reject(this.overloaded());
-    }
-    if (this.waiting.length === 0 && this.waitTimer) {
-      clearTimeout(this.waitTimer);
-      this.waitTimer = undefined;
-    }
-  };
-
-  /** One timer for the waiting calls (their deadlines come in order): each fails at its own. */
-  private armWaitTimer(): void {
-    if (this.waitTimer) clearTimeout(this.waitTimer);
-    this.waitTimer = undefined;
-    const head = this.waiting[0];
-    if (!head) return;
-    this.waitTimer = setTimeout(() => {
-      this.waitTimer = undefined;
-      const now = performance.now();
-      while (this.waiting.length > 0 && this.waiting[0].until <= now) this.waiting.shift()!.reject(this.overloaded());
-      this.armWaitTimer();
-    }, Math.max(0, head.until - performance.now()));
-  }
-
+  /** One per call refused, by the hundreds under a flood: made without a stack (errors.ts withoutStack). */
   private overloaded(): FloodgateError {
-    return new FloodgateError(
-      'FG_STORE_OVERLOADED',
-      `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight (maxInFlight) and was not sent.`,
+    return withoutStack(
+      () =>
+        new FloodgateError(
+          'FG_STORE_OVERLOADED',
+          `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight on its node (maxInFlight) and was not sent.`,
+        ),
     );
   }
 

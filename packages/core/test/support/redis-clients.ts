@@ -1,6 +1,6 @@
 // Connects each Redis client RedisStore supports (ioredis 5 and 6, node-redis) to a real test server or cluster, so one suite runs on all of them.
-import type { RedisClusterHandle, RedisServer } from '@floodgate/testing';
-import { Redis as Ioredis5 } from 'ioredis';
+import { startRedis, startRedisCluster, type RedisClusterHandle, type RedisServer } from '@floodgate/testing';
+import { Redis as Ioredis5, type Cluster as Ioredis5Cluster } from 'ioredis';
 import { Cluster as Ioredis6Cluster, Redis as Ioredis6 } from 'ioredis6';
 import { createClient, createCluster } from 'redis';
 import type { RedisClient } from '../../src';
@@ -79,4 +79,63 @@ export async function connectCluster(kind: ClusterKind, cluster: RedisClusterHan
   client.on('error', quiet);
   await client.ping();
   return { client, close: async () => client.disconnect() };
+}
+
+/**
+ * A real 3-master Cluster for the test file and a connected client of every cluster kind, started
+ * before its tests and stopped after them (call it at the top of the file).
+ */
+export function clusterWithClients(): { readonly cluster: RedisClusterHandle; client(kind: ClusterKind): RedisClient } {
+  let cluster: RedisClusterHandle | undefined;
+  const clients = new Map<ClusterKind, ConnectedClient>();
+  beforeAll(async () => {
+    cluster = await startRedisCluster({ masters: 3 });
+    for (const kind of CLUSTER_KINDS) clients.set(kind, await connectCluster(kind, cluster));
+  }, 60_000);
+  afterAll(async () => {
+    for (const connected of clients.values()) await connected.close();
+    await cluster?.stop();
+  });
+  return {
+    get cluster() {
+      if (!cluster) throw new Error('the Cluster starts in beforeAll: use it inside a test');
+      return cluster;
+    },
+    client: (kind) => clients.get(kind)!.client,
+  };
+}
+
+/**
+ * A redis-server and a real 3-master Cluster for the test file, one ioredis client on each (no
+ * resend after a reconnect, the Cluster's reading from masters), started before its tests and
+ * stopped after them; `onDone` runs first, once they are over (call it at the top of the file).
+ */
+export function serverAndCluster(onDone?: () => void): { readonly client: Ioredis5; readonly clusterClient: Ioredis5Cluster } {
+  let server: RedisServer | undefined;
+  let cluster: RedisClusterHandle | undefined;
+  let client: Ioredis5 | undefined;
+  let clusterClient: Ioredis5Cluster | undefined;
+  beforeAll(async () => {
+    [server, cluster] = await Promise.all([startRedis(), startRedisCluster({ masters: 3 })]);
+    client = server.client({ autoResendUnfulfilledCommands: false });
+    clusterClient = cluster.client({ scaleReads: 'master', retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } });
+  }, 60_000);
+  afterAll(async () => {
+    onDone?.();
+    client?.disconnect();
+    clusterClient?.disconnect();
+    await Promise.all([server?.stop(), cluster?.stop()]);
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('Redis starts in beforeAll: use it inside a test');
+    return value;
+  };
+  return {
+    get client() {
+      return started(client);
+    },
+    get clusterClient() {
+      return started(clusterClient);
+    },
+  };
 }
