@@ -320,7 +320,8 @@ const HELP = `Usage: pnpm bench:flood [options]
 Environment, to see why a wait is long (each flood process writes to its own log, in $TMPDIR/floodgate-bench-*/):
   FLOOD_TRACE=1        the first decisions past the allowance, with the loop's ticks meanwhile and the limiter's health
   FLOOD_CPU_PROF=DIR   a CPU profile per flood process in DIR (node --cpu-prof), and each burst's span on the
-                       profile's clock in the log, to cut the profile to the bursts`;
+                       profile's clock in the log: \`node --import tsx src/flood-profile.ts DIR LOGDIR [off|default] [one|fresh]\`
+                       prints where the CPU went during the bursts only`;
 
 function listOf<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
   if (value === undefined) return undefined;

@@ -52,19 +52,40 @@ local n = 1
 -- `a0` the ARGV index of its first limit, `limits` their count, `lock` its lock-out (or nil),
 -- `settle` a settle's marker key and window (mode 's', or nil).
 local function decide(k0, costs, a0, limits, lock, settle)
-  -- Each limit's commit (admitted checks only); a table only with several limits.
-  local commit1, commits = nil, nil
+  -- The limits, read once for all the requests: one limit in locals, several in a flat table
+  -- (id, cap, period, key per limit). A period is a number, or a calendar window's boundaries
+  -- ('b0,b1,b2,b3'), which its chunk reads.
+  local id1, cap1, period1, key1 = tonumber(ARGV[a0]), tonumber(ARGV[a0 + 1]), ARGV[a0 + 2], KEYS[k0 + 1]
+  period1 = tonumber(period1) or period1
+  local lims = nil
+  if limits > 1 then
+    lims = { id1, cap1, period1, key1 }
+    for i = 2, limits do
+      local base, j = a0 + (i - 1) * 3, (i - 1) * 4
+      local period = ARGV[base + 2]
+      lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4] = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(period) or period, KEYS[k0 + i]
+    end
+  end
+  -- Each admitted check's commit: a function of the chunk's and its arguments (no closure per
+  -- request); with several limits, five entries per limit in one table.
+  local f1, a1, b1, c1, d1 = nil, nil, nil, nil, nil
+  local commits = nil
   if limits > 1 then commits = {} end
   -- The requests' entries, split on ',' without an iterator (a single entry is the string itself).
   local pos = 1
   while pos do
     local sep = string.find(costs, ',', pos, true)
-    local c = string.sub(costs, pos, (sep or 0) - 1)
-    pos = sep and sep + 1
+    local c = costs
+    if sep then
+      c, pos = string.sub(costs, pos, sep - 1), sep + 1
+    else
+      if pos > 1 then c = string.sub(costs, pos) end
+      pos = nil
+    end
     -- An entry is `cost`, or `cost:x`: x is a refund's `at`, or a lease's token (consume, release, renew).
     local cost, at, token = tonumber(c), nil, nil
-    local colon = string.find(c, ':', 1, true)
-    if colon then
+    if not cost then
+      local colon = string.find(c, ':', 1, true)
       cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
       if mode == 'r' then at = tonumber(token) end
     end
@@ -86,8 +107,9 @@ local function decide(k0, costs, a0, limits, lock, settle)
       end
     end
     local head = n + 1
-    out[head] = 1
-    out[head + 1] = 0
+    -- Both filled now so that the reply stays a sequence as it grows; set again below.
+    out[head], out[head + 1] = 1, 0
+    local allowedAll = 1
     n = head + 1
     local strikes, lockedMs = 0, 0
     if lock and (mode == 'c' or mode == 'p') then
@@ -98,13 +120,24 @@ local function decide(k0, costs, a0, limits, lock, settle)
         lockedMs = max(0, tonumber(s[2]) - now)
       end
     end
+    local id, cap, period, key = id1, cap1, period1, key1
     for i = 1, limits do
-      local base = a0 + (i - 1) * 3
-      local key = KEYS[k0 + i]
-      -- A period is a number, or a calendar window's boundaries ('b0,b1,b2,b3'), which its chunk reads.
-      local id, cap, period = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), ARGV[base + 2]
-      period = tonumber(period) or period
-      if mode == 'r' or mode == 'x' or mode == 'n' or mode == 's' then
+      if i > 1 then
+        local j = (i - 1) * 4
+        id, cap, period, key = lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4]
+      end
+      if mode == 'c' or mode == 'p' then
+        local allowed, remaining, reset, retry, f, a, b, c, d = CHECK[id](key, now, cap, period, cost, token)
+        if allowed == 0 then
+          allowedAll = 0
+        elseif commits then
+          local j = (i - 1) * 5
+          commits[j + 1], commits[j + 2], commits[j + 3], commits[j + 4], commits[j + 5] = f, a, b, c, d
+        else
+          f1, a1, b1, c1, d1 = f, a, b, c, d
+        end
+        out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
+      else
         -- A refund, release or renewal is always applied, a settle when its status is 0; the figures
         -- are those of the state left (a cost-0 check). Release and renewal are sent to lease limits
         -- only, a settle to rate limits only.
@@ -116,19 +149,14 @@ local function decide(k0, costs, a0, limits, lock, settle)
         else RENEW[id](key, now, cap, period, cost, token) end
         local _, remaining, reset = CHECK[id](key, now, cap, period, 0)
         out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
-      else
-        local allowed, remaining, reset, retry, commit = CHECK[id](key, now, cap, period, cost, token)
-        if allowed == 0 then out[head] = 0 end
-        if commits then commits[i] = commit else commit1 = commit end
-        out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
       end
       n = n + 4
     end
     if settle then lockedMs = status end
     if lockedMs > 0 then
       -- Locked out (or, for a settle, not applied): denied whatever the limits say, nothing charged, no new strike.
-      out[head] = 0
-    elseif out[head] == 0 and mode == 'c' and lock then
+      allowedAll = 0
+    elseif allowedAll == 0 and mode == 'c' and lock then
       strikes = strikes + 1
       local untilMs = 0
       if strikes >= lock.after then
@@ -137,12 +165,15 @@ local function decide(k0, costs, a0, limits, lock, settle)
       end
       hsave(lock.key, ttl(max(lockedMs, lock.forget)), 's', strikes, 'u', untilMs, 'l', now)
     end
-    out[head + 1] = lockedMs
-    if out[head] == 1 and mode == 'c' then
+    out[head], out[head + 1] = allowedAll, lockedMs
+    if allowedAll == 1 and mode == 'c' then
       if commits then
-        for i = 1, limits do commits[i]() end
+        for i = 1, limits do
+          local j = (i - 1) * 5
+          commits[j + 1](lims[(i - 1) * 4 + 4], commits[j + 2], commits[j + 3], commits[j + 4], commits[j + 5])
+        end
       else
-        commit1()
+        f1(key1, a1, b1, c1, d1)
       end
     end
   end
@@ -157,9 +188,13 @@ if many then
   local arg, k0 = 2, 0
   while arg <= lastArg do
     local header = ARGV[arg]
-    local limits = tonumber(string.match(header, '^%d+'))
+    -- '1' or '1L': a header without a lock-out is a number as it stands.
+    local limits = tonumber(header)
     local lock = nil
-    if string.find(header, 'L', 1, true) then lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1]) end
+    if not limits then
+      limits = tonumber(string.sub(header, 1, -2))
+      lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
+    end
     decide(k0, ARGV[arg + 1], arg + 2, limits, lock)
     arg = arg + 2 + 3 * limits + (lock and 1 or 0)
     k0 = k0 + limits + (lock and 1 or 0)

@@ -8,20 +8,22 @@
 -- A denial's wait: until the earliest lease expires, at most RETRY_MS: a slot frees when a request
 -- finishes, which no store can foresee, so a refused client is told to come back soon.
 local RETRY_MS = 1000
+-- An admission's commit (see check): the lease's members, leaseMs from now, the expired ones dropped.
+local function acquire(key, now, leaseMs, cost, token)
+  if cost == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+  local args = {}
+  for k = 1, cost do
+    args[2 * k - 1] = now + leaseMs
+    args[2 * k] = token .. '.' .. k
+  end
+  redis.call('ZADD', key, unpack(args))
+  redis.call('PEXPIRE', key, ttl(leaseMs))
+end
 local function check(key, now, cap, leaseMs, cost, token)
   local held = redis.call('ZCOUNT', key, '(' .. now, '+inf')
   if held + cost <= cap then
-    return 1, cap - held - cost, leaseMs, 0, function()
-      if cost == 0 then return end
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-      local args = {}
-      for k = 1, cost do
-        args[2 * k - 1] = now + leaseMs
-        args[2 * k] = token .. '.' .. k
-      end
-      redis.call('ZADD', key, unpack(args))
-      redis.call('PEXPIRE', key, ttl(leaseMs))
-    end
+    return 1, cap - held - cost, leaseMs, 0, acquire, now, leaseMs, cost, token
   end
   if cost > cap then return 0, math.max(0, cap - held), leaseMs, -1, nil end
   local first = redis.call('ZRANGEBYSCORE', key, '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

@@ -23,6 +23,10 @@ local function span(now, win)
   end
   return error('fixed-window: the clock ' .. now .. ' is outside the calendar periods ' .. win)
 end
+-- An admission's commit (see check): the state and its TTL.
+local function write(key, ttlMs, w, c)
+  hsave(key, ttlMs, 'w', w, 'c', c)
+end
 local function check(key, now, cap, win, cost)
   local w, stop = span(now, win)
   local s = hmget(key, 'w', 'c')
@@ -30,9 +34,7 @@ local function check(key, now, cap, win, cost)
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
   local reset = stop - now
   if c + cost <= cap then
-    return 1, cap - c - cost, reset, 0, function()
-      hsave(key, ttl(reset), 'w', w, 'c', c + cost)
-    end
+    return 1, cap - c - cost, reset, 0, write, ttl(reset), w, c + cost
   end
   local retry = reset
   if cost > cap then retry = -1 end

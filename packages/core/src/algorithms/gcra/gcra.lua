@@ -40,9 +40,7 @@ local function check(key, now, cap, rate, cost)
   local diff = tat + cost * T
   -- EPSILON absorbs the rounding of sums of intervals (a burst of 3 at 3/s is 1000 ms, not 1000.0000000001).
   if diff <= tau + EPSILON then
-    return 1, room(diff, tau, T), math.ceil(diff - EPSILON), 0, function()
-      save(key, now, diff)
-    end
+    return 1, room(diff, tau, T), math.ceil(diff - EPSILON), 0, save, now, diff
   end
   local retry = -1
   if cost <= cap then retry = math.max(1, math.ceil(diff - tau - EPSILON)) end

@@ -11,23 +11,25 @@ local function counts(s, w)
   end
   return 0, 0
 end
+-- What a check sees at time `at`, from the stored state `s` (also used to settle retry): the
+-- weighted estimate, the current and previous counts, the ms elapsed in the window, the window.
+local function view(s, win, at)
+  local w = math.floor(at / win)
+  local elapsed = at - w * win
+  local c, p = counts(s, w)
+  return p * (win - elapsed) / win + c, c, p, elapsed, w
+end
+-- An admission's commit (see check): the state and its TTL.
+local function write(key, ttlMs, w, c, p)
+  hsave(key, ttlMs, 'w', w, 'c', c, 'p', p)
+end
 local function check(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
-  -- What this check sees at time `at`, from the stored state (also used to settle retry):
-  -- the weighted estimate, the current and previous counts, the ms elapsed in the window, the window.
-  local function view(at)
-    local w = math.floor(at / win)
-    local elapsed = at - w * win
-    local c, p = counts(s, w)
-    return p * (win - elapsed) / win + c, c, p, elapsed, w
-  end
-  local est, c, p, elapsed, w = view(now)
+  local est, c, p, elapsed, w = view(s, win, now)
   if est + cost <= cap + EPSILON then
     local reset = 0
     if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
-    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, function()
-      hsave(key, ttl(win - elapsed + win), 'w', w, 'c', c + cost, 'p', p)
-    end
+    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, write, ttl(win - elapsed + win), w, c + cost, p
   end
   local reset = 0
   if c > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
@@ -45,9 +47,9 @@ local function check(key, now, cap, win, cost)
     end
     -- Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
     -- so that waiting retry admits and waiting retry - 1 does not.
-    if retry > 1 and view(now + retry - 1) + cost <= cap + EPSILON then
+    if retry > 1 and view(s, win, now + retry - 1) + cost <= cap + EPSILON then
       retry = retry - 1
-    elseif view(now + retry) + cost > cap + EPSILON then
+    elseif view(s, win, now + retry) + cost > cap + EPSILON then
       retry = retry + 1
     end
   end

@@ -51,7 +51,7 @@ local function check(key, now, cap, win, cost)
       local t = newest(key, n)
       if t then reset = t + win - now end
     end
-    return 1, cap - n - cost, reset, 0, function() append(key, now, win, cost) end
+    return 1, cap - n - cost, reset, 0, append, now, win, cost
   end
   local retry = -1
   if cost <= cap then

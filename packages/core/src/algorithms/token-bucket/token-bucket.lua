@@ -8,26 +8,26 @@ local function tokensIn(s, cap, rate, at)
   if elapsed < 0 then elapsed = 0 end
   return math.min(cap, tonumber(s[1]) + elapsed * rate / 1000)
 end
+-- An admission's commit (see check): the state and its TTL.
+local function write(key, ttlMs, t, ts)
+  hsave(key, ttlMs, 't', t, 'ts', ts)
+end
 local function check(key, now, cap, rate, cost)
   local s = hmget(key, 't', 'ts')
-  -- The tokens this check sees at time `at`, from the stored state (also used to settle retry).
-  local function tokensAt(at) return tokensIn(s, cap, rate, at) end
-  local tokens = tokensAt(now)
+  local tokens = tokensIn(s, cap, rate, now)
   if tokens + EPSILON >= cost then
     local left = math.max(0, tokens - cost)
     local full = (cap - left) * 1000 / rate
-    return 1, math.floor(left + EPSILON), math.ceil(full), 0, function()
-      hsave(key, ttl(full), 't', left, 'ts', now)
-    end
+    return 1, math.floor(left + EPSILON), math.ceil(full), 0, write, ttl(full), left, now
   end
   local retry = -1
   if cost <= cap then
     retry = math.max(1, math.ceil((cost - EPSILON - tokens) * 1000 / rate))
     -- Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
     -- so that waiting retry admits and waiting retry - 1 does not.
-    if retry > 1 and tokensAt(now + retry - 1) + EPSILON >= cost then
+    if retry > 1 and tokensIn(s, cap, rate, now + retry - 1) + EPSILON >= cost then
       retry = retry - 1
-    elseif tokensAt(now + retry) + EPSILON < cost then
+    elseif tokensIn(s, cap, rate, now + retry) + EPSILON < cost then
       retry = retry + 1
     end
   end
