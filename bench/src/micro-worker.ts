@@ -2,6 +2,7 @@
 // pipeline, and of each adapter's per-request work against stand-in request and response objects.
 // Compiled by build.ts like a release build (no tsx keepNames wrappers), run with --expose-gc.
 import { IncomingMessage, ServerResponse } from 'node:http';
+import { Session } from 'node:inspector';
 import type { Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLimiter, RedisStore, type RequestFacts } from '@floodgate/core';
@@ -34,6 +35,8 @@ export interface MicroResult {
   samples: number;
   /** What one operation answered (a check that the case measured what it names). */
   answered: string;
+  /** With `job.alloc`: bytes allocated per decision (V8's sampling heap profiler, collected objects included). */
+  bytes?: number;
 }
 
 const IP = '127.0.0.1';
@@ -355,7 +358,42 @@ async function sample(op: () => unknown, ops: number, metric: 'wall' | 'cpu' = '
   return Number(process.hrtime.bigint() - started) / 1000 / ops;
 }
 
-export async function runCase(c: MicroCase, ops: number, samples: number): Promise<MicroResult> {
+/** Every node's sampled bytes in a heap profile (self sizes, summed over the tree). */
+interface HeapNode {
+  selfSize: number;
+  children: HeapNode[];
+}
+function sampledBytes(node: HeapNode): number {
+  let total = node.selfSize;
+  for (const child of node.children) total += sampledBytes(child);
+  return total;
+}
+
+/**
+ * Bytes allocated per operation over `ops` operations: V8's sampling heap profiler (one sample per
+ * 256 bytes on average), keeping the samples of objects collected meanwhile, so the figure is what
+ * was allocated, not what survived. A pass of its own, after the timed samples: sampling slows the code.
+ */
+async function allocated(op: () => unknown, ops: number): Promise<number> {
+  const session = new Session();
+  session.connect();
+  const post = <T>(method: string, params?: object) =>
+    new Promise<T>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result as T))));
+  try {
+    await post('HeapProfiler.enable');
+    await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    for (let i = 0; i < ops; i++) {
+      const pending = op();
+      if (pending instanceof Promise) await pending;
+    }
+    const { profile } = await post<{ profile: { head: HeapNode } }>('HeapProfiler.stopSampling');
+    return sampledBytes(profile.head) / ops;
+  } finally {
+    session.disconnect();
+  }
+}
+
+export async function runCase(c: MicroCase, ops: number, samples: number, alloc = false): Promise<MicroResult> {
   const op = await c.setup();
   const perOp = c.perOp ?? 1;
   // Operations of several decisions: as many decisions a sample as the other cases.
@@ -368,6 +406,7 @@ export async function runCase(c: MicroCase, ops: number, samples: number): Promi
     gc?.();
     us.push((await sample(op, count, c.metric)) / perOp);
   }
+  const bytes = alloc ? (await allocated(op, count)) / perOp : undefined;
   return {
     name: c.name,
     us: median(us),
@@ -376,6 +415,7 @@ export async function runCase(c: MicroCase, ops: number, samples: number): Promi
     ops,
     samples,
     answered: lastAnswer(),
+    ...(bytes === undefined ? {} : { bytes }),
   };
 }
 
@@ -384,6 +424,8 @@ export interface MicroJob {
   samples: number;
   /** Substrings of case names to run; all when empty. */
   only: string[];
+  /** Also measure bytes allocated per decision, in a pass of its own (bench:micro --alloc). */
+  alloc?: boolean;
 }
 
 async function main(job: MicroJob): Promise<MicroResult[]> {
@@ -391,7 +433,7 @@ async function main(job: MicroJob): Promise<MicroResult[]> {
   try {
     for (const c of CASES) {
       if (job.only.length > 0 && !job.only.some((o) => c.name.includes(o))) continue;
-      results.push(await runCase(c, job.ops, job.samples));
+      results.push(await runCase(c, job.ops, job.samples, job.alloc));
     }
   } finally {
     if (redis) await (await redis).stop();

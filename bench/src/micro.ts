@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import { buildAgainst, buildChildren, OUT_DIR } from './build';
 import { BENCH_DIR, loadAverage, machine } from './env';
 import type { MicroJob, MicroResult } from './micro-worker';
-import { microTable } from './report';
+import { allocTable, microTable } from './report';
 import { median } from './stats';
 import type { MicroRun } from './types';
 
@@ -25,6 +25,8 @@ const HELP = `Usage: pnpm bench:micro [options]
   --rounds N       runs of every case, alternating checkouts (default 3)
   --only LIST      case names containing any of these, comma-separated (core,http,express,...)
   --against DIR    also measure the Floodgate packages of another checkout, run by run
+  --alloc          also bytes allocated per decision (V8's sampling heap profiler, in a pass
+                   of its own after each case's timed samples)
   --json FILE      write the results there too
   --help`;
 
@@ -53,6 +55,7 @@ export async function againstSide(against: string): Promise<MicroSide> {
 /** Every case on every side, `rounds` times, alternating which side goes first; medians over rounds. */
 export function runMicro(sides: readonly MicroSide[], job: MicroJob, rounds: number, onRound?: (text: string) => void): MicroRun {
   const all = new Map<string, Map<string, number[]>>(); // side -> case -> µs per round
+  const bytes = new Map<string, Map<string, number[]>>(); // side -> case -> bytes per decision per round (--alloc)
   const answers = new Map<string, string>();
   for (let round = 0; round < rounds; round++) {
     // Alternate which checkout goes first, so drift hits both alike.
@@ -62,6 +65,11 @@ export function runMicro(sides: readonly MicroSide[], job: MicroJob, rounds: num
         let byCase = all.get(side.label);
         if (!byCase) all.set(side.label, (byCase = new Map()));
         byCase.set(r.name, [...(byCase.get(r.name) ?? []), r.us]);
+        if (r.bytes !== undefined) {
+          let sideBytes = bytes.get(side.label);
+          if (!sideBytes) bytes.set(side.label, (sideBytes = new Map()));
+          sideBytes.set(r.name, [...(sideBytes.get(r.name) ?? []), r.bytes]);
+        }
         answers.set(r.name, r.answered);
       }
       onRound?.(`round ${round + 1}/${rounds}: ${side.label} done`);
@@ -78,6 +86,14 @@ export function runMicro(sides: readonly MicroSide[], job: MicroJob, rounds: num
         const xs = all.get(s.label)?.get(name);
         return xs ? median(xs) : NaN;
       }),
+      ...(job.alloc
+        ? {
+            bytes: sides.map((s) => {
+              const xs = bytes.get(s.label)?.get(name);
+              return xs ? median(xs) : NaN;
+            }),
+          }
+        : {}),
       answered: answers.get(name) ?? '',
     })),
   };
@@ -92,6 +108,7 @@ async function main(): Promise<void> {
       only: { type: 'string' },
       against: { type: 'string' },
       json: { type: 'string' },
+      alloc: { type: 'boolean' },
       help: { type: 'boolean' },
     },
   });
@@ -103,6 +120,7 @@ async function main(): Promise<void> {
     ops: Number(values.ops ?? 20_000),
     samples: Number(values.samples ?? 7),
     only: values.only ? values.only.split(',').map((s) => s.trim()) : [],
+    ...(values.alloc ? { alloc: true } : {}),
   };
   const rounds = Number(values.rounds ?? 3);
   await buildChildren({ children: ['micro-worker'] });
@@ -112,6 +130,7 @@ async function main(): Promise<void> {
   console.log(`${m.cpu}, ${m.cores} cores, Node ${m.node}; load average ${loadAverage().join(' ')} at start; ${job.ops} ops x ${job.samples} samples x ${rounds} rounds`);
   const run = runMicro(sides, job, rounds, (text) => process.stderr.write(`${text}\n`));
   console.log(microTable(run));
+  if (job.alloc) console.log(`\n${allocTable(run)}`);
   console.log('\nWhat one operation answered (last run):');
   for (const row of run.rows) console.log(`  ${row.name}: ${row.answered}`);
   if (values.json) {

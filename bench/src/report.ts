@@ -47,6 +47,18 @@ export function microTable(run: MicroRun): string {
   );
 }
 
+/** The micro run's bytes allocated per decision (`--alloc`), per checkout, and after / before with two. */
+export function allocTable(run: MicroRun): string {
+  const two = run.sides.length === 2;
+  return table(
+    ['case', ...run.sides.map((s) => `bytes allocated per decision, ${s}`), ...(two ? ['after / before'] : [])],
+    run.rows.map((r) => {
+      const b = r.bytes ?? run.sides.map(() => NaN);
+      return [r.name, ...b.map((x) => (Number.isFinite(x) ? String(Math.round(x)) : 'n/a')), ...(two ? [fix(ratio(b[1], b[0]))] : [])];
+    }),
+  );
+}
+
 const KNOWN_TRIPLES = [
   ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'],
   ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'],
@@ -518,6 +530,12 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
     out.push('');
     out.push(microTable(m));
     out.push('');
+    if (m.rows.some((r) => r.bytes !== undefined)) {
+      out.push('Bytes allocated per decision (`--alloc`: V8\'s sampling heap profiler over a pass of its own, collected objects included):');
+      out.push('');
+      out.push(allocTable(m));
+      out.push('');
+    }
   }
 
   if (results.accuracy.length) {

@@ -100,8 +100,8 @@ export interface MicroRun {
   rounds: number;
   /** Side labels, the older checkout first when there are two. */
   sides: string[];
-  /** Per case: the median over rounds of each side's µs per operation, in `sides` order. */
-  rows: { name: string; us: number[]; answered: string }[];
+  /** Per case: the median over rounds of each side's µs per operation, in `sides` order; with `--alloc`, of its bytes allocated per decision too. */
+  rows: { name: string; us: number[]; bytes?: number[]; answered: string }[];
 }
 
 /** A child process serving one or more limiters on loopback. */

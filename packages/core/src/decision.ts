@@ -85,17 +85,15 @@ export function toDecision(
   for (let i = 0; i < results.length; i++) {
     const r = results[i];
     const l = limits[i];
-    const d: LimitDecision = {
-      policy: l.name,
-      allowed: r.allowed,
-      limit: l.limit,
-      windowMs: calendarLength(l, r, clockMs),
-      // A limit that would have admitted was not charged when another denied.
-      remaining: !allowed && r.allowed ? r.remaining + cost : r.remaining,
-      resetMs: r.resetMs,
-      retryAfterMs: r.allowed ? 0 : r.retryAfterMs,
-    };
-    if (l.algorithm === 'concurrency') (d as { quotaUnit?: string }).quotaUnit = 'concurrent-requests';
+    // A limit that would have admitted was not charged when another denied.
+    const remaining = !allowed && r.allowed ? r.remaining + cost : r.remaining;
+    const retryAfterMs = r.allowed ? 0 : r.retryAfterMs;
+    const windowMs = calendarLength(l, r, clockMs);
+    // Every field in the literal: one added afterwards would move the object to a new shape and allocate room for it.
+    const d: LimitDecision =
+      l.algorithm === 'concurrency'
+        ? { policy: l.name, allowed: r.allowed, limit: l.limit, windowMs, remaining, resetMs: r.resetMs, retryAfterMs, quotaUnit: 'concurrent-requests' }
+        : { policy: l.name, allowed: r.allowed, limit: l.limit, windowMs, remaining, resetMs: r.resetMs, retryAfterMs };
     perLimit[i] = d;
     if (pick === undefined) pick = d;
     else if (allowed) {
@@ -110,19 +108,12 @@ export function toDecision(
   }
   const p = pick!;
   const never = !allowed && p.retryAfterMs < 0;
-  const decision: Decision = {
-    allowed,
-    reason: reason ?? (allowed ? 'allowed' : never ? 'cost-exceeds-limit' : 'limited'),
-    degraded,
-    limit: p.limit,
-    remaining: p.remaining,
-    resetMs: p.resetMs,
-    retryAfterMs: allowed ? 0 : never ? -1 : p.retryAfterMs,
-    policy: p.policy,
-    limits: perLimit,
-  };
-  if (at !== undefined) (decision as { at?: number }).at = at;
-  return decision;
+  const why = reason ?? (allowed ? 'allowed' : never ? 'cost-exceeds-limit' : 'limited');
+  const retryAfterMs = allowed ? 0 : never ? -1 : p.retryAfterMs;
+  // `at` only when charged (absent, not undefined, otherwise), written in the literal as the limits' fields are.
+  return at !== undefined
+    ? { allowed, reason: why, degraded, limit: p.limit, remaining: p.remaining, resetMs: p.resetMs, retryAfterMs, policy: p.policy, limits: perLimit, at }
+    : { allowed, reason: why, degraded, limit: p.limit, remaining: p.remaining, resetMs: p.resetMs, retryAfterMs, policy: p.policy, limits: perLimit };
 }
 
 /** A limit's window: a calendar window's is the period that ends at its reset (a month has 28 to 31 days, a day 23 to 25 hours). */

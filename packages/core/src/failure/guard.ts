@@ -12,13 +12,6 @@ import type { StoreChannel } from './store-runtime';
 /** Thrown, never logged, for a call the open breaker skips: the failure mode answers it. */
 export const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
 
-interface Begun {
-  readonly admission: Admission;
-  readonly started: number;
-  /** The connection's answer count when the call began. */
-  readonly answers: number;
-}
-
 const ignore = (): void => undefined;
 
 /**
@@ -54,16 +47,25 @@ export class CallBook {
     for (const kind of STORE_ERROR_KINDS) this.failedAttributes[kind] = { [ATTR.store]: name, [ATTR.errorType]: kind };
   }
 
-  /** The breaker's admission for a call about to be made; throws SKIPPED when it skips the call. */
-  begin(): Begun {
+  /**
+   * The breaker's admission for a call about to be made, counted; throws SKIPPED when it skips the
+   * call. The caller keeps when it began (performance.now()) and the connection's answer count then
+   * (`answers`) in locals: no object per call.
+   */
+  begin(): Admission {
     const admission = this.channel.breaker.admit();
     if (admission === 'skip') throw SKIPPED;
     this.channel.monitor.calls++;
-    return { admission, started: performance.now(), answers: this.channel.runtime.connection.answers };
+    return admission;
   }
 
-  succeeded(begun: Begun): void {
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - begun.started) / 1000, this.ok);
+  /** The connection's answer count now: a call's `answers` when it begins. */
+  get answers(): number {
+    return this.channel.runtime.connection.answers;
+  }
+
+  succeeded(started: number): void {
+    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.ok);
     this.alive();
   }
 
@@ -81,12 +83,12 @@ export class CallBook {
    * probed again later rather than never. A timed-out call's late answer, when it comes, is
    * evidence of life: the breaker closes.
    */
-  failed(error: unknown, begun: Begun): unknown {
+  failed(error: unknown, admission: Admission, started: number, answers: number): unknown {
     const { breaker, monitor, reporters } = this.channel;
     const connection = this.channel.runtime.connection;
-    const call = begun.admission === 'call';
+    const call = admission === 'call';
     if (isOverload(error)) {
-      if (call && connection.answers > begun.answers) {
+      if (call && connection.answers > answers) {
         monitor.shed++;
         return error;
       }
@@ -94,19 +96,19 @@ export class CallBook {
       error = withoutStack(() => new FloodgateError('FG_STORE_TIMEOUT', `${said} The store answered nothing meanwhile.`));
     }
     const kind = recordFailure(monitor, error);
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - begun.started) / 1000, this.failedAttributes[kind]);
+    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.failedAttributes[kind]);
     this.meter.storeErrors.add(1, this.failedAttributes[kind]);
     const late = lateAnswer(error);
     if (late) {
       late.then(this.lateAnswered, ignore);
-      if (call && connection.lastAnswerAt >= begun.started - SLOW_WINDOW_DEADLINES * this.deadlineMs) {
+      if (call && connection.lastAnswerAt >= started - SLOW_WINDOW_DEADLINES * this.deadlineMs) {
         monitor.slowTimeouts++;
         return error;
       }
     }
     // The outage's first line comes before any state change this failure causes.
     if (!breaker.inOutage) reporters.firstFailure(error, this.failMode);
-    breaker.failure(error, begun.admission === 'probe');
+    breaker.failure(error, admission === 'probe');
     return error;
   }
 
@@ -125,27 +127,30 @@ export class CallBook {
     this.channel.breaker.success();
   }
 
-  /** `run` as one guarded call: skipped by the open breaker (rejects SKIPPED), else counted and bounded. */
-  call<T>(run: () => Promise<T>): Promise<T> {
-    let begun: Begun;
+  /** `run(arg)` as one guarded call: skipped by the open breaker (rejects SKIPPED), else counted and bounded. */
+  call<A, T>(run: (arg: A) => Promise<T>, arg: A): Promise<T> {
+    let admission: Admission;
     let pending: Promise<T>;
     try {
-      begun = this.begin();
+      admission = this.begin();
     } catch (skipped) {
       return Promise.reject(skipped);
     }
+    const started = performance.now();
+    const answers = this.answers;
     try {
-      pending = run();
+      pending = run(arg);
     } catch (error) {
       pending = Promise.reject(error);
     }
+    // Every call's one pair of closures: `run` and `arg` come in apart, so a request needs no thunk of its own.
     return pending.then(
       (result) => {
-        this.succeeded(begun);
+        this.succeeded(started);
         return result;
       },
       (error: unknown) => {
-        throw this.failed(error, begun);
+        throw this.failed(error, admission, started, answers);
       },
     );
   }
@@ -159,11 +164,14 @@ export class CallBook {
 export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook): Store {
   const what = `Store "${shared.name}"`;
   const bounded = <T>(promise: Promise<T>): Promise<T> => (timeoutMs === undefined ? promise : withDeadline(promise, timeoutMs, what));
+  // Made once: a call passes its request (or keys) beside them, never in a closure of its own.
+  const evaluate = (request: StoreRequest): Promise<StoreResult> => bounded(shared.evaluate(request));
+  const reset = (keys: readonly string[]): Promise<void> => bounded(shared.reset(keys));
   return {
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
-    evaluate: (request: StoreRequest): Promise<StoreResult> => book.call(() => bounded(shared.evaluate(request))),
-    reset: (keys) => book.call(() => bounded(shared.reset(keys))),
+    evaluate: (request: StoreRequest): Promise<StoreResult> => book.call(evaluate, request),
+    reset: (keys) => book.call(reset, keys),
   };
 }
 
@@ -173,14 +181,16 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
  */
 export function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBook): (request: StoreRequest) => StoreResult {
   return (request) => {
-    const begun = book.begin();
+    const admission = book.begin();
+    const started = performance.now();
+    const answers = book.answers;
     let result;
     try {
       result = shared.evaluateSync(request);
     } catch (error) {
-      throw book.failed(error, begun);
+      throw book.failed(error, admission, started, answers);
     }
-    book.succeeded(begun);
+    book.succeeded(started);
     return result;
   };
 }

@@ -133,13 +133,26 @@ function costArg(request: StoreRequest): string | number {
  * this process's clock (a test passes another to show that the script picks by its own TIME).
  */
 export function encodeCall(requests: readonly StoreRequest[], testNow?: number, appNow?: number): ScriptCall {
-  const request = requests[0];
+  return encodeCallOf(requests, same, testNow, appNow);
+}
+
+const same = (request: StoreRequest): StoreRequest => request;
+
+/** A group's ARGV entry of costs: one cost, or every request's, comma-separated. */
+function costsArg<T>(items: readonly T[], requestOf: (item: T) => StoreRequest): string | number {
+  if (items.length === 1) return costArg(requestOf(items[0]));
+  // join makes one flat string (appending would make one string per request, flattened again when sent).
+  const costs: (string | number)[] = new Array(items.length);
+  for (let i = 0; i < items.length; i++) costs[i] = costArg(requestOf(items[i]));
+  return costs.join(',');
+}
+
+/** encodeCall over items that each hold a request (`requestOf` reads it): the store's waiters, without an array of their requests per call. */
+export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => StoreRequest, testNow?: number, appNow?: number): ScriptCall {
+  const request = requestOf(items[0]);
   const lock = request.lockout;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
-  const argv: (string | number)[] = [
-    MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''),
-    requests.length === 1 ? costArg(request) : requests.map(costArg).join(','),
-  ];
+  const argv: (string | number)[] = [MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''), costsArg(items, requestOf)];
   // A calendar window's boundaries are computed around the test clock, else around this process's clock (the script picks by TIME).
   const at = appNow ?? testNow;
   const clock = at !== undefined ? () => at : Date.now;
@@ -149,8 +162,9 @@ export function encodeCall(requests: readonly StoreRequest[], testNow?: number, 
   if (settle) argv.push(settle.withinMs);
   if (testNow !== undefined) argv.push(testNow);
   const keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
-  const call = { script: scriptFor(request.limits), keys, argv, limitCount: request.limits.length, requestCount: requests.length };
-  return settle ? { ...call, settle: true } : call;
+  const script = scriptFor(request.limits);
+  const limitCount = request.limits.length;
+  return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
 }
 
 /** A settle request's own fields; FG_INVALID_OPTION when they are missing (a bug in the caller, never a client's doing). */
@@ -168,27 +182,35 @@ function settleOf(request: StoreRequest): NonNullable<StoreRequest['settle']> {
  * test clock, the same `testNow`. One group is encoded as encodeCall encodes it.
  */
 export function encodeGroups(groups: readonly (readonly StoreRequest[])[], testNow?: number, appNow?: number): ScriptCall {
-  if (groups.length === 1) return encodeCall(groups[0], testNow, appNow);
+  return encodeGroupsOf(groups, same, testNow, appNow);
+}
+
+/** encodeGroups over items that each hold a request (`requestOf` reads it), as encodeCallOf. */
+export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: (item: T) => StoreRequest, testNow?: number, appNow?: number): ScriptCall {
+  if (groups.length === 1) return encodeCallOf(groups[0], requestOf, testNow, appNow);
+  const first = requestOf(groups[0][0]);
   // A settle carries its marker key and window per call: one subject a call (RedisStore never groups them).
-  if (groups[0][0].mode === 'settle') throw new FloodgateError('FG_INVALID_OPTION', 'Settle requests of several subjects cannot share a script call.');
+  if (first.mode === 'settle') throw new FloodgateError('FG_INVALID_OPTION', 'Settle requests of several subjects cannot share a script call.');
   const at = appNow ?? testNow;
   const clock = at !== undefined ? () => at : Date.now;
-  const first = groups[0][0];
   const argv: (string | number)[] = [MODE[first.mode] + 'M' + (testNow !== undefined ? 'T' : '')];
   const keys: string[] = [];
-  const shapes: { limitCount: number; requestCount: number }[] = [];
-  for (const requests of groups) {
-    const request = requests[0];
+  const shapes: { limitCount: number; requestCount: number }[] = new Array(groups.length);
+  let requestCount = 0;
+  for (let g = 0; g < groups.length; g++) {
+    const items = groups[g];
+    const request = requestOf(items[0]);
     const lock = request.lockout;
-    argv.push(lock ? `${request.limits.length}L` : request.limits.length, requests.length === 1 ? costArg(request) : requests.map(costArg).join(','));
-    for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
+    const limits = request.limits;
+    argv.push(lock ? `${limits.length}L` : limits.length, costsArg(items, requestOf));
+    for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
     if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
-    for (const key of request.keys) keys.push(key);
+    for (let i = 0; i < request.keys.length; i++) keys.push(request.keys[i]);
     if (lock) keys.push(lock.key);
-    shapes.push({ limitCount: request.limits.length, requestCount: requests.length });
+    shapes[g] = { limitCount: limits.length, requestCount: items.length };
+    requestCount += items.length;
   }
   if (testNow !== undefined) argv.push(testNow);
-  const requestCount = shapes.reduce((total, g) => total + g.requestCount, 0);
   return { script: scriptFor(first.limits), keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
 }
 
@@ -203,29 +225,35 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
 export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle'>): StoreResult[] {
   const groups = call.groups ?? [call];
   let expected = 1;
-  for (const g of groups) expected += (2 + 4 * g.limitCount) * g.requestCount;
+  let requests = 0;
+  for (const g of groups) {
+    expected += (2 + 4 * g.limitCount) * g.requestCount;
+    requests += g.requestCount;
+  }
   if (!Array.isArray(reply) || reply.length !== expected) {
     throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
   }
   const now = Number(reply[0]);
-  const out: StoreResult[] = [];
+  // Arrays made at their final length: pushing onto [] would allocate room for 16 and copy on growth.
+  const out: StoreResult[] = new Array(requests);
   let head = 1;
+  let o = 0;
   for (const g of groups) {
     const size = 2 + 4 * g.limitCount;
     for (let r = 0; r < g.requestCount; r++, head += size) {
-      const results: LimitResult[] = [];
+      const results: LimitResult[] = new Array(g.limitCount);
       for (let i = 0; i < g.limitCount; i++) {
         const at = head + 2 + 4 * i;
-        results.push({
+        results[i] = {
           allowed: reply[at] === 1,
           remaining: Number(reply[at + 1]),
           resetMs: Number(reply[at + 2]),
           retryAfterMs: Number(reply[at + 3]),
-        });
+        };
       }
       const lockedMs = Number(reply[head + 1]);
-      if (call.settle) out.push({ at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' });
-      else out.push(lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results });
+      if (call.settle) out[o++] = { at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' };
+      else out[o++] = lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results };
     }
   }
   return out;

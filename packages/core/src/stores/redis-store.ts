@@ -6,7 +6,7 @@ import { parseDuration } from '../duration';
 import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
-import { encodeGroups, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
+import { encodeGroupsOf, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
 import { InFlightLane } from './in-flight';
 import { slotOf } from './redis-slot';
 import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from './store';
@@ -90,14 +90,45 @@ export type CoalesceMode = 'turn' | 'in-flight' | false;
 
 const first = (results: StoreResult[]): StoreResult => results[0];
 
-interface Waiter {
-  request: StoreRequest;
-  /** The test clock when the request was made (UNSAFE_testClock only). */
-  now?: number;
+/** A request waiting for its call, with its promise's two ends. One object per request, one shape. */
+class Waiter {
+  resolve: (result: StoreResult) => void = ignoreResult;
+  reject: (error: unknown) => void = ignoreResult;
   /** 'in-flight': performance.now() when the request was made; its deadline runs from then, however long it waited for the call ahead. */
-  madeAt?: number;
-  resolve(result: StoreResult): void;
-  reject(error: unknown): void;
+  madeAt: number | undefined = undefined;
+  constructor(
+    readonly request: StoreRequest,
+    /** The test clock when the request was made (UNSAFE_testClock only). */
+    readonly now: number | undefined,
+  ) {}
+}
+
+const ignoreResult = (): void => undefined;
+
+/**
+ * The promise of a waiter, without an executor closure per request: the executor runs synchronously
+ * inside `new Promise`, so the waiter it fills is the one set just before.
+ */
+let filling: Waiter | undefined;
+const fill = (resolve: (result: StoreResult) => void, reject: (error: unknown) => void): void => {
+  filling!.resolve = resolve;
+  filling!.reject = reject;
+};
+function promiseOf(waiter: Waiter): Promise<StoreResult> {
+  filling = waiter;
+  const promise = new Promise(fill);
+  filling = undefined;
+  return promise;
+}
+
+/** What encodeGroups reads of a group's items: a waiter's request, or the request itself (one function each, not one per call). */
+const requestOf = (waiter: Waiter): StoreRequest => waiter.request;
+const itself = (request: StoreRequest): StoreRequest => request;
+
+/** Memoised per keys array (a subject's, kept by its limiter): its batch key for consumes without a test clock, with the limits it was made for. */
+interface KeysInfo {
+  readonly limits: object;
+  readonly consumeKey: string;
 }
 
 /** Most requests sent in one coalesced call, of one subject or several; the rest go in the next one, so no one script holds Redis long. */
@@ -210,6 +241,10 @@ export class RedisStore implements Store {
   private nextLimitId = 0;
   /** The script each limits array runs (held weakly, as limitIds). */
   private readonly scriptNames = new WeakMap<object, string>();
+  /** Per limits array, its share keys by mode (no test clock, no Cluster slot): built once, not per group and turn. */
+  private readonly shareKeys = new WeakMap<object, Partial<Record<StoreRequest['mode'], string>>>();
+  /** Per keys array, its consume batch key (see batchKey; held weakly: subjects come and go). */
+  private readonly keysInfo = new WeakMap<readonly string[], KeysInfo>();
   private nextSettle = 0;
   /**
    * The `maxInFlight` bound, per Redis node: on a Cluster one lane per master (by the client's own
@@ -316,32 +351,53 @@ export class RedisStore implements Store {
     // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
     if (this.coalesce === false) {
-      return this.send([[request]], now).then(first, (error: unknown) => {
+      return this.send([[request]], itself, now).then(first, (error: unknown) => {
         throw error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part(first) : error;
       });
     }
     const key = this.batchKey(request, now);
+    const waiter = new Waiter(request, now);
+    const promise = promiseOf(waiter);
     if (this.coalesce === 'turn') {
-      return new Promise((resolve, reject) => {
-        const waiter = { request, now, resolve, reject };
-        const group = this.turn.get(key);
-        if (group) group.push(waiter);
-        else this.turn.set(key, [waiter]);
-        if (!this.turnScheduled) {
-          this.turnScheduled = true;
-          setImmediate(this.endTurn);
-        }
-      });
+      const group = this.turn.get(key);
+      if (group) group.push(waiter);
+      else this.turn.set(key, [waiter]);
+      if (!this.turnScheduled) {
+        this.turnScheduled = true;
+        setImmediate(this.endTurn);
+      }
+      return promise;
     }
     const queued = this.batches.get(key);
-    if (queued) return new Promise((resolve, reject) => queued.push({ request, now, madeAt: performance.now(), resolve, reject }));
-    this.batches.set(key, []);
-    return new Promise((resolve, reject) => this.dispatch(key, [{ request, now, resolve, reject }]));
+    if (queued) {
+      waiter.madeAt = performance.now();
+      queued.push(waiter);
+    } else {
+      this.batches.set(key, []);
+      try {
+        this.dispatch(key, [waiter]);
+      } catch (error) {
+        waiter.reject(error); // as when dispatch ran inside the promise's executor
+      }
+    }
+    return promise;
   }
 
   // Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
   // only with refunds of the same subject, each applied on its own with its own `at` (exact).
   private batchKey(request: StoreRequest, now: number | undefined): string {
+    // The common request (a consume, no test clock) of a subject seen before: its key, built once.
+    const memo = request.mode === 'consume' && now === undefined;
+    if (memo) {
+      const known = this.keysInfo.get(request.keys);
+      if (known !== undefined && known.limits === request.limits) return known.consumeKey;
+    }
+    const key = this.newBatchKey(request, now);
+    if (memo) this.keysInfo.set(request.keys, { limits: request.limits, consumeKey: key });
+    return key;
+  }
+
+  private newBatchKey(request: StoreRequest, now: number | undefined): string {
     let id = this.limitIds.get(request.limits);
     if (id === undefined) this.limitIds.set(request.limits, (id = this.nextLimitId++));
     const keys = request.keys.length === 1 ? request.keys[0] : request.keys.join('|');
@@ -400,21 +456,24 @@ export class RedisStore implements Store {
   /** Which groups may share a script call: one mode and script (and test time); on a Cluster, one slot. */
   private shareKey(waiter: Waiter): string {
     const { request, now } = waiter;
-    let script = this.scriptNames.get(request.limits);
-    if (script === undefined) this.scriptNames.set(request.limits, (script = scriptFor(request.limits).name));
     // A settle carries its own marker key and window: a call of its own.
     if (request.mode === 'settle') return `settle#${this.nextSettle++}`;
-    const key = now === undefined ? `${request.mode}${script}` : `${request.mode}${script}@${now}`;
+    let known = this.shareKeys.get(request.limits);
+    let key = known?.[request.mode];
+    if (key === undefined) {
+      let script = this.scriptNames.get(request.limits);
+      if (script === undefined) this.scriptNames.set(request.limits, (script = scriptFor(request.limits).name));
+      key = `${request.mode}${script}`;
+      if (known === undefined) this.shareKeys.set(request.limits, (known = {}));
+      known[request.mode] = key;
+    }
+    if (now !== undefined) key = `${key}@${now}`;
     return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
   }
 
   /** One call for the groups, within `budgetMs`; each waiter gets its own result, or the call's error. Rejects when the call failed. */
   private settle(groups: Waiter[][], budgetMs = this.timeoutMs): Promise<void> {
-    return this.send(
-      groups.map((batch) => batch.map((w) => w.request)),
-      groups[0][0].now,
-      budgetMs,
-    ).then(
+    return this.send(groups, requestOf, groups[0][0].now, budgetMs).then(
       (results) => {
         let at = 0;
         for (const batch of groups) for (let i = 0; i < batch.length; i++) batch[i].resolve(results[at++]);
@@ -495,10 +554,10 @@ export class RedisStore implements Store {
    * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
    * answers after all; it counts as in flight until Redis answers or the call fails.
    */
-  private send(groups: readonly (readonly StoreRequest[])[], now: number | undefined, budgetMs = this.timeoutMs): Promise<StoreResult[]> {
+  private send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs = this.timeoutMs): Promise<StoreResult[]> {
     let call: ScriptCall;
     try {
-      call = encodeGroups(groups, now);
+      call = encodeGroupsOf(groups, requestOfItem, now);
     } catch (error) {
       return Promise.reject(error);
     }
