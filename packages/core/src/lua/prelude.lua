@@ -23,7 +23,8 @@ local function ttl(ms) return max(1, ceil(ms)) end
 -- CACHE[key]: a hash's values in the order its chunk names the fields (each key belongs to one chunk,
 -- or to the lock-out, which always reads and writes its fields in that order); when written, the
 -- same table also holds the field names at [4..6] and the TTL at [7]. A string's cache is { value }
--- or { value, ttl } when written. DIRTY[key]: 'h', 's' or 'd' (DEL) once written; ORDER: the keys
+-- or { value, ttl } when written; a set's (expire) is { ttl }. DIRTY[key]: 'h', 's', 'e' (PEXPIRE
+-- only) or 'd' (DEL) once written; ORDER: the keys
 -- written, in the order they were first written (flush).
 local CACHE, DIRTY, ORDER = {}, {}, {}
 -- HMGET through the cache (2 or 3 fields): a false entry is a missing field, as HMGET returns it.
@@ -65,12 +66,22 @@ local function forget(key)
   if not DIRTY[key] then ORDER[#ORDER + 1] = key end
   DIRTY[key] = 'd'
 end
+-- optional: expire
+-- A set's TTL in ms, set once at the end (PEXPIRE): a chunk that writes a ZSET itself (its members
+-- cannot wait) and would set the same expiry after each request's write sets it once per call.
+local function expire(key, ttlMs)
+  CACHE[key] = { ttlMs }
+  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
+  DIRTY[key] = 'e'
+end
 local function flush()
   for i = 1, #ORDER do
     local key = ORDER[i]
     local kind, w = DIRTY[key], CACHE[key]
     if kind == 'd' then
       redis.call('DEL', key)
+    elseif kind == 'e' then
+      redis.call('PEXPIRE', key, w[1])
     elseif kind == 's' then
       redis.call('SET', key, w[1], 'PX', w[2])
     else

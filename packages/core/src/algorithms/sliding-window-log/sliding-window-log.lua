@@ -12,17 +12,33 @@ local function newest(key, n)
   if n == 0 then return nil end
   return tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
 end
+-- What this call already knows of a key, so that the requests after its first (one call decides
+-- a subject's coalesced requests, in order) skip the reads and the prune the first one made:
+-- KNOWN[key] = { units in the window now (false: not counted yet), pruned (true once done),
+-- the sequence's next value and its member's name (false: not read yet) }. Only this chunk's
+-- check and append change a key in a call that uses it (a refund's call forgets it).
+local KNOWN = {}
 -- Writes `cost` units admitted at now (an admission's commit, and a settle's debit): prunes the
--- units that left the window, then names the new ones from the sequence.
+-- units that left the window (once a call: the ones added since are inside it), then names the
+-- new ones from the sequence. The TTL, windowMs after now, is set once, when the script ends.
 local function append(key, now, win, cost)
   if cost == 0 then return end
-  redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(now - win))
-  local seq = 0
-  local head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
-  if head then
-    seq = tonumber(string.sub(head, 2))
-    redis.call('ZREM', key, head)
+  local k = KNOWN[key]
+  if not k then
+    k = { false, false, false, false }
+    KNOWN[key] = k
   end
+  if not k[2] then
+    redis.call('ZREMRANGEBYSCORE', key, '(-inf', fmt(now - win))
+    k[2] = true
+  end
+  local seq, head = k[3], k[4]
+  if not seq then
+    seq = 0
+    head = redis.call('ZRANGEBYSCORE', key, '-inf', '-inf', 'LIMIT', 0, 1)[1]
+    if head then seq = tonumber(string.sub(head, 2)) end
+  end
+  if head then redis.call('ZREM', key, head) end
   -- One ZADD per 1000 units (cost is at most the limit, or a settle's bounded debit: both capped);
   -- the last one also writes the sequence's next value.
   local args = {}
@@ -38,11 +54,22 @@ local function append(key, now, win, cost)
       args = {}
     end
   end
-  redis.call('PEXPIRE', key, ttl(win))
+  k[3], k[4] = seq + cost, '#' .. fmt(seq + cost)
+  if k[1] then k[1] = k[1] + cost end
+  expire(key, ttl(win))
 end
 local function check(key, now, cap, win, cost)
   local floor = now - win
-  local n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
+  local k = KNOWN[key]
+  local n = k and k[1]
+  if not n then
+    n = redis.call('ZCOUNT', key, '(' .. fmt(floor), '+inf')
+    if not k then
+      k = { false, false, false, false }
+      KNOWN[key] = k
+    end
+    k[1] = n
+  end
   if n + cost <= cap then
     local reset = 0
     if cost > 0 then
@@ -69,6 +96,7 @@ end
 -- with it (no unit remains whose name a new one could take). Entries that have left the window no
 -- longer count: a refund of them changes nothing and writes nothing.
 local function refund(key, now, cap, win, cost, at)
+  KNOWN[key] = nil
   if cost == 0 or at <= now - win then return end
   local gone = redis.call('ZRANGEBYSCORE', key, fmt(at), fmt(at), 'LIMIT', 0, cost)
   if #gone == 0 then return end
