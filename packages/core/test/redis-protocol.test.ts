@@ -1,6 +1,6 @@
-// The script protocol's encoding and parsing, without Redis: the store's path (encodeGroupsOf over its waiters) writes what encodeGroups writes; replies and decisions come out whole, `at` only when charged.
+// The script protocol's encoding and parsing, without Redis: the store's path (encodeGroupsOf over its waiters) writes what encodeGroups writes; EVALSHA's arguments, replies and decisions come out whole, `at` only when charged.
 import type { StoreRequest } from '../src';
-import { encodeCall, encodeGroups, encodeGroupsOf, parseReply, resolveLimits, toDecision } from '../src/internal';
+import { encodeCall, encodeGroups, encodeGroupsOf, evalArgs, parseReply, resolveLimits, toDecision } from '../src/internal';
 
 const limits = resolveLimits([
   { name: 'burst', limit: 10, windowMs: 1_000 },
@@ -69,5 +69,14 @@ describe('parseReply and toDecision: whole arrays, `at` only when charged', () =
     expect({ ...charged, at: undefined }).toEqual(peeked);
     expect(Object.keys(charged.limits[0])).toEqual(['policy', 'allowed', 'limit', 'windowMs', 'remaining', 'resetMs', 'retryAfterMs']);
     expect(charged).toMatchObject({ policy: 'burst', remaining: 9, resetMs: 1_000 });
+  });
+});
+
+describe('evalArgs', () => {
+  it('head, the key count, every key, then ARGV: one dense array', () => {
+    const call = encodeGroups([[consume('a')], [consume('b', 1, { lockout })]]);
+    const args = evalArgs(call, 'sha');
+    expect(args).toEqual(['sha', call.keys.length, ...call.keys, ...call.argv]);
+    expect(Object.keys(args)).toHaveLength(2 + call.keys.length + call.argv.length);
   });
 });

@@ -218,7 +218,15 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
 export type EvalArgs = [head: string, numKeys: number, ...keysAndArgv: (string | number)[]];
 
 export function evalArgs(call: ScriptCall, head: string): EvalArgs {
-  return [head, call.keys.length, ...call.keys, ...call.argv];
+  // Made at its final length and filled: spreading into a literal grows it (and copies) as it goes,
+  // which for a call of many subjects is several arrays of garbage per call.
+  const { keys, argv } = call;
+  const args = new Array<string | number>(2 + keys.length + argv.length);
+  args[0] = head;
+  args[1] = keys.length;
+  for (let i = 0; i < keys.length; i++) args[2 + i] = keys[i];
+  for (let i = 0, at = 2 + keys.length; i < argv.length; i++) args[at + i] = argv[i];
+  return args as EvalArgs;
 }
 
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
