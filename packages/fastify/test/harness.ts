@@ -1,7 +1,8 @@
 // The Fastify harness every shared adapter suite drives (@floodgate/adapter-suites): the plugin with per-route config.rateLimit.
 import type { AddressInfo } from 'node:net';
+import { Agent } from 'node:http';
 import { askedDelay, askedStatus, settleAsked, type AdapterHarness, type AppSpec, type RunningApp } from '@floodgate/adapter-suites';
-import Fastify from 'fastify';
+import Fastify, { type FastifyInstance } from 'fastify';
 import { rateLimit } from '../src';
 
 export const fastifyHarness: AdapterHarness = {
@@ -58,3 +59,29 @@ export const fastifyHarness: AdapterHarness = {
     };
   },
 };
+
+/**
+ * For tests that build their own apps: `listen` starts one on a free loopback port, and every app
+ * listened on is closed after each test (open connections first); one keep-alive agent for the
+ * tests of the file or describe block it is called in, destroyed after them.
+ */
+export function listenedApps(): { readonly agent: Agent; listen(app: FastifyInstance): Promise<number> } {
+  const agent = new Agent({ keepAlive: true });
+  let apps: FastifyInstance[] = [];
+  afterEach(async () => {
+    for (const app of apps) {
+      app.server.closeAllConnections();
+      await app.close();
+    }
+    apps = [];
+  });
+  afterAll(() => agent.destroy());
+  return {
+    agent,
+    async listen(app) {
+      apps.push(app);
+      await app.listen({ port: 0, host: '127.0.0.1' });
+      return (app.server.address() as AddressInfo).port;
+    },
+  };
+}

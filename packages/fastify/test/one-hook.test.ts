@@ -1,27 +1,11 @@
 // One Floodgate hook per matched request: the app-wide hook leaves a route after its first request; 404s, false routes, the warning and `hook` as before; and the fallback.
-import type { AddressInfo } from 'node:net';
-import { Agent } from 'node:http';
 import { getStatus, recordingLogger } from '@floodgate/adapter-suites';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { rateLimit, type RateLimitOptions } from '../src';
 import { contextKeyOf, oneHook, withoutHook } from '../src/one-hook';
+import { listenedApps } from './harness';
 
-const agent = new Agent({ keepAlive: true });
-let apps: FastifyInstance[] = [];
-afterEach(async () => {
-  for (const app of apps) {
-    app.server.closeAllConnections();
-    await app.close();
-  }
-  apps = [];
-});
-afterAll(() => agent.destroy());
-
-async function listen(app: FastifyInstance): Promise<number> {
-  apps.push(app);
-  await app.listen({ port: 0, host: '127.0.0.1' });
-  return (app.server.address() as AddressInfo).port;
-}
+const { agent, listen } = listenedApps();
 
 /** The hooks Fastify runs for one route and stage, by name, from its own route table (printRoutes reads each route's context). */
 function hooksOf(app: FastifyInstance, path: string, stage: string, method = 'GET'): string[] {

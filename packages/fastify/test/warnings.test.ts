@@ -1,30 +1,13 @@
 // The first-hour traps in Fastify: the shared warning suite, routes declared before an un-awaited register, and two registrations.
-import type { AddressInfo } from 'node:net';
-import { Agent } from 'node:http';
 import { getStatus, recordingLogger, runWarningSuite } from '@floodgate/adapter-suites';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { rateLimit } from '../src';
-import { fastifyHarness } from './harness';
+import { fastifyHarness, listenedApps } from './harness';
 
 runWarningSuite(fastifyHarness);
 
 describe('fastify: how the plugin is registered', () => {
-  const agent = new Agent({ keepAlive: true });
-  let apps: FastifyInstance[] = [];
-  afterEach(async () => {
-    for (const app of apps) {
-      app.server.closeAllConnections();
-      await app.close();
-    }
-    apps = [];
-  });
-  afterAll(() => agent.destroy());
-
-  async function listen(app: FastifyInstance): Promise<number> {
-    apps.push(app);
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    return (app.server.address() as AddressInfo).port;
-  }
+  const { agent, listen } = listenedApps();
 
   it('a route declared after an un-awaited register is unlimited, and says so: FG_ROUTE_NOT_LIMITED once, naming it and the fix', async () => {
     const rec = recordingLogger();
