@@ -509,10 +509,7 @@ export class RedisStore implements Store {
         // Never sent, so never answered late. Behind a call that timed out they are busy, not
         // failing (FG_STORE_OVERLOADED): the breaker counts them only if the store answered nothing
         // meanwhile (failure/guard.ts), and the limiter decides them locally.
-        const unsent =
-          error instanceof StoreTimeout
-            ? withoutStack(() => new FloodgateError('FG_STORE_OVERLOADED', `${error.what} did not answer within ${error.timeoutMs} ms: the request waited behind its subject's call in flight, which timed out, and was not sent.`))
-            : error;
+        const unsent = error instanceof StoreTimeout ? this.busy("the request waited behind its subject's call in flight, which timed out") : error;
         if (queued) for (const w of queued) w.reject(unsent);
       },
     );
@@ -534,13 +531,7 @@ export class RedisStore implements Store {
         this.dispatch(key, batch, left);
         return;
       }
-      const busy = withoutStack(
-        () =>
-          new FloodgateError(
-            'FG_STORE_OVERLOADED',
-            `Redis did not answer within ${this.timeoutMs} ms: the request waited behind its subject's call in flight (coalesce: 'in-flight') and was not sent.`,
-          ),
-      );
+      const busy = this.busy("the request waited behind its subject's call in flight (coalesce: 'in-flight')");
       for (const w of batch) w.reject(busy);
     }
     this.batches.delete(key);
@@ -601,15 +592,17 @@ export class RedisStore implements Store {
     });
   }
 
-  /** One per call refused, by the hundreds under a flood: made without a stack (errors.ts withoutStack). */
+  /** A call refused past `maxInFlight` on its node. */
   private overloaded(): FloodgateError {
-    return withoutStack(
-      () =>
-        new FloodgateError(
-          'FG_STORE_OVERLOADED',
-          `Redis did not answer within ${this.timeoutMs} ms: the call waited behind the ${this.maxInFlight} calls in flight on its node (maxInFlight) and was not sent.`,
-        ),
-    );
+    return this.busy(`the call waited behind the ${this.maxInFlight} calls in flight on its node (maxInFlight)`);
+  }
+
+  /**
+   * FG_STORE_OVERLOADED for a request that waited `why` until its deadline and was never sent: busy,
+   * not failing (failure/guard.ts). Made by the hundreds under a flood: without a stack (errors.ts withoutStack).
+   */
+  private busy(why: string): FloodgateError {
+    return withoutStack(() => new FloodgateError('FG_STORE_OVERLOADED', `Redis did not answer within ${this.timeoutMs} ms: ${why}, and was not sent.`));
   }
 
   /**
