@@ -7,6 +7,7 @@ import type { Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { createLimiter, RedisStore, type RequestFacts } from '@floodgate/core';
 import { createHttpLimiter } from '@floodgate/core/http';
+import type { Context, MiddlewareHandler } from 'hono';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { median } from './stats';
 
@@ -46,6 +47,8 @@ const HEADERS = {
   accept: '*/*',
   connection: 'keep-alive',
 };
+/** HEADERS as Node's parser lists them (name, value, ...): what @hono/node-server reads. */
+const RAW_HEADERS = Object.entries(HEADERS).flat();
 /** Admit regime of `pnpm bench`: nothing is ever limited. */
 const ADMIT = { limit: 1_000_000_000, windowMs: 3_600_000 } as const;
 
@@ -112,6 +115,30 @@ async function redisLimiter() {
   return createLimiter({ store: new RedisStore({ client, timeoutMs: 1_000 }), ...ADMIT, prefix: `micro${Math.random().toString(36).slice(2, 8)}` });
 }
 
+/** A socket that discards what it is sent, from the bench's client address: Node's req/res without the network. */
+function discardingSocket(): Socket {
+  return Object.assign(new Writable({ write: (_chunk, _encoding, callback) => callback() }), {
+    remoteAddress: IP,
+    remotePort: 50_000,
+    remoteFamily: 'IPv4',
+    encrypted: false,
+    setTimeout() {},
+    destroySoon() {},
+    cork() {},
+    uncork() {},
+  }) as unknown as Socket;
+}
+
+/** A GET / as Node's HTTP server hands it over (the bench's load headers, no body), and its response on `socket`. */
+function nodeRequest(socket: Socket): { req: IncomingMessage; res: ServerResponse } {
+  const req = new IncomingMessage(socket);
+  Object.assign(req, { method: 'GET', url: '/', headers: HEADERS, rawHeaders: RAW_HEADERS, httpVersion: '1.1', httpVersionMajor: 1, httpVersionMinor: 1, complete: true });
+  req.push(null);
+  const res = new ServerResponse(req);
+  res.assignSocket(socket);
+  return { req, res };
+}
+
 /**
  * One whole Fastify request as `app.routing` serves it (routing, every hook Fastify composed for the
  * route, the handler, the reply written to Node's own IncomingMessage/ServerResponse on a socket
@@ -126,21 +153,10 @@ async function fastifyRequests(limited: boolean): Promise<() => Promise<void>> {
   }
   app.get('/', async () => 'ok');
   await app.ready();
-  const socket = Object.assign(new Writable({ write: (_chunk, _encoding, callback) => callback() }), {
-    remoteAddress: IP,
-    encrypted: false,
-    setTimeout() {},
-    destroySoon() {},
-    cork() {},
-    uncork() {},
-  }) as unknown as Socket;
+  const socket = discardingSocket();
   return () =>
     new Promise<void>((resolve, reject) => {
-      const req = new IncomingMessage(socket);
-      Object.assign(req, { method: 'GET', url: '/', headers: HEADERS, httpVersion: '1.1', httpVersionMajor: 1, httpVersionMinor: 1, complete: true });
-      req.push(null);
-      const res = new ServerResponse(req);
-      res.assignSocket(socket);
+      const { req, res } = nodeRequest(socket);
       res.on('finish', () => {
         res.detachSocket(socket);
         if (res.statusCode !== 200) return reject(new Error(`fastify request case answered ${res.statusCode}`));
@@ -152,6 +168,57 @@ async function fastifyRequests(limited: boolean): Promise<() => Promise<void>> {
       });
       app.routing(req, res);
     });
+}
+
+/** Which Hono request case: no limiter, Floodgate admitting, Floodgate denying a blocked caller, or the peer hono-rate-limiter (MemoryStore) admitting. */
+type HonoRegime = 'none' | 'admit' | 'deny' | 'peer';
+
+/**
+ * One whole Hono request as the bench's server serves it: @hono/node-server's listener (its Request
+ * over Node's req, `app.fetch`, its Response written to Node's ServerResponse on a socket that
+ * discards what it is sent), Hono's router and compose, the limiter app-wide (`app.use`, as the
+ * server mounts one), the handler's `c.text`. Not `app.fetch(new Request(...))` on Node's own
+ * globals: their Response builds a body stream per request (most of such a case's time), which
+ * node-server's lightweight Response, the one the bench's server answers with, never does.
+ */
+async function honoRequests(regime: HonoRegime): Promise<() => Promise<void>> {
+  // require(), as serve-hono.ts does: @floodgate/hono reads Hono's route helper through
+  // require('hono/route'), and Hono's ESM build beside it would be a second copy.
+  const { Hono } = require('hono') as typeof import('hono');
+  const { getRequestListener } = require('@hono/node-server') as typeof import('@hono/node-server');
+  const { getConnInfo } = require('@hono/node-server/conninfo') as typeof import('@hono/node-server/conninfo');
+  const app = new Hono();
+  if (regime === 'peer') {
+    // As the bench's server sets it up (limiters.ts): its MemoryStore, the client IP from getConnInfo.
+    const { rateLimiter } = require('hono-rate-limiter') as { rateLimiter: (options: object) => MiddlewareHandler };
+    app.use(rateLimiter({ ...ADMIT, keyGenerator: (c: Context) => getConnInfo(c).remote.address }));
+  } else if (regime !== 'none') {
+    const { rateLimit } = require('@floodgate/hono') as typeof import('@floodgate/hono');
+    app.use(rateLimit({ ...(regime === 'admit' ? ADMIT : { limit: 1, windowMs: 3_600_000 }), getConnInfo }));
+  }
+  app.get('/', (c) => c.text('ok'));
+  // It puts node-server's Request and Response in place of Node's globals, for this process: the
+  // Hono cases come last, after every case that does not use them.
+  const listener = getRequestListener(app.fetch);
+  const socket = discardingSocket();
+  const request = (status: number) =>
+    new Promise<void>((resolve, reject) => {
+      const { req, res } = nodeRequest(socket);
+      res.on('finish', () => {
+        res.detachSocket(socket);
+        const head = (res as unknown as { _header: string })._header;
+        if (res.statusCode !== status) return reject(new Error(`hono ${regime} case answered ${res.statusCode}`));
+        if (regime !== 'none' && !head.includes('ratelimit-remaining')) return reject(new Error(`hono ${regime} case sent no headers`));
+        if (status === 429 && !head.includes('retry-after')) return reject(new Error('hono deny case sent no Retry-After'));
+        remember(() => `${res.statusCode} ${head.split('\r\n').filter((l) => /^(ratelimit-|retry-after|content-)/i.test(l)).join(' ')}`);
+        resolve();
+      });
+      void listener(req, res);
+    });
+  if (regime !== 'deny') return () => request(200);
+  // The deny case's one admitted request (limit 1): the caller is in the block cache after it.
+  await request(200);
+  return () => request(429);
 }
 
 export const CASES: MicroCase[] = [
@@ -340,6 +407,22 @@ export const CASES: MicroCase[] = [
         remember(() => `next ratelimit-remaining=${String(headers['ratelimit-remaining'])}`);
       };
     },
+  },
+  {
+    name: 'hono: a whole request through @hono/node-server, no limiter (Node req/res, discarding socket)',
+    setup: () => honoRequests('none'),
+  },
+  {
+    name: 'hono: a whole request through @hono/node-server, app-wide limiter admitting (Node req/res, discarding socket)',
+    setup: () => honoRequests('admit'),
+  },
+  {
+    name: 'hono: a whole request through @hono/node-server, app-wide limiter, denied from the block cache (Node req/res, discarding socket)',
+    setup: () => honoRequests('deny'),
+  },
+  {
+    name: 'hono: a whole request through @hono/node-server, hono-rate-limiter (MemoryStore) admitting, the peer (Node req/res, discarding socket)',
+    setup: () => honoRequests('peer'),
   },
 ];
 
