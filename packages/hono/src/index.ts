@@ -89,21 +89,29 @@ function headersOf(c: Context, names: readonly string[], proxyHeaders: boolean):
   return out as Record<string, string | undefined>;
 }
 
-/** Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter (c.header) are kept. */
+/**
+ * Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter
+ * (c.header) are kept. Ours go through c.header too, not as a record to c.body: Hono turns a record
+ * of more than one header into a Headers object header by header anyway, and building the record
+ * first (and a copy with Content-Type) cost a 429 more than the rest of this adapter's work.
+ */
 function answer(c: Context, result: HttpResult): Response {
   const status = result.status as 401 | 429 | 503;
-  const headers: Record<string, string> = {};
-  for (const [name, value] of result.headers) headers[name] = value;
+  const headers = result.headers;
   const body = result.body;
-  if (result.contentType) return c.body(body as string, status, { ...headers, 'Content-Type': result.contentType });
   // A custom handler's body: a Response it built keeps its own headers (ours over them) and gets our status.
-  if (body instanceof Response) {
+  if (!result.contentType && body instanceof Response) {
     const res = new Response(body.body, { status, headers: body.headers });
-    for (const name in headers) res.headers.set(name, headers[name]);
+    for (let i = 0; i < headers.length; i++) res.headers.set(headers[i][0], headers[i][1]);
     return res;
   }
-  if (typeof body === 'string') return c.text(body, status, headers);
-  return body === undefined ? c.body(null, status, headers) : c.json(body, status, headers);
+  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+  if (result.contentType) {
+    c.header('Content-Type', result.contentType);
+    return c.body(body as string, status);
+  }
+  if (typeof body === 'string') return c.text(body, status);
+  return body === undefined ? c.body(null, status) : c.json(body, status);
 }
 
 /** Applies one result: the decision on the context, headers, then the request goes on or is answered here. */

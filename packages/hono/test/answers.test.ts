@@ -1,6 +1,6 @@
 // What a client of a Hono app sees on a real Redis: 200, 200, then 429 with RateLimit headers, Retry-After and the problem+json body.
 import { getConnInfo } from '@hono/node-server/conninfo';
-import { QUOTA_EXCEEDED_TYPE, RedisStore } from '@floodgate/core';
+import { MemoryStore, QUOTA_EXCEEDED_TYPE, RedisStore } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { Hono } from 'hono';
 import type { Redis } from 'ioredis';
@@ -97,6 +97,30 @@ it('keeps the headers on a response the handler built itself, and serves a handl
   expect([own.status, own.headers.get('x-mine'), own.headers.get('ratelimit-remaining')]).toEqual([429, '1', '0']);
   expect(Number(own.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
   expect(await own.json()).toEqual({ mine: true });
+});
+
+it("answers a handler's string body as text and an empty one without a body, over a Content-Type set before the limiter, headers kept", async () => {
+  const app = new Hono();
+  app.use(async (c, next) => {
+    c.header('Content-Type', 'text/html');
+    c.header('X-Before', 'yes');
+    await next();
+  });
+  const limiter = rateLimit({ store: new MemoryStore(), getConnInfo, limit: 1, retryAfterJitterMs: 0 });
+  app.get('/text', limiter.route({ handler: () => 'slow down' }), (c) => c.text('ok'));
+  app.get('/empty', limiter.route({ handler: () => undefined }), (c) => c.text('ok'));
+  app.get('/default', limiter, (c) => c.text('ok'));
+  const send = await serve(app);
+  const seen = async (path: string) => {
+    await send(path);
+    const r = await send(path);
+    return [r.status, r.headers.get('content-type'), r.headers.get('x-before'), r.headers.get('ratelimit-remaining'), r.headers.get('retry-after') !== null, await r.text()];
+  };
+  expect(await seen('/text')).toEqual([429, 'text/plain; charset=UTF-8', 'yes', '0', true, 'slow down']);
+  expect(await seen('/empty')).toEqual([429, 'text/html', 'yes', '0', true, '']);
+  const problem = await seen('/default');
+  expect(problem.slice(0, 5)).toEqual([429, 'application/problem+json', 'yes', '0', true]);
+  expect(JSON.parse(problem[5] as string).type).toBe(QUOTA_EXCEEDED_TYPE);
 });
 
 it("counts a request whose client went away before the response as failed (countOnly 'failed')", async () => {
