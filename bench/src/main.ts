@@ -345,6 +345,7 @@ async function main(): Promise<number> {
     redisMemory: [],
     memoryStore: [],
     memoryStoreEmptyBytes: null,
+    limiterBytes: null,
     profiles: [],
     micro: null,
   };
@@ -384,6 +385,7 @@ async function main(): Promise<number> {
       );
       results.memoryStore = store.rows;
       results.memoryStoreEmptyBytes = Math.round(store.emptyStoreBytes);
+      results.limiterBytes = Math.round(store.limiterBytes);
     });
     await section('micro', async () => {
       progress.step('micro: µs per decision of the core, the HTTP pipeline and each adapter (bench:micro)', config.quick ? 15_000 : 60_000);

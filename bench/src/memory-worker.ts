@@ -114,7 +114,7 @@ async function perCaller(algorithm: AlgorithmName, callers: number, units: numbe
   return { unitsPerCaller: units, callers, bytesPerCaller: median(values), samples: values, noiseBytes: spread + readingNoise };
 }
 
-async function run(job: MemoryWorkerJob): Promise<{ rows: MemoryWorkerRow[]; emptyStoreBytes: number }> {
+async function run(job: MemoryWorkerJob): Promise<{ rows: MemoryWorkerRow[]; emptyStoreBytes: number; limiterBytes: number }> {
   if (!gc) throw new Error('run with --expose-gc');
   const samples = Math.max(1, job.samples ?? 3);
   const rows: MemoryWorkerRow[] = [];
@@ -131,8 +131,23 @@ async function run(job: MemoryWorkerJob): Promise<{ rows: MemoryWorkerRow[]; emp
     store = undefined;
     empty.push(withStore.bytes - (await settledHeap()).bytes);
   }
-  return { rows, emptyStoreBytes: median(empty) };
+  // What one limiter itself costs before its first caller, on a store made elsewhere (as a route's
+  // limiter shares its app's store): its own bookkeeping, fallback included (median of the samples).
+  const shared = new MemoryStore();
+  const limiterHeld: number[] = [];
+  for (let s = 0; s < samples; s++) {
+    let limiters: ReturnType<typeof createLimiter>[] | undefined = [];
+    for (let i = 0; i < LIMITERS; i++) limiters.push(createLimiter({ store: shared, limit: 100, windowMs: 60_000, prefix: `l${s}-${i}` }));
+    const withLimiters = await settledHeap();
+    void limiters.length;
+    limiters = undefined;
+    limiterHeld.push((withLimiters.bytes - (await settledHeap()).bytes) / LIMITERS);
+  }
+  return { rows, emptyStoreBytes: median(empty), limiterBytes: median(limiterHeld) };
 }
+
+/** Limiters made at once for the per-limiter figure: enough that a few KB of heap jitter is small beside them. */
+const LIMITERS = 20;
 
 process.on('disconnect', () => process.exit(0));
 // Exit cleanly on SIGTERM, so that a run under --cpu-prof writes its profile.

@@ -76,9 +76,9 @@ export async function runRedisMemory(redis: RedisServer, limits: readonly number
   return rows;
 }
 
-export async function runMemoryStore(job: MemoryWorkerJob, progress: Progress): Promise<{ rows: MemoryStoreRow[]; emptyStoreBytes: number }> {
+export async function runMemoryStore(job: MemoryWorkerJob, progress: Progress): Promise<{ rows: MemoryStoreRow[]; emptyStoreBytes: number; limiterBytes: number }> {
   progress.step(`memory: memory store heap over ${job.callers} callers (--expose-gc)`);
-  type Reply = { type: 'done'; rows: MemoryWorkerRow[]; emptyStoreBytes: number } | { type: 'error'; message: string };
+  type Reply = { type: 'done'; rows: MemoryWorkerRow[]; emptyStoreBytes: number; limiterBytes: number } | { type: 'error'; message: string };
   const child = await spawnChild<Reply>('memory-worker', [JSON.stringify(job)], {
     name: 'memory-worker',
     // One GC thread (no sweeping left to run after gc() returns) and no bytecode flushing (V8 drops
@@ -97,5 +97,6 @@ export async function runMemoryStore(job: MemoryWorkerJob, progress: Progress): 
       noiseBytes: Math.ceil(r.noiseBytes),
     })),
     emptyStoreBytes: child.first.emptyStoreBytes,
+    limiterBytes: child.first.limiterBytes,
   };
 }

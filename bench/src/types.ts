@@ -306,6 +306,8 @@ export interface BenchResults {
   memoryStore: MemoryStoreRow[];
   /** Heap of one empty MemoryStore with default options (its LRU preallocates per slot). */
   memoryStoreEmptyBytes: number | null;
+  /** Heap one limiter holds before its first caller, on a store made elsewhere (its fallback included); null when not measured. */
+  limiterBytes?: number | null;
   profiles: ProfileRow[];
   /** The micro section (`pnpm bench:micro`'s cases); null or absent when not run. */
   micro?: MicroRun | null;

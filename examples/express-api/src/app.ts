@@ -9,6 +9,8 @@ export interface AppOptions {
   /** The ioredis client the limiter's RedisStore uses. The app never closes it.
    * Without one the app counts in memory (MemoryStore): per process, lost on restart. */
   redis?: Redis;
+  /** How long the RedisStore waits for Redis (RedisStoreOptions.timeoutMs). Default Floodgate's, 100 ms. */
+  redisTimeoutMs?: number;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** Where Floodgate reports a failing store. Default console. */
@@ -56,7 +58,7 @@ function complete(prompt: string, maxTokens: number | undefined): { text: string
  * hashed before it reaches Redis; a request without one, or with a key nobody issued, is limited by its IP.
  */
 export function createApp(options: AppOptions): Express {
-  const store = options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore();
+  const store = options.redis ? new RedisStore({ client: options.redis, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
   const metrics = options.metrics ?? createMetrics();
   const limiter = rateLimit({
     meterProvider: metrics.meterProvider,

@@ -41,7 +41,9 @@ function total(scrape: Map<string, number>, name: string, labels: Record<string,
 
 describe('express-api /metrics and /healthz', () => {
   it('shows decisions, then fail-local (the default: this instance\'s share) and the breaker open while Redis is down', async () => {
-    const app = createApp({ redis, prefix: `exm-${randomUUID().slice(0, 8)}`, logger: { warn: () => {}, error: () => {} }, breaker: { failureThreshold: 3, coolDownMs: 60_000 } });
+    // A deadline a loaded CI machine keeps: every healthy decision must be Redis's own ('allowed'),
+    // and one call past the default 100 ms (the first one loads the script) would be decided locally.
+    const app = createApp({ redis, redisTimeoutMs: 2_000, prefix: `exm-${randomUUID().slice(0, 8)}`, logger: { warn: () => {}, error: () => {} }, breaker: { failureThreshold: 3, coolDownMs: 60_000 } });
     const scrape = async () => samples((await request(app).get('/metrics').expect(200)).text);
 
     const before = await scrape();

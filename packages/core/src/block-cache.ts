@@ -13,16 +13,21 @@ interface Block {
  * request of cost >= c until T by every store. Cheaper requests still go to the store.
  */
 export class BlockCache<D> {
-  private readonly blocks: LRUCache<string, Block>;
+  /**
+   * Made at the first block: the LRU preallocates its slots (about 160 KB for the default 10,000),
+   * and a limiter whose callers are never denied, or an app's many route limiters, need none.
+   */
+  private blocks: LRUCache<string, Block> | undefined;
   /** Lookups that found a block still in force (read by the metrics and the health snapshot). */
   hits = 0;
-  constructor(max: number, private readonly clock: () => number) {
-    this.blocks = new LRUCache<string, Block>({ max });
-  }
+  constructor(
+    private readonly max: number,
+    private readonly clock: () => number,
+  ) {}
 
   /** The decision that blocked this subject, if it still applies to this cost; with the time left. */
   get(key: string, cost: number): { decision: D; leftMs: number } | undefined {
-    if (this.blocks.size === 0) return undefined; // nobody is blocked: the common case, no lookup
+    if (this.blocks === undefined || this.blocks.size === 0) return undefined; // nobody is blocked: the common case, no lookup
     const block = this.blocks.get(key);
     if (block === undefined) return undefined;
     const leftMs = block.until - this.clock();
@@ -37,12 +42,13 @@ export class BlockCache<D> {
 
   set(key: string, cost: number, retryAfterMs: number, decision: D): void {
     if (retryAfterMs <= 0) return;
+    this.blocks ??= new LRUCache<string, Block>({ max: this.max });
     const current = this.blocks.get(key);
     if (current && current.cost < cost && current.until > this.clock()) return; // keep the stricter block
     this.blocks.set(key, { until: this.clock() + retryAfterMs, cost, decision });
   }
 
   delete(key: string): void {
-    this.blocks.delete(key);
+    this.blocks?.delete(key);
   }
 }

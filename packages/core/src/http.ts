@@ -9,7 +9,7 @@ export type { Decision } from './decision';
 export type { Reservation, SettleResult } from './settle';
 export type { UsageAnswer, UsageRoute, RouteUsage } from './http/types';
 export type { Health } from './health';
-export { invalidOption, FloodgateError } from './errors';
+export { invalidOption, FloodgateError, withoutStack } from './errors';
 export { warnOnce } from './warnings';
 export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
 export type { WarningCode } from './warnings';

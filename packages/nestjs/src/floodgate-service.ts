@@ -6,6 +6,7 @@ import {
   invalidOption,
   isThenable,
   settleOnFinish,
+  withoutStack,
   type Health,
   type HttpLimiter,
   type HttpResult,
@@ -14,7 +15,7 @@ import {
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
-import { facts, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
+import { facts, problemOnReply, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
 import { RateLimitException } from './rate-limit-exception';
 
 /** FloodgateModule's options: every `@RateLimit()` option (the defaults of every route), plus these. */
@@ -132,12 +133,13 @@ function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse):
   if (result.reservation) req.floodgate = result.reservation;
   if (result.direct) {
     writeDirect(res, result);
-    throw new RateLimitException(result, true);
+    throw withoutStack(() => new RateLimitException(result, true));
   }
   setHeaders(res, result.headers);
   if (result.status === 'next') {
     settleOnFinish(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
     return true;
   }
-  throw new RateLimitException(result);
+  const plain = problemOnReply(res, result);
+  throw withoutStack(() => new RateLimitException(result, false, plain));
 }

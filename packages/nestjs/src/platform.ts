@@ -1,7 +1,7 @@
 // What differs between Nest's Express and Fastify platforms: the request's facts, setting headers, the raw response, a direct write.
 import type { ServerResponse } from 'node:http';
 import { PATH_METADATA } from '@nestjs/common/constants';
-import type { HttpResult, RequestFacts } from '@floodgate/core/http';
+import { PROBLEM_CONTENT_TYPE, type HttpResult, type RequestFacts } from '@floodgate/core/http';
 
 /** The platform request: Express `req` or Fastify `request`, read structurally. */
 export interface PlatformRequest {
@@ -77,6 +77,19 @@ export function facts(req: PlatformRequest, route: string | undefined, fastify: 
 export function setHeaders(res: PlatformResponse, headers: HttpResult['headers']): void {
   if (isFastify(res)) for (let i = 0; i < headers.length; i++) res.header(headers[i][0], headers[i][1]);
   else for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
+}
+
+/**
+ * On the Fastify platform, for Floodgate's default problem+json body: puts its Content-Type on the
+ * reply and returns true, so the exception carries the problem as a plain object, which Nest's
+ * Fastify adapter sends in one write with that type (it resets a type only for a body with a
+ * `statusCode`). Elsewhere false: Nest's Express adapter resets the type of any object error body,
+ * and gets a ProblemBody (a StreamableFile) instead.
+ */
+export function problemOnReply(res: PlatformResponse, result: HttpResult): boolean {
+  if (!isFastify(res) || result.contentType !== PROBLEM_CONTENT_TYPE || typeof result.body !== 'string') return false;
+  res.header('content-type', PROBLEM_CONTENT_TYPE);
+  return true;
 }
 
 /**

@@ -263,6 +263,45 @@ describe.each(PLATFORMS)('a Nest app on %s', (platform) => {
     expect(intercepted).toEqual(['handler']); // the admitted request only
   });
 
+  it('throws its 429 without a stack trace, and a filter that re-sends getResponse() sends the problem', async () => {
+    const stacks: (string | undefined)[] = [];
+    @Catch(RateLimitException)
+    class Resend implements ExceptionFilter {
+      catch(exception: RateLimitException, host: ArgumentsHost) {
+        stacks.push(exception.stack);
+        const res = host.switchToHttp().getResponse();
+        // The problem as a filter that only logs and passes it on would send it.
+        if (platform === 'express') res.status(exception.getStatus()).json(exception.getResponse());
+        else res.code(exception.getStatus()).send(exception.getResponse());
+      }
+    }
+    @Controller('s')
+    class S {
+      @Get()
+      s() {
+        return { ok: true };
+      }
+    }
+    @Module({
+      imports: [FloodgateModule.forRoot({ store: new MemoryStore(), limit: 1, retryAfterJitterMs: 0 })],
+      controllers: [S],
+      providers: [
+        { provide: APP_GUARD, useClass: FloodgateGuard },
+        { provide: APP_FILTER, useClass: Resend },
+      ],
+    })
+    class AppModule {}
+    const get = await serve(AppModule, platform);
+    expect((await get('/s')).status).toBe(200);
+    const denied = await get('/s');
+    expect(denied.status).toBe(429);
+    const problem = (await denied.json()) as Record<string, unknown>;
+    expect(Object.keys(problem)).toEqual(['type', 'title', 'status', 'detail', 'violated-policies']);
+    expect(problem).toMatchObject({ type: QUOTA_EXCEEDED_TYPE, status: 429 });
+    // A denial is an answer, not a fault: its stack is its first line, no frames.
+    expect(stacks).toEqual([`RateLimitException: ${String(problem.detail)}`]);
+  });
+
   it('counts a request once when the guard is both global and on the controller', async () => {
     @Controller('twice')
     @UseGuards(FloodgateGuard)

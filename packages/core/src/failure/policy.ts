@@ -151,8 +151,11 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
   const retryMs = () => Math.max(1_000, breaker.msUntilProbe());
   // Made at the first local decision (most limiters never need one), and again when the count changes.
   let shares: { instances: number; limits: ResolvedLimit[]; storeLimits: StoreLimit[] } | undefined;
-  const memory = new MemoryStore();
+  // Made at the first local decision too: its LRU preallocates its slots (1.6 MB with the default
+  // 100,000 keys), and most limiters never decide locally; an app with many routes has many limiters.
+  let memory: MemoryStore | undefined;
   const local = (request: StoreRequest): Decision => {
+    memory ??= new MemoryStore();
     const instances = fleet.instances;
     if (shares?.instances !== instances) {
       const cut = localLimits(limits, instances);
@@ -164,9 +167,10 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
     // A cost above the local share may well fit the shared limit once the store is back.
     return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
   };
-  const reset = (keys: readonly string[]) => void memory.reset(keys);
+  // Nothing to forget before the first local decision.
+  const reset = (keys: readonly string[]) => void memory?.reset(keys);
   // A lease's release and renewal name only the lease limit (its length is all they read).
-  const leases = { evaluate: (request: StoreRequest) => Promise.resolve(memory.evaluateSync(request)) };
+  const leases = { evaluate: (request: StoreRequest) => Promise.resolve((memory ??= new MemoryStore()).evaluateSync(request)) };
   switch (failure.failMode) {
     case 'open':
       return { decide: () => bareDecision(true, 'fail-open'), local, leases, reset };
