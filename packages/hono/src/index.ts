@@ -71,7 +71,8 @@ const RAW = Symbol('floodgate.hono.headers');
 /**
  * The headers only a proxy should write, read from the Web request when the core asks for them:
  * its FG_PROXY_HEADER_UNTRUSTED check reads them while no proxy is trusted, until it has warned
- * once, and nothing reads them after, so a request pays nothing for them.
+ * once, and nothing reads them after. Until then (on a server no proxy header ever reaches: always)
+ * that is three Headers lookups a request, not a copy of every header.
  */
 const PROXY_HEADER_VIEW: object = Object.create(
   null,
