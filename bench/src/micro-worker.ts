@@ -105,6 +105,9 @@ const remember = (describe: () => string) => {
 let redis: Promise<RedisServer> | undefined;
 const redisServer = () => (redis ??= startRedis());
 
+/** Distinct addresses of the rotation case: half again as many as core's per-address memos hold. */
+const ROTATING_CALLERS = 15_000;
+
 /** Subjects per event-loop turn in the Redis cases: a busy server's turn with many callers. */
 const TURN = 16;
 
@@ -288,6 +291,23 @@ export const CASES: MicroCase[] = [
       return () =>
         whenDone(http.handleNow(facts, request), (r) => {
           if (r.status !== 'next') throw new Error(`http admit case answered ${r.status}`);
+          remember(() => `${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
+        });
+    },
+  },
+  {
+    // More distinct addresses than core's per-address memos hold (10,000 each: identities, keys):
+    // what a flood from rotating addresses, or a busy public API, costs per request.
+    name: `http: handleNow, admitted, ${ROTATING_CALLERS.toLocaleString('en-US')} callers in rotation`,
+    async setup() {
+      const http = createHttpLimiter({ ...ADMIT });
+      const ips = Array.from({ length: ROTATING_CALLERS }, (_, i) => `198.18.${i >> 8}.${i & 255}`);
+      const facts = ips.map((ip): RequestFacts => ({ ip, headers: HEADERS, method: 'GET', route: '/' }));
+      const request = {};
+      let next = 0;
+      return () =>
+        whenDone(http.handleNow(facts[next++ % ROTATING_CALLERS], request), (r) => {
+          if (r.status !== 'next') throw new Error(`http rotation case answered ${r.status}`);
           remember(() => `${r.status} ${r.headers.map(([n, v]) => `${n}=${v}`).join(' ')}`);
         });
     },

@@ -188,6 +188,10 @@ async function storeRows(client: Redis, admin: Redis): Promise<Row[]> {
 // Reference scripts: the least a decision's script can do. Each is one call per decision.
 const BARE = 'TIME+GET+SET+PEXPIRE';
 const REFERENCE_SCRIPTS: Record<string, string> = {
+  // The script call itself, running nothing: what any script costs Redis before its first command.
+  'return 1 (an empty script)': 'return 1',
+  // One command: with the row above, what each redis.call costs beyond the command's own usec.
+  'TIME alone': "local t = redis.call('TIME') return tonumber(t[1])",
   [BARE]: "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], ARGV[1]) redis.call('PEXPIRE', KEYS[1], 60000) return tonumber(t[1])",
   'TIME+GET+SET PX': "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) redis.call('SET', KEYS[1], ARGV[1], 'PX', 60000) return tonumber(t[1])",
   'TIME+HMGET+HSET+PEXPIRE': "local t = redis.call('TIME') local v = redis.call('HMGET', KEYS[1], 'a', 'b') redis.call('HSET', KEYS[1], 'a', ARGV[1], 'b', ARGV[1]) redis.call('PEXPIRE', KEYS[1], 60000) return tonumber(t[1])",
