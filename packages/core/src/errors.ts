@@ -33,6 +33,8 @@ function ending(code: FloodgateErrorCode): string {
  * store errors the failure path makes by the hundreds a second under a flood (a timeout per call,
  * a refusal per call past `maxInFlight`), in timer callbacks where a stack would name only Node's
  * timers: capturing one is most of what such an error costs, at the moment the process is busiest.
+ * Adapters use it for an exception their framework wants for a denial (@floodgate/nestjs's
+ * RateLimitException): a 429 is an answer, not a fault, and its stack would name only the framework.
  */
 export function withoutStack<T>(make: () => T): T {
   const limit = Error.stackTraceLimit;
