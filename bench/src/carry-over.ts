@@ -3,6 +3,9 @@
 /** The sections a throughput-only run does not measure, by heading, in the page's order. */
 export const CARRIED = ['The Redis ceiling', 'Races', 'Per-request work in a tight loop (micro)', 'Accuracy', 'Memory per caller', 'Profiles'] as const;
 
+/** How a carried section's note starts. */
+const CARRIED_NOTE = '> Not measured by this run:';
+
 /** The date a page says it was measured ("Measured 2026-12-01 by ..."), or undefined. */
 export function measuredOn(page: string): string | undefined {
   return /^Measured (\d{4}-\d{2}-\d{2})/m.exec(page)?.[1];
@@ -32,8 +35,11 @@ export function carryOver(old: string, fresh: string): { page: string; carried: 
     if (sectionOf(fresh, heading) !== undefined) continue;
     const section = sectionOf(old, heading);
     if (!section) continue;
-    const [title, ...body] = section.split('\n');
-    blocks.push([title, '', `> Not measured by this run: as the full run of ${date} measured it (this run measured throughput only).`, ...body].join('\n'));
+    const [title, ...rest] = section.split('\n');
+    // Carried again: one note, this run's (not one more per run that carried it).
+    const body = rest.filter((line) => !line.startsWith(CARRIED_NOTE));
+    while (body[0] === '' && body[1] === '') body.shift();
+    blocks.push([title, '', `${CARRIED_NOTE} as the full run of ${date} measured it (this run did not measure it).`, ...body].join('\n'));
     carried.push(heading);
   }
   if (blocks.length === 0) return { page: fresh, carried };

@@ -441,7 +441,12 @@ async function main(): Promise<number> {
   const resultsFile = join(resultsDir, `${results.meta.date.replace(/[:.]/g, '-')}.json`);
   writeFileSync(resultsFile, `${JSON.stringify(results, null, 2)}\n`);
   const partial = config.sections.size < SECTIONS.length;
-  const written = [resultsFile, ...(config.docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results, partial)) : [])];
+  // The page's Summary, Goals and Throughput come from a throughput run and are not carried over: a
+  // run without one would drop them, so it writes its results file only (render the page from a run
+  // that measured throughput, with --only throughput,<sections>).
+  const docs = config.docs && config.sections.has('throughput');
+  if (config.docs && !docs) console.error('bench: this run measured no throughput: docs/benchmarks.md is left as it is (its Summary, Goals and Throughput would be lost); include throughput in --only to render the page');
+  const written = [resultsFile, ...(docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results, partial)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);
   return failures.length ? 1 : 0;

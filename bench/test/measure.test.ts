@@ -81,6 +81,9 @@ describe('carryOver', () => {
     expect(page.split('\n').filter((l) => l === '## Throughput')).toHaveLength(1);
     expect(page.indexOf('## Races')).toBeLessThan(page.indexOf('## How this was measured'));
     expect(carryOver(old, old).carried).toEqual([]);
+    // Carried again by the next such run: still one note per section.
+    const again = carryOver(page, fresh).page;
+    expect(sectionOf(again, 'Races')!.split('\n').filter((l) => l.startsWith('> Not measured by this run'))).toHaveLength(1);
   });
 });
 
