@@ -598,7 +598,7 @@ export function renderMarkdown(results: BenchResults, svgFile = 'benchmarks.svg'
           `Median of ${o0?.samples?.length ?? 1} sample(s) ± the noise bound (half the samples' spread plus the heap readings' own jitter); a figure not above its noise is not resolved and says so. ` +
           "Includes the key string, the LRU entry and the algorithm state; not core's process-wide memo of recent callers' keys (at most 20,000 keys, whatever the number of callers)." +
           (results.memoryStoreEmptyBytes !== null ? ` An empty MemoryStore with default options holds ${int(results.memoryStoreEmptyBytes)} bytes.` : '') +
-          (results.limiterBytes != null ? ` A limiter itself, before its first caller, on a store made elsewhere (as a route's limiter shares its app's store), holds ${int(results.limiterBytes)} bytes.` : ''),
+          (typeof results.limiterBytes === 'number' ? ` A limiter itself, before its first caller, on a store made elsewhere (as a route's limiter shares its app's store), holds ${int(results.limiterBytes)} bytes.` : ''),
       );
       out.push('');
       out.push(
