@@ -25,7 +25,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { MemoryStore, QUOTA_EXCEEDED_TYPE, RedisStore, type RateLimitEvent } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { Redis } from 'ioredis';
-import { FloodgateGuard, FloodgateModule, FloodgateService, RateLimit, RateLimitException, SkipRateLimit, type FloodgateModuleOptions } from '../src';
+import { FloodgateGuard, FloodgateModule, FloodgateService, ProblemBody, RateLimit, RateLimitException, SkipRateLimit, type FloodgateModuleOptions } from '../src';
 import type { Platform } from './harness';
 
 const PLATFORMS: Platform[] = ['express', 'fastify'];
@@ -265,10 +265,13 @@ describe.each(PLATFORMS)('a Nest app on %s', (platform) => {
 
   it('throws its 429 without a stack trace, and a filter that re-sends getResponse() sends the problem', async () => {
     const stacks: (string | undefined)[] = [];
+    const bodies: string[] = [];
     @Catch(RateLimitException)
     class Resend implements ExceptionFilter {
       catch(exception: RateLimitException, host: ArgumentsHost) {
         stacks.push(exception.stack);
+        const response = exception.getResponse();
+        bodies.push(response instanceof ProblemBody ? 'ProblemBody' : Object.getPrototypeOf(response) === Object.prototype ? 'plain object' : typeof response);
         const res = host.switchToHttp().getResponse();
         // The problem as a filter that only logs and passes it on would send it.
         if (platform === 'express') res.status(exception.getStatus()).json(exception.getResponse());
@@ -300,6 +303,11 @@ describe.each(PLATFORMS)('a Nest app on %s', (platform) => {
     expect(problem).toMatchObject({ type: QUOTA_EXCEEDED_TYPE, status: 429 });
     // A denial is an answer, not a fault: its stack is its first line, no frames.
     expect(stacks).toEqual([`RateLimitException: ${String(problem.detail)}`]);
+    // docs/adapters.md: on Express a ProblemBody (Nest's Express adapter resets the type of an object
+    // error body, so a filter's res.json sends JSON); on Fastify the plain problem, its type already
+    // on the reply, which a filter's own send keeps.
+    expect(bodies).toEqual([platform === 'express' ? 'ProblemBody' : 'plain object']);
+    expect(denied.headers.get('content-type')).toMatch(platform === 'express' ? /^application\/json/ : /^application\/problem\+json/);
   });
 
   it('counts a request once when the guard is both global and on the controller', async () => {
