@@ -210,9 +210,11 @@ async function honoRequests(regime: HonoRegime): Promise<() => Promise<void>> {
       res.on('finish', () => {
         res.detachSocket(socket);
         const head = (res as unknown as { _header: string })._header;
+        // Header names as sent: lower case through Hono's Headers, as given through Node's setHeader.
+        const names = head.toLowerCase();
         if (res.statusCode !== status) return reject(new Error(`hono ${regime} case answered ${res.statusCode}`));
-        if (regime !== 'none' && !head.includes('ratelimit-remaining')) return reject(new Error(`hono ${regime} case sent no headers`));
-        if (status === 429 && !head.includes('retry-after')) return reject(new Error('hono deny case sent no Retry-After'));
+        if (regime !== 'none' && !names.includes('ratelimit-remaining')) return reject(new Error(`hono ${regime} case sent no headers`));
+        if (status === 429 && !names.includes('retry-after')) return reject(new Error('hono deny case sent no Retry-After'));
         remember(() => `${res.statusCode} ${head.split('\r\n').filter((l) => /^(ratelimit-|retry-after|content-)/i.test(l)).join(' ')}`);
         resolve();
       });

@@ -90,11 +90,44 @@ function headersOf(c: Context, names: readonly string[], proxyHeaders: boolean):
   return out as Record<string, string | undefined>;
 }
 
+/** The part of Node's ServerResponse this adapter writes headers on. */
+interface NodeOutgoing {
+  setHeader(name: string, value: string): unknown;
+  readonly headersSent: boolean;
+}
+
+/**
+ * The Node response under @hono/node-server (`c.env.outgoing`), while its headers are unsent; else
+ * undefined (Bun, Deno, Workers, `app.request()` in a test). Floodgate's headers go there rather
+ * than through c.header: one c.header makes Hono build a Headers object for the response and every
+ * c.text / c.json after it leave @hono/node-server's fast path (a plain record written by one
+ * writeHead), which cost an admitted request more than the limiter's decision. Node merges them
+ * into whatever response the app sends, a Response a handler built itself included.
+ */
+function nodeOutgoing(c: Context): NodeOutgoing | undefined {
+  const env: unknown = c.env;
+  if (env === null || typeof env !== 'object') return undefined;
+  const outgoing = (env as { outgoing?: Partial<NodeOutgoing> }).outgoing;
+  return outgoing && typeof outgoing.setHeader === 'function' && outgoing.headersSent === false ? (outgoing as NodeOutgoing) : undefined;
+}
+
+/** Floodgate's headers on the Node response when there is one (true), else through c.header (false). */
+function setHeaders(c: Context, headers: HttpResult['headers']): boolean {
+  const outgoing = headers.length === 0 ? undefined : nodeOutgoing(c);
+  if (outgoing) {
+    for (let i = 0; i < headers.length; i++) outgoing.setHeader(headers[i][0], headers[i][1]);
+    return true;
+  }
+  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+  return false;
+}
+
 /**
  * Floodgate's answer as a Web Response through Hono's context, so headers set before the limiter
- * (c.header) are kept. Ours go through c.header too, not as a record to c.body: Hono turns a record
- * of more than one header into a Headers object header by header anyway, and building the record
- * first (and a copy with Content-Type) cost a 429 more than the rest of this adapter's work.
+ * (c.header) are kept. Ours go on the Node response (nodeOutgoing), else through c.header, not as a
+ * record to c.body: Hono turns a record of more than one header into a Headers object header by
+ * header anyway, and building the record first (and a copy with Content-Type) cost a 429 more than
+ * the rest of this adapter's work.
  */
 function answer(c: Context, result: HttpResult): Response {
   const status = result.status as 401 | 429 | 503;
@@ -106,8 +139,11 @@ function answer(c: Context, result: HttpResult): Response {
     for (let i = 0; i < headers.length; i++) res.headers.set(headers[i][0], headers[i][1]);
     return res;
   }
-  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+  const onNode = setHeaders(c, headers);
   if (result.contentType) {
+    // On Node the type rides with the body as Hono's one-header record (its fast path), which
+    // @hono/node-server writes over the Node response's own headers: there it would be text/plain.
+    if (onNode) return c.body(body as string, status, { 'Content-Type': result.contentType });
     c.header('Content-Type', result.contentType);
     return c.body(body as string, status);
   }
@@ -121,9 +157,10 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   if (result.reservation) c.set('floodgate', result.reservation);
   if (result.status !== 'next') return answer(c, result);
   const headers = result.headers;
-  for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
+  // On the Node response they survive whatever Response the handler returns: nothing to check after it.
+  const kept = headers.length === 0 || setHeaders(c, headers);
   const settle = result.settle;
-  if (!settle) return headers.length === 0 ? next() : next().then(() => keepHeaders(c, headers));
+  if (!settle) return kept ? next() : next().then(() => keepHeaders(c, headers));
   // A client that goes away mid-handler settles at once (an in-flight slot is freed then, not when
   // the handler ends); settle runs once, so the handler's end changes nothing after.
   const signal = c.req.raw.signal;
@@ -131,7 +168,7 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   else signal?.addEventListener('abort', () => settle(undefined), { once: true });
   return next().then(
     () => {
-      keepHeaders(c, headers);
+      if (!kept) keepHeaders(c, headers);
       // countOnly: the returned response's status decides, or a client that went away (a failure).
       settle!(c.req.raw.signal?.aborted ? undefined : c.res.status);
     },

@@ -99,6 +99,44 @@ it('keeps the headers on a response the handler built itself, and serves a handl
   expect(await own.json()).toEqual({ mine: true });
 });
 
+it('on @hono/node-server puts its headers on the Node response, not on Hono\'s: c.text keeps its fast path, and the app\'s own header of the same name wins', async () => {
+  const seen: (string | null)[] = [];
+  const app = new Hono<{ Bindings: { outgoing: import('node:http').ServerResponse } }>();
+  app.use(async (c, next) => {
+    await next();
+    // What a later c.res.headers holds: Hono built no Headers of Floodgate's for this response.
+    seen.push(c.res.headers.get('ratelimit-remaining'));
+  });
+  app.use(rateLimit({ store: new MemoryStore(), getConnInfo, limit: 3, retryAfterJitterMs: 0 }));
+  app.get('/r', (c) => {
+    // Set before the handler ran, on the response Node will write.
+    seen.push(String(c.env.outgoing.getHeader('ratelimit-remaining')));
+    return c.text('ok');
+  });
+  app.get('/mine', (c) => {
+    c.header('RateLimit-Policy', '"mine";q=3');
+    c.header('RateLimit-Remaining', 'overridden');
+    return c.text('ok');
+  });
+  const send = await serve(app);
+  const r = await send('/r');
+  expect([r.status, r.headers.get('ratelimit-remaining'), r.headers.get('ratelimit-limit'), r.headers.get('content-type')]).toEqual([200, '2', '3', 'text/plain; charset=UTF-8']);
+  expect(seen).toEqual(['2', null]);
+  const mine = await send('/mine');
+  expect([mine.headers.get('ratelimit-remaining'), mine.headers.get('ratelimit-policy'), mine.headers.get('ratelimit-limit')]).toEqual(['overridden', '"mine";q=3', '3']);
+  // Buckets per route: /r's third request takes its last unit, the fourth is limited.
+  await send('/r');
+  await send('/r');
+  const limited = await send('/r');
+  expect([limited.status, limited.headers.get('content-type'), limited.headers.get('ratelimit-remaining'), limited.headers.get('retry-after')]).toEqual([
+    429,
+    'application/problem+json',
+    '0',
+    expect.stringMatching(/^\d+$/),
+  ]);
+  expect(((await limited.json()) as { status: number }).status).toBe(429);
+});
+
 it("answers a handler's string body as text and an empty one without a body, over a Content-Type set before the limiter, headers kept", async () => {
   const app = new Hono();
   app.use(async (c, next) => {
