@@ -515,11 +515,13 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     // restart within one window: both ends inside it (5 ms of slack, as the windows have).
     const restartsIn = (w: number) => restarts.filter(([k, r]) => origin + k + 5 >= w * WINDOW_MS && origin + r - 5 < (w + 1) * WINDOW_MS).length;
     for (const [key, admitted] of admittedWindows) {
-      const ceiling = admissionCeiling(key.split(' ')[1] as SoakRoute, restartsIn(Number(key.split(' ')[3])));
+      const parts = key.split(' ');
+      const route = parts[1] as SoakRoute;
+      const restarted = restartsIn(Number(parts[3]));
+      const ceiling = admissionCeiling(route, restarted);
       if (!worstAdmittedInWindow || admitted - ceiling > worstAdmittedInWindow.admitted - worstAdmittedInWindow.ceiling) worstAdmittedInWindow = { key, admitted, ceiling };
       if (admitted > ceiling) {
-        const restarted = restartsIn(Number(key.split(' ')[3]));
-        violate(`${key}: ${admitted} admitted in one window, past the limit ${limitOf(key.split(' ')[1] as SoakRoute)} plus the bound (${ceiling} in all${restarted ? `, ${restarted} restart(s) without data within it counted` : ''})`);
+        violate(`${key}: ${admitted} admitted in one window, past the limit ${limitOf(route)} plus the bound (${ceiling} in all${restarted ? `, ${restarted} restart(s) without data within it counted` : ''})`);
       }
     }
 

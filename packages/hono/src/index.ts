@@ -113,7 +113,7 @@ function nodeOutgoing(c: Context): NodeOutgoing | undefined {
 
 /** Floodgate's headers on the Node response when there is one (true), else through c.header (false). */
 function setHeaders(c: Context, headers: HttpResult['headers']): boolean {
-  const outgoing = headers.length === 0 ? undefined : nodeOutgoing(c);
+  const outgoing = nodeOutgoing(c);
   if (outgoing) {
     for (let i = 0; i < headers.length; i++) outgoing.setHeader(headers[i][0], headers[i][1]);
     return true;
@@ -179,9 +179,9 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   );
 }
 
-/** A handler that returned a Response it built itself (not through c.json, c.text, ...) dropped the headers set before it: set them again. */
+/** A handler that returned a Response it built itself (not through c.json, c.text, ...) dropped the headers set through c.header before it (never none): set them again. */
 function keepHeaders(c: Context, headers: HttpResult['headers']): void {
-  if (headers.length === 0 || c.res.headers.has(headers[0][0])) return;
+  if (c.res.headers.has(headers[0][0])) return;
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
 }
 
