@@ -22,7 +22,7 @@ local function ttl(ms) return max(1, ceil(ms)) end
 -- read (Redis's reply itself) and one per key written, nothing per field.
 -- CACHE[key]: a hash's values in the order its chunk names the fields (each key belongs to one chunk,
 -- or to the lock-out, which always reads and writes its fields in that order); when written, the
--- same table also holds the field names at [4..6] and the TTL at [7]. A string's cache is { value }
+-- same table also holds the field names at [4..6] and the TTL at [7] (false: the key keeps its own). A string's cache is { value }
 -- or { value, ttl } when written; a set's (expire) is { ttl }. DIRTY[key]: 'h', 's', 'e' (PEXPIRE
 -- only) or 'd' (DEL) once written; ORDER: the keys
 -- written, in the order they were first written (flush).
@@ -37,10 +37,21 @@ local function hmget(key, a, b, c)
   return s
 end
 -- Replaces a hash's state (2 or 3 field, value pairs; values as numbers) and its TTL in ms: HSET + PEXPIRE at the end.
+-- `ttlMs` false: the key's expiry in Redis is already the one this write would set (see windowTtl),
+-- so HSET alone, which keeps it; unless an earlier write of this call set a TTL, which then stands.
 local function hsave(key, ttlMs, a, va, b, vb, c, vc)
+  local kind = DIRTY[key]
+  if not kind then ORDER[#ORDER + 1] = key elseif not ttlMs and kind == 'h' then ttlMs = CACHE[key][7] end
   CACHE[key] = { va, vb, vc or false, a, b, c or false, ttlMs }
-  if not DIRTY[key] then ORDER[#ORDER + 1] = key end
   DIRTY[key] = 'h'
+end
+-- optional: windowTtl
+-- The TTL for a window-aligned state written at `now`: its window `w` and its absolute end `stop`
+-- (ms, by Redis's clock). Every write of window w sets the same absolute expiry, so a stored state
+-- `s` (HMGET, its window first) of window w already carries it: false, and no PEXPIRE is sent.
+local function windowTtl(s, w, now, stop)
+  if s[1] and tonumber(s[1]) == w then return false end
+  return ttl(stop - now)
 end
 -- optional: sget
 -- GET through the cache (false when absent, as GET returns it).
@@ -90,7 +101,7 @@ local function flush()
       else
         redis.call('HSET', key, w[4], w[1], w[5], w[2])
       end
-      redis.call('PEXPIRE', key, w[7])
+      if w[7] then redis.call('PEXPIRE', key, w[7]) end
     end
   end
 end

@@ -1,7 +1,8 @@
 -- fixed-window: one counter per window, window = floor(now / windowMs); or, for a calendar window
 -- (option `window`), the period [b, next b) of the boundaries sent that holds now.
 -- State: HASH { w = window id, c = units admitted in window w }: the id is the window's index
--- (windowMs), or its start in ms (a calendar window). TTL: until the window ends.
+-- (windowMs), or its start in ms (a calendar window). TTL: until the window ends, set by the
+-- first write of each window only (windowTtl: every later one would set the same instant).
 -- Admits up to 2x the limit in a span straddling a window edge; kept because everyone ships it.
 -- The window holding `now`: its id and its end (ms). `win` is windowMs, or a calendar window's
 -- boundaries 'b0,b1,b2,b3' (ms, ascending: the periods around the client's clock, computed from a
@@ -34,7 +35,7 @@ local function check(key, now, cap, win, cost)
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
   local reset = stop - now
   if c + cost <= cap then
-    return 1, cap - c - cost, reset, 0, write, ttl(reset), w, c + cost
+    return 1, cap - c - cost, reset, 0, write, windowTtl(s, w, now, stop), w, c + cost
   end
   local retry = reset
   if cost > cap then retry = -1 end
@@ -50,7 +51,7 @@ local function refund(key, now, cap, win, cost, at)
   if cost == 0 or not same then return end
   local s = hmget(key, 'w', 'c')
   if not s[1] or tonumber(s[1]) ~= w or tonumber(s[2]) == 0 then return end
-  hsave(key, ttl(stop - now), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
+  hsave(key, windowTtl(s, w, now, stop), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
 end
 -- Debit (a settle above its reservation): `cost` more units in the current window, whatever is
 -- left; past the limit the count stays above it (debt) until the window ends.
@@ -60,5 +61,5 @@ local function debit(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c')
   local c = 0
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
-  hsave(key, ttl(stop - now), 'w', w, 'c', c + cost)
+  hsave(key, windowTtl(s, w, now, stop), 'w', w, 'c', c + cost)
 end

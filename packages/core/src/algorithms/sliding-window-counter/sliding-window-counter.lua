@@ -1,7 +1,8 @@
 -- sliding-window-counter: previous window's count weighted by how much of it still overlaps the
 -- sliding window, plus the current window's count. Two integers per subject; the default.
 -- State: HASH { w = current window index, c = count in w, p = count in w - 1 }.
--- TTL: until the end of the next window, when c stops mattering.
+-- TTL: until the end of the next window, when c stops mattering: the same instant for every write
+-- in window w, so set only by the first write of a window (windowTtl).
 -- The counts of window w and of the one before it, from the stored state `s` (HMGET w, c, p).
 local function counts(s, w)
   if s[1] then
@@ -29,7 +30,7 @@ local function check(key, now, cap, win, cost)
   if est + cost <= cap + EPSILON then
     local reset = 0
     if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
-    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, write, ttl(win - elapsed + win), w, c + cost, p
+    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, write, windowTtl(s, w, now, (w + 2) * win), w, c + cost, p
   end
   local reset = 0
   if c > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
@@ -71,7 +72,7 @@ local function refund(key, now, cap, win, cost, at)
   else
     return
   end
-  hsave(key, ttl(win - (now - w * win) + win), 'w', w, 'c', c, 'p', p)
+  hsave(key, windowTtl(s, w, now, (w + 2) * win), 'w', w, 'c', c, 'p', p)
 end
 -- Debit (a settle above its reservation): `cost` more units in the current window, whatever is
 -- left; past the limit the estimate stays above it (debt) until enough of it has faded.
@@ -80,5 +81,5 @@ local function debit(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
   local w = math.floor(now / win)
   local c, p = counts(s, w)
-  hsave(key, ttl(win - (now - w * win) + win), 'w', w, 'c', c + cost, 'p', p)
+  hsave(key, windowTtl(s, w, now, (w + 2) * win), 'w', w, 'c', c + cost, 'p', p)
 end
