@@ -162,6 +162,30 @@ describe("'turn' (the default)", () => {
     }
   });
 
+  it("subjects of limiters with other limits (and a lock-out) share the call, each decided by its own limits ('=' groups)", async () => {
+    const store = new RedisStore({ client });
+    const make = (limit: number, extra = {}) => createLimiter({ store, prefix: rnd(), algorithm: 'fixed-window', limit, windowMs: '1h', blockCacheSize: 0, logger: quiet, ...extra });
+    const [a, b, locked] = [make(3), make(5), make(4, { lockout: { after: 2, baseMs: 60_000 } })];
+    await server.resetStats();
+    // In one turn, groups in this order: a x, a y (the limits once, then '='), b z, b w, locked u,
+    // locked v (a lock-out's group sends its limits), a t (after b's: its limits again).
+    const subjects = [[a, 'x'], [a, 'y'], [b, 'z'], [b, 'w'], [locked, 'u'], [locked, 'v'], [a, 't']] as const;
+    const decisions = await Promise.all(subjects.flatMap(([limiter, s]) => Array.from({ length: 6 }, () => limiter.consume(s))));
+    expect((await server.commandStats()).evalsha).toBe(1);
+    const seen = subjects.map(([, s], i) => `${s}:${decisions.slice(i * 6, i * 6 + 6).map((d) => (d.allowed ? 'A' : 'D') + d.remaining).join(' ')}`);
+    expect(seen).toEqual([
+      'x:A2 A1 A0 D0 D0 D0',
+      'y:A2 A1 A0 D0 D0 D0',
+      'z:A4 A3 A2 A1 A0 D0',
+      'w:A4 A3 A2 A1 A0 D0',
+      'u:A3 A2 A1 A0 D0 D0',
+      'v:A3 A2 A1 A0 D0 D0',
+      't:A2 A1 A0 D0 D0 D0',
+    ]);
+    // The lock-out counted its strikes: two denials each, so u and v are locked now.
+    expect((await locked.consume('u')).reason).toBe('locked');
+  });
+
   it('a call of several subjects fails or times out for each of its requests alike, and nothing is counted twice', async () => {
     const prefix = rnd();
     const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 150 }), prefix, algorithm: 'fixed-window', limit: 10, windowMs: '10m', failMode: 'open', logger: quiet });

@@ -30,6 +30,16 @@ describe('encodeGroupsOf: the store encodes from its waiters what encodeGroups e
     }
   });
 
+  it("a group with the limits of the group before it sends '=' and its costs, not the limits again; a lock-out's group sends them", () => {
+    const other = resolveLimits([{ limit: 7, windowMs: 1_000 }]).map((l) => l.store);
+    const call = encodeGroups([[consume('a')], [consume('b', 2)], [consume('c', 1, { limits: other, keys: ['fg:{c}:x'] })], [consume('d', 4)], [consume('e', 1, { lockout })], [consume('f', 3)]]);
+    // A limit is its algorithm's id, capacity and period: sliding-window-counter, the default, is 3.
+    const full = [3, 10, 1_000, 3, 100, 3_600_000];
+    expect(call.argv).toEqual(['cM', 2, 1, ...full, '=', 2, 1, 1, 3, 7, 1_000, 2, 4, ...full, '2L', 1, ...full, '3,1000,60000,600000', '=', 3]);
+    expect(call.groups).toEqual([1, 1, 1, 1, 1, 1].map((requestCount, g) => ({ limitCount: g === 2 ? 1 : 2, requestCount })));
+    expect(call.keys).toHaveLength(2 + 2 + 1 + 2 + 3 + 2);
+  });
+
   it('refunds carry cost:at per request, comma-separated', () => {
     const refunds = [consume('a', 1, { mode: 'refund', at: 1_700_000_000_000 }), consume('a', 2, { mode: 'refund', at: 1_700_000_000_500 })];
     expect(encodeGroupsOf([refunds], (r) => r).argv[1]).toBe('1:1700000000000,2:1700000000500');

@@ -14,7 +14,9 @@
 --           the end: see the prelude's cache).
 -- Groups    with 'M': after ARGV[1], per group a header ('3', or '3L' with a lock-out: its limit
 --           count), its costs, its limits, its lock-out spec ('L'); its keys next in KEYS, the
---           lock key after them. The reply is every group's, in order, after the one clock.
+--           lock key after them. A header '=' is followed by the costs alone: the group has the
+--           limits of the last group that sent them (their count and ARGV) and no lock-out.
+--           The reply is every group's, in order, after the one clock.
 -- Lock-out  with the flag 'L' in ARGV[1] (or in a group's header): 'after,baseMs,maxMs,forgetMs' in
 --           the ARGV after the limits, the lock key last in KEYS (the group's last):
 --           HASH { s = strikes, u = locked until (ms, 0: not locked), l = last strike (ms) }; its
@@ -185,19 +187,27 @@ local function lockout(spec, key)
 end
 if many then
   -- Several subjects: each group's header, costs, limits and lock-out spec, its keys in order.
-  local arg, k0 = 2, 0
+  -- `la0` and `lcount`: where the last limits sent start in ARGV, and how many, for '=' groups.
+  local arg, k0, la0, lcount = 2, 0, 0, 0
   while arg <= lastArg do
     local header = ARGV[arg]
-    -- '1' or '1L': a header without a lock-out is a number as it stands.
-    local limits = tonumber(header)
-    local lock = nil
-    if not limits then
-      limits = tonumber(string.sub(header, 1, -2))
-      lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
+    if header == '=' then
+      decide(k0, ARGV[arg + 1], la0, lcount, nil)
+      arg = arg + 2
+      k0 = k0 + lcount
+    else
+      -- '1' or '1L': a header without a lock-out is a number as it stands.
+      local limits = tonumber(header)
+      local lock = nil
+      if not limits then
+        limits = tonumber(string.sub(header, 1, -2))
+        lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
+      end
+      decide(k0, ARGV[arg + 1], arg + 2, limits, lock)
+      la0, lcount = arg + 2, limits
+      arg = arg + 2 + 3 * limits + (lock and 1 or 0)
+      k0 = k0 + limits + (lock and 1 or 0)
     end
-    decide(k0, ARGV[arg + 1], arg + 2, limits, lock)
-    arg = arg + 2 + 3 * limits + (lock and 1 or 0)
-    k0 = k0 + limits + (lock and 1 or 0)
   end
 else
   local limits = #KEYS

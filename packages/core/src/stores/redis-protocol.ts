@@ -197,14 +197,23 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
   const keys: string[] = [];
   const shapes: { limitCount: number; requestCount: number }[] = new Array(groups.length);
   let requestCount = 0;
+  let previous: readonly StoreLimit[] | undefined;
   for (let g = 0; g < groups.length; g++) {
     const items = groups[g];
     const request = requestOf(items[0]);
     const lock = request.lockout;
     const limits = request.limits;
-    argv.push(lock ? `${limits.length}L` : limits.length, costsArg(items, requestOf));
-    for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
-    if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+    if (limits === previous && !lock) {
+      // The same limits as the group before (one limiter's subjects: the common call): '=' and the
+      // costs, not three ARGV per limit again (each one a bulk string for Redis to read and a Lua
+      // string to make, on every call).
+      argv.push('=', costsArg(items, requestOf));
+    } else {
+      argv.push(lock ? `${limits.length}L` : limits.length, costsArg(items, requestOf));
+      for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
+      if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+      previous = limits;
+    }
     for (let i = 0; i < request.keys.length; i++) keys.push(request.keys[i]);
     if (lock) keys.push(lock.key);
     shapes[g] = { limitCount: limits.length, requestCount: items.length };
