@@ -19,7 +19,8 @@ export interface Built<T> {
 function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): CreateLimiterOptions & Record<string, unknown> {
   // A 1 s deadline instead of the default 100 ms: on a busy machine a slow reply would otherwise turn
   // into failure-mode decisions (served without Redis), and the run would measure the wrong thing.
-  const store = spec.store === 'redis' ? new RedisStore({ client: need(redis), timeoutMs: 1_000 }) : new MemoryStore();
+  const coalesce = spec.coalesce === undefined ? {} : { coalesce: spec.coalesce === 'off' ? (false as const) : spec.coalesce };
+  const store = spec.store === 'redis' ? new RedisStore({ client: need(redis), timeoutMs: 1_000, ...coalesce }) : new MemoryStore();
   const options: CreateLimiterOptions & Record<string, unknown> = {
     store,
     algorithm: spec.algorithm,

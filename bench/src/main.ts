@@ -23,7 +23,7 @@ import { compareRuns } from './compare';
 import { frameworkOf } from './frameworks';
 import { planPinning, type Pinning } from './pinning';
 import { DEFAULT_CALLERS, contendersFor, primaryAlgorithm, runThroughput, type ThroughputSettings } from './throughput';
-import { FRAMEWORKS, LOAD_SHAPES, type BenchResults, type Framework, type LoadShape, type ProfileRow } from './types';
+import { BENCH_COALESCE, FRAMEWORKS, LOAD_SHAPES, type BenchCoalesce, type BenchResults, type Framework, type LoadShape, type ProfileRow } from './types';
 
 const SECTIONS = ['accuracy', 'ceiling', 'flood', 'memory', 'micro', 'race', 'throughput'] as const;
 type Section = (typeof SECTIONS)[number];
@@ -43,6 +43,8 @@ const HELP = `Usage: pnpm bench [options]
                           subject), callers (X-Forwarded-For from --callers addresses, the
                           servers trusting the loopback proxy) (default: one,callers)
   --callers N             callers of the 'callers' load (default 10000)
+  --coalesce LIST          also measure Floodgate on Redis with these RedisStore coalesce modes
+                          (turn,in-flight,node,off), a contender each beside the default
   --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
                           (the goals need none of them; about a third shorter)
   --whole-page            a throughput run of some frameworks renders the page (Summary, Goals,
@@ -87,6 +89,7 @@ interface Config {
   loads: LoadShape[];
   callers: number;
   lean: boolean;
+  coalesce: BenchCoalesce[];
   pin: boolean;
   wholePage: boolean;
 }
@@ -131,6 +134,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
       loads: { type: 'string' },
       callers: { type: 'string' },
       lean: { type: 'boolean', default: false },
+      coalesce: { type: 'string' },
       'no-pin': { type: 'boolean', default: false },
       'whole-page': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -159,6 +163,7 @@ export function parseConfig(argv: string[]): Config | 'help' {
     loads: list(values.loads, LOAD_SHAPES, 'loads') ?? [...LOAD_SHAPES],
     callers: Math.round(positive(values.callers, DEFAULT_CALLERS, 'callers')),
     lean: values.lean ?? false,
+    coalesce: list(values.coalesce, BENCH_COALESCE, 'coalesce') ?? [],
     pin: !values['no-pin'],
     wholePage: values['whole-page'] ?? false,
   };
@@ -240,6 +245,7 @@ function throughputSettings(config: Config, pinning?: Pinning): ThroughputSettin
     loads: config.loads,
     callers: config.callers,
     lean: config.lean,
+    coalesce: config.coalesce,
     pinning,
     frameworks: config.frameworks,
     rounds: config.rounds,

@@ -10,7 +10,7 @@ import { FRAMEWORKS, frameworkInfo, type PeerSpec } from './frameworks';
 import { pinPid, type Pinning } from './pinning';
 import type { Progress } from './progress';
 import { median, pairedRatio, ratio, sum } from './stats';
-import { DEFAULT_ALGORITHM, RATE_LIMIT_HEADERS, type Framework, type HeadersSeen, type LimiterSpec, type LoadShape, type Regime, type RoundSample, type StoreKind, type ThroughputRow } from './types';
+import { DEFAULT_ALGORITHM, RATE_LIMIT_HEADERS, type BenchCoalesce, type Framework, type HeadersSeen, type LimiterSpec, type LoadShape, type Regime, type RoundSample, type StoreKind, type ThroughputRow } from './types';
 
 export interface ThroughputSettings {
   frameworks: readonly Framework[];
@@ -29,6 +29,11 @@ export interface ThroughputSettings {
   callers?: number;
   /** Leave out the OpenTelemetry, hot-key and PING-per-request lines (the goals need none of them). */
   lean?: boolean;
+  /**
+   * Also measure Floodgate on Redis (the primary algorithm) with each of these RedisStore `coalesce`
+   * modes, beside the default: a contender each, in the same rounds (the goals read the default's row).
+   */
+  coalesce?: readonly BenchCoalesce[];
   /** Where processes run (default: not pinned). */
   pinning?: Pinning;
 }
@@ -124,6 +129,9 @@ export function contendersFor(framework: Framework, settings: ThroughputSettings
         store: 'redis',
         algorithm,
       });
+    }
+    for (const mode of settings.coalesce ?? []) {
+      add(`floodgate-redis-${first}-coalesce-${mode}`, `Floodgate, Redis (${first}), coalesce '${mode}'`, 'floodgate', { kind: 'floodgate', store: 'redis', algorithm: first, coalesce: mode });
     }
     if (settings.hotKeys && !settings.lean) {
       add(`floodgate-redis-hot-${first}`, `Floodgate, Redis, hot-key mode (${first}, ${HOT_KEY_INSTANCES} instances)`, 'floodgate-hot', {

@@ -92,7 +92,13 @@ export interface LimiterSpec {
   keyHeader?: string;
   /** Floodgate with an OpenTelemetry SDK MeterProvider (a reader attached, so every instrument aggregates), as an app exporting metrics runs it. */
   otel?: boolean;
+  /** Floodgate on Redis with this RedisStore `coalesce` mode (bench --coalesce); unset: the store's default. */
+  coalesce?: BenchCoalesce;
 }
+
+/** RedisStore's coalesce modes, as `--coalesce` names them ('off' for false). */
+export const BENCH_COALESCE = ['turn', 'in-flight', 'node', 'off'] as const;
+export type BenchCoalesce = (typeof BENCH_COALESCE)[number];
 
 /** The micro section: µs per operation of each case, per checkout measured. */
 export interface MicroRun {

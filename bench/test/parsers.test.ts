@@ -183,5 +183,17 @@ describe('throughput contenders', () => {
     expect(contendersFor('fastify', { ...settings(all), primary: 'gcra' }).find((c) => c.id === 'fastify/floodgate-memory/admit')?.limiter.algorithm).toBe('gcra');
     expect(contendersFor('fastify', settings(['token-bucket'], false)).find((c) => c.id === 'fastify/floodgate-memory/admit')?.label).toBe('Floodgate, memory (token-bucket)');
   });
+
+  it('--coalesce adds a Floodgate-on-Redis contender per mode beside the default, whose row the goals still read', () => {
+    const list = contendersFor('koa', { ...settings(['sliding-window-counter']), coalesce: ['node', 'off'] }, 'callers');
+    const extra = list.filter((c) => c.limiter.coalesce !== undefined);
+    expect(extra.map((c) => [c.id, c.limiter.coalesce])).toEqual([
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-node/admit@callers', 'node'],
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-off/admit@callers', 'off'],
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-node/reject@callers', 'node'],
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-off/reject@callers', 'off'],
+    ]);
+    expect(list.find((c) => c.id === 'koa/floodgate-redis-sliding-window-counter/admit@callers')?.limiter.coalesce).toBeUndefined();
+  });
 });
 

@@ -199,6 +199,72 @@ describe("'turn' (the default)", () => {
   });
 
   it('rejects an unknown mode at construction, naming the valid ones', () => {
-    expect(() => new RedisStore({ client, coalesce: true as unknown as CoalesceMode })).toThrow(/coalesce.*'turn'.*'in-flight'.*false/);
+    expect(() => new RedisStore({ client, coalesce: true as unknown as CoalesceMode })).toThrow(/coalesce.*'turn'.*'in-flight'.*'node'.*false/);
+  });
+});
+
+describe("'node'", () => {
+  const limiterOn = (store: RedisStore, limit = 1_000) =>
+    createLimiter({ store, prefix: rnd(), algorithm: 'fixed-window', limit, windowMs: '1h', blockCacheSize: 0, logger: quiet, instances: 1 });
+  const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  it.each([
+    ['node', 2],
+    ['turn', 3],
+  ] as const)("%s: requests made in later turns while a call is in flight, of other subjects, go in one call after it (%i calls)", async (coalesce, calls) => {
+    const limiter = limiterOn(new RedisStore({ client, coalesce, timeoutMs: 5_000 }));
+    await server.resetStats();
+    const decisions = await whilePaused(server, async (resume) => {
+      const pending = [limiter.consume('a')];
+      await pause(20);
+      pending.push(limiter.consume('b'));
+      await pause(20);
+      pending.push(limiter.consume('c'), limiter.consume('c'));
+      await pause(20);
+      resume();
+      return Promise.all(pending);
+    });
+    expect(decisions.map((d) => `${d.reason} ${d.remaining}`)).toEqual(['allowed 999', 'allowed 999', 'allowed 999', 'allowed 998']);
+    expect((await server.commandStats()).evalsha).toBe(calls);
+  });
+
+  it("a request whose deadline passed while it waited behind its node's call is decided locally and never sent", async () => {
+    const limiter = limiterOn(new RedisStore({ client, coalesce: 'node', timeoutMs: 200 }));
+    await server.resetStats();
+    const started = performance.now();
+    const decisions = await whilePaused(server, async (resume) => {
+      const first = limiter.consume('a');
+      await pause(10);
+      const held = limiter.consume('b');
+      await new Promise((r) => setImmediate(r));
+      // The event loop stands still past both deadlines (a GC, a long handler): when a's call times
+      // out, b's deadline has passed too, so b is not sent.
+      while (performance.now() - started < 300);
+      const both = await Promise.all([first, held]);
+      resume();
+      return both;
+    });
+    expect(decisions.map((d) => d.reason)).toEqual(['fail-local', 'fail-local']);
+    await client.ping();
+    expect((await server.commandStats()).evalsha).toBe(1);
+  });
+
+  it('many subjects over many turns: every subject decided exactly as one call per request decides it', async () => {
+    const run = async (coalesce: CoalesceMode) => {
+      const limiter = limiterOn(new RedisStore({ client, coalesce, timeoutMs: 10_000 }), 20);
+      await server.resetStats();
+      const pending: Promise<Decision>[] = [];
+      for (let turn = 0; turn < 30; turn++) {
+        for (let s = 0; s < 10; s++) if ((turn + s) % 3 !== 0) pending.push(limiter.consume(`s${s}`));
+        await new Promise((r) => setImmediate(r));
+      }
+      const decisions = await Promise.all(pending);
+      return { summary: summary(decisions), calls: (await server.commandStats()).evalsha };
+    };
+    const node = await run('node');
+    const apart = await run(false);
+    expect(node.summary).toEqual(apart.summary);
+    expect(node.summary.filter((d) => d.startsWith('A'))).toHaveLength(200);
+    expect(node.calls).toBeLessThan(30);
   });
 });
