@@ -44,7 +44,7 @@ const HELP = `Usage: pnpm bench [options]
                           servers trusting the loopback proxy) (default: one,callers)
   --callers N             callers of the 'callers' load (default 10000)
   --coalesce LIST          also measure Floodgate on Redis with these RedisStore coalesce modes
-                          (turn,in-flight,node,off), a contender each beside the default
+                          (turn,in-flight,off), a contender each beside the default
   --lean                  throughput without the OpenTelemetry, hot-key and PING-per-request lines
                           (the goals need none of them; about a third shorter)
   --whole-page            a throughput run of some frameworks renders the page (Summary, Goals,

@@ -97,7 +97,7 @@ export interface LimiterSpec {
 }
 
 /** RedisStore's coalesce modes, as `--coalesce` names them ('off' for false). */
-export const BENCH_COALESCE = ['turn', 'in-flight', 'node', 'off'] as const;
+export const BENCH_COALESCE = ['turn', 'in-flight', 'off'] as const;
 export type BenchCoalesce = (typeof BENCH_COALESCE)[number];
 
 /** The micro section: µs per operation of each case, per checkout measured. */

@@ -185,12 +185,12 @@ describe('throughput contenders', () => {
   });
 
   it('--coalesce adds a Floodgate-on-Redis contender per mode beside the default, whose row the goals still read', () => {
-    const list = contendersFor('koa', { ...settings(['sliding-window-counter']), coalesce: ['node', 'off'] }, 'callers');
+    const list = contendersFor('koa', { ...settings(['sliding-window-counter']), coalesce: ['in-flight', 'off'] }, 'callers');
     const extra = list.filter((c) => c.limiter.coalesce !== undefined);
     expect(extra.map((c) => [c.id, c.limiter.coalesce])).toEqual([
-      ['koa/floodgate-redis-sliding-window-counter-coalesce-node/admit@callers', 'node'],
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-in-flight/admit@callers', 'in-flight'],
       ['koa/floodgate-redis-sliding-window-counter-coalesce-off/admit@callers', 'off'],
-      ['koa/floodgate-redis-sliding-window-counter-coalesce-node/reject@callers', 'node'],
+      ['koa/floodgate-redis-sliding-window-counter-coalesce-in-flight/reject@callers', 'in-flight'],
       ['koa/floodgate-redis-sliding-window-counter-coalesce-off/reject@callers', 'off'],
     ]);
     expect(list.find((c) => c.id === 'koa/floodgate-redis-sliding-window-counter/admit@callers')?.limiter.coalesce).toBeUndefined();

@@ -50,29 +50,3 @@ describe.each(CLUSTER_KINDS)('on %s', (kind) => {
     expect(after.remaining).toBe(100 - 1 - 2 - 1);
   });
 });
-
-describe.each(CLUSTER_KINDS)("coalesce 'node' on %s", (kind) => {
-  it('a call hung on a paused master holds back only that master: a request for another master goes to Redis at once', async () => {
-    const prefix = `ifn-${kindTag(kind)}-${Math.random().toString(36).slice(2, 8)}`;
-    const store = new RedisStore({ client: setup.client(kind), timeoutMs: DEADLINE, coalesce: 'node' });
-    const limiter = createLimiter({ store, prefix, limit: 100, windowMs: '1m', instances: 1, breaker: { failureThreshold: 1_000 }, logger: quiet });
-    const slow = await subjectOn(prefix, 0);
-    const fast = await subjectOn(prefix, 1);
-    expect((await limiter.consume(slow)).reason).toBe('allowed');
-    expect((await limiter.consume(fast)).reason).toBe('allowed');
-    const answers = await whilePaused(setup.cluster.nodes[0], async () => {
-      const hung = limiter.consume(slow);
-      await new Promise((r) => setTimeout(r, 20));
-      // Behind the paused master's call: held, then past its deadline.
-      const held = limiter.consume(slow);
-      const started = performance.now();
-      const other = await limiter.consume(fast);
-      const otherMs = performance.now() - started;
-      return { other, otherMs, hung: await hung, held: await held };
-    });
-    // Answered by its own master, well before the paused one's deadline.
-    expect(answers.other).toMatchObject({ reason: 'allowed', degraded: false, remaining: 98 });
-    expect(answers.otherMs).toBeLessThan(DEADLINE);
-    expect([answers.hung.reason, answers.held.reason]).toEqual(['fail-local', 'fail-local']);
-  });
-});

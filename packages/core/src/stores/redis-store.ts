@@ -56,12 +56,6 @@ export interface RedisStoreOptions {
    * - 'in-flight': also holds a subject's requests while its previous call is in flight and sends
    *   them together when it returns: fewest calls (200 concurrent requests: under 20), but a
    *   request may wait for the round trip ahead of it. For when Redis CPU is what a hot subject exhausts.
-   * - 'node': 'turn', and while this store's calls to a Redis node are in flight, every request
-   *   for that node, of any subject, waits and goes in the next turn's calls after they return: one
-   *   flush of calls at a time per node (per Cluster master), so under many callers each call
-   *   carries what arrived during the round trip before it. A request may wait for that round trip,
-   *   never past its own deadline (counted from when it was made: one whose deadline passes while it
-   *   waits is never sent, FG_STORE_OVERLOADED, decided locally); an idle server sends at once.
    * - false: one script call per request.
    */
   coalesce?: CoalesceMode;
@@ -92,7 +86,7 @@ export interface RedisStoreOptions {
 const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'timeoutMs', 'UNSAFE_testClock', 'coalesce', 'maxInFlight', 'announceMs']);
 
 /** See `RedisStoreOptions.coalesce`. */
-export type CoalesceMode = 'turn' | 'in-flight' | 'node' | false;
+export type CoalesceMode = 'turn' | 'in-flight' | false;
 
 const first = (results: StoreResult[]): StoreResult => results[0];
 
@@ -100,7 +94,7 @@ const first = (results: StoreResult[]): StoreResult => results[0];
 class Waiter {
   resolve: (result: StoreResult) => void = ignoreResult;
   reject: (error: unknown) => void = ignoreResult;
-  /** 'in-flight' and 'node': performance.now() when the request was made; its deadline runs from then, however long it waited for the call ahead. */
+  /** 'in-flight': performance.now() when the request was made; its deadline runs from then, however long it waited for the call ahead. */
   madeAt: number | undefined = undefined;
   constructor(
     readonly request: StoreRequest,
@@ -146,7 +140,7 @@ const MAX_LANES = 64;
 /** Default `maxInFlight`: see docs/failure-modes.md#bounded-load. */
 export const DEFAULT_MAX_IN_FLIGHT = 256;
 
-const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', 'node', false];
+const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
 const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient';
 
@@ -239,12 +233,9 @@ export class RedisStore implements Store {
   private readonly coalesce: CoalesceMode;
   /** 'in-flight': subjects with a call in flight, and the requests waiting for it to return. */
   private readonly batches = new Map<string, Waiter[]>();
-  /** 'turn' and 'node': this turn's requests by subject, sent together when the turn ends. */
+  /** 'turn': this turn's requests by subject, sent together when the turn ends. */
   private turn = new Map<string, Waiter[]>();
   private turnScheduled = false;
-  /** 'node': per node (lane key), the calls of its last flush still in flight, and the requests (by subject) waiting for them. */
-  private readonly nodeBusy = new Map<string, number>();
-  private readonly nodeWaiting = new Map<string, Map<string, Waiter[]>>();
   /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
   private readonly limitIds = new WeakMap<object, number>();
   private nextLimitId = 0;
@@ -279,7 +270,7 @@ export class RedisStore implements Store {
     this.timeoutMs = parseDuration('timeoutMs', options.timeoutMs ?? 100, 1, 60_000);
     this.testClock = clockOption('UNSAFE_testClock', options.UNSAFE_testClock);
     if (options.coalesce !== undefined && !COALESCE_MODES.includes(options.coalesce)) {
-      invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight', 'node' or false");
+      invalidOption('coalesce', options.coalesce, "'turn' (the default), 'in-flight' or false");
     }
     this.coalesce = options.coalesce ?? 'turn';
     this.maxInFlight = wholeNumber('maxInFlight', options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT, 1, 1_000_000);
@@ -367,8 +358,7 @@ export class RedisStore implements Store {
     const key = this.batchKey(request, now);
     const waiter = new Waiter(request, now);
     const promise = promiseOf(waiter);
-    if (this.coalesce === 'turn' || this.coalesce === 'node') {
-      if (this.coalesce === 'node') waiter.madeAt = performance.now();
+    if (this.coalesce === 'turn') {
       const group = this.turn.get(key);
       if (group) group.push(waiter);
       else this.turn.set(key, [waiter]);
@@ -426,10 +416,6 @@ export class RedisStore implements Store {
     this.turnScheduled = false;
     const groups = this.turn;
     this.turn = new Map();
-    if (this.coalesce === 'node') {
-      this.flushNodes(groups);
-      return;
-    }
     // One subject (the common case under one hot caller): one call, nothing to sort.
     if (groups.size === 1) {
       const [group] = groups.values();
@@ -438,79 +424,8 @@ export class RedisStore implements Store {
         return;
       }
     }
-    this.sendGroups(groups.values(), (call) => this.settle(call));
-  };
-
-  /**
-   * 'node': the groups whose node has a flush in flight wait for it (merged by subject with those
-   * already waiting); the rest go now, as 'turn' sends them, each call within what is left of its
-   * oldest request's deadline. A request whose deadline passed while it waited is never sent:
-   * busy (FG_STORE_OVERLOADED), decided locally. When a node's calls have all ended (answered,
-   * failed or timed out), what waits for it goes at once.
-   */
-  private flushNodes(groups: Map<string, Waiter[]>): void {
-    const now = performance.now();
-    const ready: Waiter[][] = [];
-    for (const [key, group] of groups) {
-      const node = this.nodeKeyOf(group[0].request.keys[0]);
-      if ((this.nodeBusy.get(node) ?? 0) > 0) {
-        let waiting = this.nodeWaiting.get(node);
-        if (!waiting) this.nodeWaiting.set(node, (waiting = new Map()));
-        const held = waiting.get(key);
-        if (held) for (const w of group) held.push(w);
-        else waiting.set(key, group);
-        continue;
-      }
-      // Only a request that waited can be past its deadline: the oldest first in its group.
-      if (group[0].madeAt! + this.timeoutMs > now) {
-        ready.push(group);
-        continue;
-      }
-      const busy = this.busy("the request waited behind its node's calls in flight (coalesce: 'node')");
-      const live: Waiter[] = [];
-      for (const w of group) {
-        if (w.madeAt! + this.timeoutMs > now) live.push(w);
-        else w.reject(busy);
-      }
-      if (live.length > 0) ready.push(live);
-    }
-    if (ready.length === 0) return;
-    this.sendGroups(ready, (call) => {
-      const node = this.nodeKeyOf(call[0][0].request.keys[0]);
-      this.nodeBusy.set(node, (this.nodeBusy.get(node) ?? 0) + 1);
-      let oldest = Infinity;
-      for (const part of call) for (const w of part) if (w.madeAt! < oldest) oldest = w.madeAt!;
-      const done = (): void => {
-        const left = (this.nodeBusy.get(node) ?? 1) - 1;
-        if (left > 0) {
-          this.nodeBusy.set(node, left);
-          return;
-        }
-        this.nodeBusy.delete(node);
-        const waiting = this.nodeWaiting.get(node);
-        if (waiting) {
-          this.nodeWaiting.delete(node);
-          this.flushNodes(waiting);
-        }
-      };
-      const sent = this.settle(call, Math.max(1, oldest + this.timeoutMs - performance.now()));
-      sent.then(done, done);
-      return sent;
-    });
-  }
-
-  /** The lane key of the node a key's calls go to (see `lanes`): '' for a single server. */
-  private nodeKeyOf(key: string | undefined): string {
-    return this.client.nodeOf && key !== undefined ? (this.client.nodeOf(slotOf(key)) ?? '') : '';
-  }
-
-  /**
-   * Groups that may share a script call go in one (see shareKey), at most MAX_BATCH requests a
-   * call, whole groups; `start` sends each call. The calls leave in one socket write per connection.
-   */
-  private sendGroups(groups: Iterable<Waiter[]>, start: (call: Waiter[][]) => Promise<void>): void {
     const calls = new Map<string, Waiter[][]>();
-    for (const group of groups) {
+    for (const group of groups.values()) {
       for (let i = 0; i < group.length; i += MAX_BATCH) {
         const part = group.length <= MAX_BATCH ? group : group.slice(i, i + MAX_BATCH);
         const key = this.shareKey(part[0]);
@@ -526,17 +441,17 @@ export class RedisStore implements Store {
         let size = 0;
         for (const part of list) {
           if (size + part.length > MAX_BATCH && call.length > 0) {
-            start(call).catch(() => {});
+            this.settle(call).catch(() => {});
             call = [];
             size = 0;
           }
           call.push(part);
           size += part.length;
         }
-        start(call).catch(() => {});
+        this.settle(call).catch(() => {});
       }
     });
-  }
+  };
 
   /** Which groups may share a script call: one mode and script (and test time); on a Cluster, one slot. */
   private shareKey(waiter: Waiter): string {
@@ -652,7 +567,7 @@ export class RedisStore implements Store {
 
   /** The lane of the node the call goes to (see `lanes`). */
   private laneOf(call: ScriptCall): InFlightLane {
-    const node = this.nodeKeyOf(call.keys[0]);
+    const node = this.client.nodeOf && call.keys.length > 0 ? (this.client.nodeOf(slotOf(call.keys[0])) ?? '') : '';
     let lane = this.lanes.get(node);
     if (lane) return lane;
     // Nodes come and go with a Cluster's topology: past a Cluster's worth of lanes, drop the idle ones.
