@@ -1,33 +1,22 @@
 // Window-aligned state on a real redis-server: every write of a window would set the same expiry
 // instant, so only the window's first write sends PEXPIRE; the key still always carries that expiry.
-import { startRedis, type RedisServer } from '@floodgate/testing';
-import type { Redis } from 'ioredis';
 import { createLimiter, RedisStore } from '../src';
+import { serverWithClient } from './support/redis-clients';
 
-let server: RedisServer;
-let client: Redis;
+const redis = serverWithClient();
 const quiet = { warn: () => {}, error: () => {} };
-
-beforeAll(async () => {
-  server = await startRedis();
-  client = server.client({ autoResendUnfulfilledCommands: false });
-});
-afterAll(async () => {
-  client?.disconnect();
-  await server?.stop();
-});
 
 /** Redis's own clock, in ms. */
 async function redisNow(): Promise<number> {
-  const [s, us] = await client.time();
+  const [s, us] = await redis.client.time();
   return Number(s) * 1000 + Math.floor(Number(us) / 1000);
 }
 
 /** The instant (Redis ms) the subject's one key expires, read with PTTL against TIME. */
 async function expiryOf(prefix: string): Promise<number> {
-  const keys = await client.keys(`${prefix}:*`);
+  const keys = await redis.client.keys(`${prefix}:*`);
   expect(keys).toHaveLength(1);
-  const [pttl, now] = await Promise.all([client.pttl(keys[0]), redisNow()]);
+  const [pttl, now] = await Promise.all([redis.client.pttl(keys[0]), redisNow()]);
   expect(pttl).toBeGreaterThan(0);
   return now + pttl;
 }
@@ -38,7 +27,7 @@ describe.each([
   { algorithm: 'fixed-window' as const, windowsKept: 1 },
 ])('$algorithm', ({ algorithm, windowsKept }) => {
   const limiterOf = (prefix: string, windowMs: number) =>
-    createLimiter({ store: new RedisStore({ client, coalesce: false, timeoutMs: 10_000 }), prefix, algorithm, limit: 1_000, windowMs, blockCacheSize: 0, logger: quiet,
+    createLimiter({ store: new RedisStore({ client: redis.client, coalesce: false, timeoutMs: 10_000 }), prefix, algorithm, limit: 1_000, windowMs, blockCacheSize: 0, logger: quiet,
       // A fixed count announces nothing: the only PEXPIREs counted are the scripts'.
       instances: 1 });
 
@@ -50,11 +39,11 @@ describe.each([
     while (windowMs - (before % windowMs) < 60_000) windowMs += 120_000;
     const prefix = `wt${Math.random().toString(36).slice(2, 8)}`;
     const limiter = limiterOf(prefix, windowMs);
-    await server.resetStats();
+    await redis.server.resetStats();
     for (let i = 0; i < 5; i++) expect((await limiter.consume('s')).reason).toBe('allowed');
     const charged = await limiter.consume('s');
     expect(await limiter.refund('s', { at: charged.at! })).toBe(true);
-    const stats = await server.commandStats();
+    const stats = await redis.server.commandStats();
     expect({ hset: stats.hset, pexpire: stats.pexpire }).toEqual({ hset: 7, pexpire: 1 });
     const w = Math.floor((await redisNow()) / windowMs);
     // PTTL and TIME are two reads a few ms apart: the instant within them.
@@ -68,7 +57,7 @@ describe.each([
     const prefix = `wt${Math.random().toString(36).slice(2, 8)}`;
     const limiter = limiterOf(prefix, windowMs);
     const startedIn = Math.floor((await redisNow()) / windowMs);
-    await server.resetStats();
+    await redis.server.resetStats();
     expect((await limiter.consume('s')).reason).toBe('allowed');
     const firstIn = Math.floor((await redisNow()) / windowMs);
     // Into a later window (by Redis's clock), then a second write.
@@ -76,7 +65,7 @@ describe.each([
     expect((await limiter.consume('s')).reason).toBe('allowed');
     const w = Math.floor((await redisNow()) / windowMs);
     expect(firstIn).toBeGreaterThanOrEqual(startedIn);
-    expect((await server.commandStats()).pexpire).toBe(2);
+    expect((await redis.server.commandStats()).pexpire).toBe(2);
     const expires = await expiryOf(prefix);
     // Set by the write in window w (or w - 1 if TIME moved on between the write and this read).
     expect([w, w - 1].some((at) => Math.abs(expires - (at + windowsKept) * windowMs) < 50)).toBe(true);

@@ -105,6 +105,37 @@ export function clusterWithClients(): { readonly cluster: RedisClusterHandle; cl
   };
 }
 
+/** What a helper started in beforeAll, once it has: used outside a test, it says so. */
+function started<T>(value: T | undefined): T {
+  if (value === undefined) throw new Error('Redis starts in beforeAll: use it inside a test');
+  return value;
+}
+
+/**
+ * A redis-server for the test file and one ioredis client on it (no resend after a reconnect),
+ * started before its tests and stopped after them (call it at the top of the file).
+ */
+export function serverWithClient(): { readonly server: RedisServer; readonly client: Ioredis5 } {
+  let server: RedisServer | undefined;
+  let client: Ioredis5 | undefined;
+  beforeAll(async () => {
+    server = await startRedis();
+    client = server.client({ autoResendUnfulfilledCommands: false });
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await server?.stop();
+  });
+  return {
+    get server() {
+      return started(server);
+    },
+    get client() {
+      return started(client);
+    },
+  };
+}
+
 /**
  * A redis-server and a real 3-master Cluster for the test file, one ioredis client on each (no
  * resend after a reconnect, the Cluster's reading from masters), started before its tests and
@@ -126,10 +157,6 @@ export function serverAndCluster(onDone?: () => void): { readonly client: Ioredi
     clusterClient?.disconnect();
     await Promise.all([server?.stop(), cluster?.stop()]);
   });
-  const started = <T>(value: T | undefined): T => {
-    if (value === undefined) throw new Error('Redis starts in beforeAll: use it inside a test');
-    return value;
-  };
   return {
     get client() {
       return started(client);
