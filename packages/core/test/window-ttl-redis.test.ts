@@ -71,3 +71,18 @@ describe.each([
     expect([w, w - 1].some((at) => Math.abs(expires - (at + windowsKept) * windowMs) < 50)).toBe(true);
   });
 });
+
+it('a calendar window sets its expiry on every write: a day and its month can start at the same instant', async () => {
+  // 1 December 2026, 00:30 UTC: the day's period and the month's start together.
+  const now = Date.UTC(2026, 11, 1, 0, 30);
+  const prefix = `wc${Math.random().toString(36).slice(2, 8)}`;
+  const store = new RedisStore({ client: redis.client, coalesce: false, timeoutMs: 10_000, UNSAFE_testClock: () => now });
+  const quota = (every: 'day' | 'month') => createLimiter({ store, prefix, limit: 1_000, window: { every, timeZone: 'UTC' }, blockCacheSize: 0, logger: quiet, instances: 1 });
+  // A daily quota, then the same quota made monthly (the same name, so the same key and stored start).
+  expect((await quota('day').consume('s')).reason).toBe('allowed');
+  expect((await quota('month').consume('s')).remaining).toBe(998);
+  const keys = await redis.client.keys(`${prefix}:*`);
+  expect(keys).toHaveLength(1);
+  // The month's end, not the day's (23.5 hours on): the month's count lives as long as the month.
+  expect(await redis.client.pttl(keys[0])).toBeGreaterThan(Date.UTC(2027, 0, 1) - now - 60_000);
+});

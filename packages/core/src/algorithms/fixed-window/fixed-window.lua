@@ -1,8 +1,11 @@
 -- fixed-window: one counter per window, window = floor(now / windowMs); or, for a calendar window
 -- (option `window`), the period [b, next b) of the boundaries sent that holds now.
 -- State: HASH { w = window id, c = units admitted in window w }: the id is the window's index
--- (windowMs), or its start in ms (a calendar window). TTL: until the window ends, set by the
--- first write of each window only (windowTtl: every later one would set the same instant).
+-- (windowMs), or its start in ms (a calendar window). TTL: until the window ends; with windowMs set
+-- by the first write of each window only (windowTtl: every later one would set the same instant).
+-- A calendar window sets it on every write: periods of other lengths share starts (a day's and its
+-- month's), so a state of the same start may have been written under another period (a changed
+-- quota) and carry that period's end.
 -- Admits up to 2x the limit in a span straddling a window edge; kept because everyone ships it.
 -- The window holding `now`: its id and its end (ms). `win` is windowMs, or a calendar window's
 -- boundaries 'b0,b1,b2,b3' (ms, ascending: the periods around the client's clock, computed from a
@@ -24,6 +27,12 @@ local function span(now, win)
   end
   return error('fixed-window: the clock ' .. now .. ' is outside the calendar periods ' .. win)
 end
+-- The TTL a write of window w sets (see the header): kept from the window's first write (false) with
+-- windowMs, always set for a calendar window.
+local function expiry(s, w, now, stop, win)
+  if type(win) == 'number' then return windowTtl(s, w, now, stop) end
+  return ttl(stop - now)
+end
 -- An admission's commit (see check): the state and its TTL.
 local function write(key, ttlMs, w, c)
   hsave(key, ttlMs, 'w', w, 'c', c)
@@ -35,7 +44,7 @@ local function check(key, now, cap, win, cost)
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
   local reset = stop - now
   if c + cost <= cap then
-    return 1, cap - c - cost, reset, 0, write, windowTtl(s, w, now, stop), w, c + cost
+    return 1, cap - c - cost, reset, 0, write, expiry(s, w, now, stop, win), w, c + cost
   end
   local retry = reset
   if cost > cap then retry = -1 end
@@ -51,7 +60,7 @@ local function refund(key, now, cap, win, cost, at)
   if cost == 0 or not same then return end
   local s = hmget(key, 'w', 'c')
   if not s[1] or tonumber(s[1]) ~= w or tonumber(s[2]) == 0 then return end
-  hsave(key, windowTtl(s, w, now, stop), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
+  hsave(key, expiry(s, w, now, stop, win), 'w', w, 'c', math.max(0, tonumber(s[2]) - cost))
 end
 -- Debit (a settle above its reservation): `cost` more units in the current window, whatever is
 -- left; past the limit the count stays above it (debt) until the window ends.
@@ -61,5 +70,5 @@ local function debit(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c')
   local c = 0
   if s[1] and tonumber(s[1]) == w then c = tonumber(s[2]) end
-  hsave(key, windowTtl(s, w, now, stop), 'w', w, 'c', c + cost)
+  hsave(key, expiry(s, w, now, stop, win), 'w', w, 'c', c + cost)
 end
