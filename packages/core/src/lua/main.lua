@@ -10,8 +10,9 @@
 -- Writes    for a request every limit admits, in mode 'c'; for every refund, in mode 'r', and every
 --           lease release ('x') or renewal ('n'), where it
 --           changes a state; the lock key for a strike (a consume the limits deny, lock-out on);
---           every write sets its expiry here (hash and string state is written once per key, at
---           the end: see the prelude's cache).
+--           every write sets its expiry here, or keeps the one its window's first write set (a
+--           window-aligned state: windowTtl); hash and string state is written once per key, at
+--           the end: see the prelude's cache.
 -- Groups    with 'M': after ARGV[1], per group a header ('3', or '3L' with a lock-out: its limit
 --           count), its costs, its limits, its lock-out spec ('L'); its keys next in KEYS, the
 --           lock key after them. A header '=' is followed by the costs alone: the group has the

@@ -16,7 +16,8 @@ end
 -- A TTL is always a positive whole number of ms: no key is ever written without an expiry.
 local function ttl(ms) return max(1, ceil(ms)) end
 -- State cache for one script call. When one call decides several requests of a subject (coalesced),
--- each key is read once and written once, when the script ends, with the TTL of its last write;
+-- each key is read once and written once, when the script ends, with the TTL of its last write (or
+-- none, when every write of the call keeps the key's own: see hsave);
 -- every request still sees exactly what a read after the previous request's write would return.
 -- Every table and closure made here is made again on every call: the cache makes one table per key
 -- read (Redis's reply itself) and one per key written, nothing per field.
