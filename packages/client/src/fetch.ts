@@ -1,5 +1,6 @@
 // pacedFetch(fetch, options): a fetch that waits before the limit and honours Retry-After, for code that only has fetch.
 import { resolveCallOptions, type CallPacingOptions, type PacingOptions } from './options';
+import { readBounded } from './body/read-bounded';
 import { pacerFrom, type Pacer } from './pacer/pacer';
 import { isProblemJson, parseProblemDetails, parseRateLimit, type ProblemInfo } from './parse';
 
@@ -19,13 +20,24 @@ function replayable(body: RequestInit['body'] | undefined): boolean {
   return body === undefined || body === null || !(typeof (body as ReadableStream).getReader === 'function' || Symbol.asyncIterator in Object(body));
 }
 
-async function problemOf(response: Response): Promise<ProblemInfo | undefined> {
-  if (!isProblemJson(response.headers.get('content-type') ?? undefined)) return undefined;
+/**
+ * The problem details of a 429 or 503 `application/problem+json`, read from a copy of the body up to
+ * `problemBodyMaxBytes` and `problemBodyTimeoutMs`. Past either the copy is cancelled and the answer
+ * is taken without them (the response itself is the caller's, untouched, or cancelled for a retry).
+ */
+async function problemOf(pacer: Pacer, response: Response): Promise<ProblemInfo | undefined> {
+  const { problemBodyMaxBytes, problemBodyTimeoutMs } = pacer.options;
+  if (!isProblemJson(response.headers.get('content-type') ?? undefined) || !response.body || problemBodyMaxBytes === 0) return undefined;
+  // A length announced past the bound: not worth starting.
+  if (Number(response.headers.get('content-length') ?? 0) > problemBodyMaxBytes) return undefined;
+  let copy: Response;
   try {
-    return parseProblemDetails(await response.clone().text());
+    copy = response.clone();
   } catch {
     return undefined;
   }
+  const read = await readBounded(copy.body!, problemBodyMaxBytes, problemBodyTimeoutMs);
+  return 'text' in read ? parseProblemDetails(read.text) : undefined;
 }
 
 /**
@@ -71,7 +83,7 @@ export function pacedFetch(fetchImpl: FetchLike = globalThis.fetch, options: Pac
         throw error;
       }
       const info = parseRateLimit(response.headers);
-      const problem = pacer.options.retryStatuses.has(response.status) ? await problemOf(response) : undefined;
+      const problem = pacer.options.retryStatuses.has(response.status) ? await problemOf(pacer, response) : undefined;
       const retry = pacer.settle(ticket, { status: response.status, method, headers: response.headers, problem, attempt, retryAllowed }, info);
       if (!retry) return response;
       // The refused response is not the caller's: drop its body so the connection can be reused.

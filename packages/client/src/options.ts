@@ -45,6 +45,38 @@ export interface PacingOptions {
    * separate buckets per route, so one exhausted route does not hold back the others.
    */
   scope?: (url: URL) => string;
+  /**
+   * The longest one answer of a server may hold a scope back, in ms: a Retry-After (field or
+   * problem+json member), a quota's reset and the spacing learned from Retry-After are each believed
+   * up to this, so `Retry-After: 1e20` from a broken or hostile server costs at most this long; when
+   * it has passed, one request goes to ask again (and a server that still refuses says so again).
+   * From 1 to 2147483647 (what a timer can hold). Default 300_000 (5 minutes).
+   */
+  maxHoldMs?: number;
+  /**
+   * How fast the spacing learned from a server that sends only Retry-After wears off once the server
+   * answers normally again: it halves every this many ms from the first normal answer after it was
+   * learned (a new 429 teaches it afresh). From 1 to 2147483647. Default 60_000.
+   */
+  learnedHalfLifeMs?: number;
+  /**
+   * How many scopes (by default origins) one pacer keeps state for at most; past it the one used
+   * longest ago with nothing in flight and no call waiting on it is let go. From 1 to 10_000_000.
+   * Default 10_000.
+   */
+  maxScopes?: number;
+  /**
+   * A 429 or 503 `application/problem+json` body is read for its retry time and violated policies up
+   * to this many bytes; a longer body is not read further (fetch: the copy read for them is
+   * cancelled; undici: the body is passed on unread) and the answer is taken without its problem
+   * details. 0 never reads one. From 0 to 16_777_216. Default 65_536.
+   */
+  problemBodyMaxBytes?: number;
+  /**
+   * The longest that reading such a body may take, in ms; past it reading stops as for a body too
+   * long. From 1 to 2147483647. Default 2_000.
+   */
+  problemBodyTimeoutMs?: number;
   /** Called before every wait (a pacing wait, a retry wait, a wait for a concurrency slot). Default none. */
   onWait?: (event: WaitEvent) => void;
   /** A monotonic clock in ms, for tests. Default performance.now. */
@@ -68,6 +100,11 @@ export interface ResolvedPacingOptions {
   readonly retryMethods: ReadonlySet<string>;
   readonly retryStatuses: ReadonlySet<number>;
   readonly scope: (url: URL) => string;
+  readonly maxHoldMs: number;
+  readonly learnedHalfLifeMs: number;
+  readonly maxScopes: number;
+  readonly problemBodyMaxBytes: number;
+  readonly problemBodyTimeoutMs: number;
   readonly onWait: ((event: WaitEvent) => void) | undefined;
   readonly now: () => number;
   readonly random: () => number;
@@ -79,9 +116,32 @@ const DEFAULTS = {
   maxRetries: 2,
   retryMethods: ['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'],
   retryStatuses: [429, 503],
+  maxHoldMs: 300_000,
+  learnedHalfLifeMs: 60_000,
+  maxScopes: 10_000,
+  problemBodyMaxBytes: 65_536,
+  problemBodyTimeoutMs: 2_000,
 } as const;
 
-const KNOWN = ['maxWaitMs', 'jitterMs', 'maxRetries', 'retryMethods', 'retryStatuses', 'scope', 'onWait', 'now', 'random'] as const;
+/** The longest delay setTimeout keeps: a longer one fires after 1 ms (with a TimeoutOverflowWarning). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+const KNOWN = [
+  'maxWaitMs',
+  'jitterMs',
+  'maxRetries',
+  'retryMethods',
+  'retryStatuses',
+  'maxHoldMs',
+  'learnedHalfLifeMs',
+  'maxScopes',
+  'problemBodyMaxBytes',
+  'problemBodyTimeoutMs',
+  'scope',
+  'onWait',
+  'now',
+  'random',
+] as const;
 const CALL_KNOWN = ['maxWaitMs', 'retry'] as const;
 
 /** Names other clients use for the same thing (undici's retry, got, ky, p-retry), so a port finds ours. */
@@ -94,6 +154,8 @@ const ALIASES: Record<string, string> = {
   statuses: 'retryStatuses',
   maxTimeout: 'maxWaitMs',
   maxRetryAfter: 'maxWaitMs',
+  maxBodySize: 'problemBodyMaxBytes',
+  bodyTimeout: 'problemBodyTimeoutMs',
   timeout: 'maxWaitMs',
   timeoutMs: 'maxWaitMs',
   jitter: 'jitterMs',
@@ -135,6 +197,16 @@ function waitMs(option: string, value: unknown): number {
 function fn<T>(option: string, value: unknown): T {
   if (typeof value !== 'function') invalidOption(option, value, 'a function');
   return value as T;
+}
+
+/** An option that is a whole number (`integer`) or a number in [min, max], else its default. */
+function bounded(o: Record<string, unknown>, option: keyof typeof DEFAULTS & string, min: number, max: number, integer: boolean): number {
+  const value = o[option];
+  if (value === undefined) return DEFAULTS[option] as number;
+  if (typeof value !== 'number' || !(integer ? Number.isInteger(value) : Number.isFinite(value)) || value < min || value > max) {
+    invalidOption(option, value, `${integer ? 'a whole number' : 'a number of ms'} from ${min} to ${max}`);
+  }
+  return value;
 }
 
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -179,6 +251,11 @@ export function resolvePacingOptions(options: PacingOptions = {}): ResolvedPacin
     maxRetries: retries,
     retryMethods: new Set(methods),
     retryStatuses: new Set(statuses),
+    maxHoldMs: bounded(o, 'maxHoldMs', 1, MAX_TIMER_MS, false),
+    learnedHalfLifeMs: bounded(o, 'learnedHalfLifeMs', 1, MAX_TIMER_MS, false),
+    maxScopes: bounded(o, 'maxScopes', 1, 10_000_000, true),
+    problemBodyMaxBytes: bounded(o, 'problemBodyMaxBytes', 0, 16_777_216, true),
+    problemBodyTimeoutMs: bounded(o, 'problemBodyTimeoutMs', 1, MAX_TIMER_MS, false),
     scope: o.scope === undefined ? (url: URL) => url.origin : fn('scope', o.scope),
     onWait: o.onWait === undefined ? undefined : fn('onWait', o.onWait),
     now: o.now === undefined ? () => performance.now() : fn('now', o.now),

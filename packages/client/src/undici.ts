@@ -3,14 +3,11 @@ import type { Dispatcher } from 'undici';
 import { resolveCallOptions, type CallPacingOptions, type PacingOptions } from './options';
 import { pacerFrom, type Pacer } from './pacer/pacer';
 import type { Ticket } from './pacer/scope-state';
-import { isProblemJson, parseProblemDetails, parseRateLimit, type RateLimitInfo } from './parse';
+import { isProblemJson, parseProblemDetails, parseRateLimit, type ProblemInfo, type RateLimitInfo } from './parse';
 
 type Handler = Dispatcher.DispatchHandler;
 type Controller = Dispatcher.DispatchController;
 type Headers = Parameters<NonNullable<Handler['onResponseStart']>>[2];
-
-/** A problem+json body is read for its fields only up to this size; past it the response is passed on as is. */
-const PROBLEM_BODY_MAX = 64 * 1024;
 
 /** undici's dispatch options, plus this call's pacing options (`pacing`, removed before the request goes on). */
 export type PacedDispatchOptions = Dispatcher.DispatchOptions & { pacing?: CallPacingOptions };
@@ -70,20 +67,20 @@ class CallController implements Controller {
 
 /** One call through the interceptor: waits, attempts and what the caller's handler is told. */
 class PacedCall {
-  private readonly controller: CallController;
+  readonly controller: CallController;
   private readonly waitAbort = new AbortController();
-  private finished = false;
+  finished = false;
   private readonly scope: string;
   private readonly budget;
-  private readonly method: string;
-  private readonly retryAllowed: boolean;
+  readonly method: string;
+  readonly retryAllowed: boolean;
 
   constructor(
-    private readonly pacer: Pacer,
+    readonly pacer: Pacer,
     private readonly dispatch: Dispatcher.Dispatch,
     private readonly opts: Dispatcher.DispatchOptions,
     call: CallPacingOptions,
-    private readonly handler: Handler,
+    readonly caller: Handler,
   ) {
     this.scope = scopeOf(pacer, opts);
     this.budget = pacer.budget(call.maxWaitMs, this.waitAbort.signal);
@@ -94,17 +91,19 @@ class PacedCall {
 
   start(): void {
     // Told once, before any wait, so that the caller's abort (its signal, fetch's termination) reaches a waiting call.
-    this.handler.onRequestStart?.(this.controller, {});
+    this.caller.onRequestStart?.(this.controller, {});
     void this.attempt(0);
   }
 
-  private fail(error: Error): void {
+  fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
-    this.handler.onResponseError?.(this.controller, error);
+    this.caller.onResponseError?.(this.controller, error);
   }
 
   private async attempt(attempt: number): Promise<void> {
+    // While this attempt waits, an abort is the wait's: no earlier attempt's controller takes it.
+    this.controller.target = undefined;
     let ticket: Ticket;
     try {
       ticket = await this.pacer.acquire(this.scope, this.budget);
@@ -117,7 +116,6 @@ class PacedCall {
       this.fail(this.controller.reason!);
       return;
     }
-    this.controller.target = undefined;
     try {
       this.dispatch(this.opts, this.attemptHandler(ticket, attempt));
     } catch (error) {
@@ -128,78 +126,164 @@ class PacedCall {
 
   /** The handler of one attempt: passes the response on, or holds it back when it is to be retried. */
   private attemptHandler(ticket: Ticket, attempt: number): Handler {
-    const call = this;
-    const caller = this.handler;
-    let mode: 'pass' | 'discard' | 'buffer' = 'pass';
-    let held: { status: number; headers: Headers; message?: string; info: RateLimitInfo; chunks: Buffer[]; size: number } | undefined;
-    const settle = (status: number, headers: Headers, info: RateLimitInfo, problem?: ReturnType<typeof parseProblemDetails>) =>
-      call.pacer.settle(ticket, { status, method: call.method, headers, problem, attempt, retryAllowed: call.retryAllowed }, info);
-    return {
-      onRequestStart(controller) {
-        call.controller.attach(controller);
-      },
-      onRequestUpgrade(_controller, statusCode, headers, socket) {
-        call.pacer.settle(ticket, { status: statusCode, method: call.method, headers, attempt, retryAllowed: false });
-        caller.onRequestUpgrade?.(call.controller, statusCode, headers, socket);
-      },
-      onResponseStart(_controller, statusCode, headers, statusMessage) {
-        const info = parseRateLimit(headers);
-        const candidate = call.pacer.options.retryStatuses.has(statusCode);
-        const contentType = headers['content-type'];
-        if (candidate && info.retryAfterMs === undefined && isProblemJson(Array.isArray(contentType) ? contentType[0] : contentType)) {
-          // The retry time may be in the body: read it before deciding.
-          mode = 'buffer';
-          held = { status: statusCode, headers, message: statusMessage, info, chunks: [], size: 0 };
-          return;
-        }
-        if (settle(statusCode, headers, info)) {
-          mode = 'discard';
-          return;
-        }
-        caller.onResponseStart?.(call.controller, statusCode, headers, statusMessage);
-      },
-      onResponseData(_controller, chunk) {
-        if (mode === 'discard') return;
-        if (mode === 'buffer' && held) {
-          held.chunks.push(chunk);
-          held.size += chunk.length;
-          if (held.size <= PROBLEM_BODY_MAX) return;
-          // Too large for problem details: pass it on as it comes.
-          settle(held.status, held.headers, held.info);
-          caller.onResponseStart?.(call.controller, held.status, held.headers, held.message);
-          for (const c of held.chunks) caller.onResponseData?.(call.controller, c);
-          mode = 'pass';
-          held = undefined;
-          return;
-        }
-        caller.onResponseData?.(call.controller, chunk);
-      },
-      onResponseEnd(_controller, trailers) {
-        if (mode === 'discard') {
-          void call.attempt(attempt + 1);
-          return;
-        }
-        if (mode === 'buffer' && held) {
-          const body = Buffer.concat(held.chunks);
-          const problem = parseProblemDetails(body.toString('utf8'));
-          if (settle(held.status, held.headers, held.info, problem)) {
-            void call.attempt(attempt + 1);
-            return;
-          }
-          caller.onResponseStart?.(call.controller, held.status, held.headers, held.message);
-          if (body.length > 0) caller.onResponseData?.(call.controller, body);
-        }
-        // Finished only once the caller took the end: undici's retry handler throws from it to ask for
-        // a retry, and the error it throws comes back through onResponseError, which must reach it.
-        caller.onResponseEnd?.(call.controller, trailers);
-        call.finished = true;
-      },
-      onResponseError(_controller, error) {
-        call.pacer.release(ticket);
-        call.fail(error);
-      },
-    };
+    return new AttemptHandler(this, ticket, attempt);
   }
+
+  /** Starts the next attempt (after its wait): the call goes on without the one whose answer was refused. */
+  retry(attempt: number): void {
+    void this.attempt(attempt + 1);
+  }
+}
+
+/** A problem+json answer held back while its body is read for a retry time. */
+interface Held {
+  status: number;
+  headers: Headers;
+  message?: string;
+  info: RateLimitInfo;
+  chunks: Buffer[];
+  size: number;
+}
+
+/**
+ * One attempt's handler. Its answer goes to the caller as it comes (`pass`); a 429/503 problem+json
+ * with no Retry-After field is held while its body is read for one (`buffer`), up to
+ * problemBodyMaxBytes and problemBodyTimeoutMs, then passed on as it is; an answer to be retried is
+ * dropped (`discard`) and the next attempt starts at once, while this body drains within the same
+ * bounds, past which the attempt is aborted (its connection closed): an endless body never holds up
+ * the retry, nor grows in memory.
+ */
+class AttemptHandler implements Handler {
+  private mode: 'pass' | 'discard' | 'buffer' = 'pass';
+  private held: Held | undefined;
+  private drained = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private own: Controller | undefined;
+
+  constructor(
+    private readonly call: PacedCall,
+    private readonly ticket: Ticket,
+    private readonly attempt: number,
+  ) {}
+
+  private settle(status: number, headers: Headers, info: RateLimitInfo, problem?: ProblemInfo): boolean {
+    const { call } = this;
+    return call.pacer.settle(this.ticket, { status, method: call.method, headers, problem, attempt: this.attempt, retryAllowed: call.retryAllowed }, info);
+  }
+
+  private startTimer(onExpiry: () => void): void {
+    this.timer = setTimeout(onExpiry, this.call.pacer.options.problemBodyTimeoutMs);
+  }
+
+  /** Drops this answer and starts the next attempt now; the body drains within the bounds, else the attempt is aborted. */
+  private discard(): void {
+    this.mode = 'discard';
+    this.startTimer(() => this.cut());
+    this.call.retry(this.attempt);
+  }
+
+  private cut(): void {
+    clearTimeout(this.timer);
+    this.own?.abort(new Error('floodgate: a refused answer\'s body passed problemBodyMaxBytes or problemBodyTimeoutMs'));
+  }
+
+  /** Reading for problem details is over without them: the held answer goes to the caller as it is. */
+  private passHeld(): void {
+    clearTimeout(this.timer);
+    const held = this.held;
+    if (!held) return;
+    this.held = undefined;
+    this.mode = 'pass';
+    if (this.settle(held.status, held.headers, held.info)) {
+      this.discard();
+      return;
+    }
+    const { caller, controller } = this.call;
+    caller.onResponseStart?.(controller, held.status, held.headers, held.message);
+    for (const c of held.chunks) caller.onResponseData?.(controller, c);
+  }
+
+  onRequestStart(controller: Controller): void {
+    this.own = controller;
+    this.call.controller.attach(controller);
+  }
+
+  onRequestUpgrade(_controller: Controller, statusCode: number, headers: Headers, socket: Parameters<NonNullable<Handler['onRequestUpgrade']>>[3]): void {
+    const { call } = this;
+    call.pacer.settle(this.ticket, { status: statusCode, method: call.method, headers, attempt: this.attempt, retryAllowed: false });
+    call.caller.onRequestUpgrade?.(call.controller, statusCode, headers, socket);
+  }
+
+  onResponseStart(_controller: Controller, statusCode: number, headers: Headers, statusMessage?: string): void {
+    const { call } = this;
+    const info = parseRateLimit(headers);
+    const { retryStatuses, problemBodyMaxBytes } = call.pacer.options;
+    const contentType = first(headers['content-type']);
+    const announced = Number(first(headers['content-length']) ?? 0);
+    if (retryStatuses.has(statusCode) && info.retryAfterMs === undefined && isProblemJson(contentType) && problemBodyMaxBytes > 0 && !(announced > problemBodyMaxBytes)) {
+      // The retry time may be in the body: read it, within bounds, before deciding.
+      this.mode = 'buffer';
+      this.held = { status: statusCode, headers, message: statusMessage, info, chunks: [], size: 0 };
+      this.startTimer(() => this.passHeld());
+      return;
+    }
+    if (this.settle(statusCode, headers, info)) {
+      this.discard();
+      return;
+    }
+    call.caller.onResponseStart?.(call.controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(_controller: Controller, chunk: Buffer): void {
+    if (this.mode === 'discard') {
+      if ((this.drained += chunk.length) > this.call.pacer.options.problemBodyMaxBytes) this.cut();
+      return;
+    }
+    const held = this.held;
+    if (this.mode === 'buffer' && held) {
+      held.chunks.push(chunk);
+      held.size += chunk.length;
+      // Too large for problem details: pass it on as it comes.
+      if (held.size > this.call.pacer.options.problemBodyMaxBytes) this.passHeld();
+      return;
+    }
+    this.call.caller.onResponseData?.(this.call.controller, chunk);
+  }
+
+  onResponseEnd(_controller: Controller, trailers: Headers): void {
+    clearTimeout(this.timer);
+    const { call } = this;
+    if (this.mode === 'discard') return;
+    const held = this.held;
+    if (this.mode === 'buffer' && held) {
+      this.held = undefined;
+      const body = Buffer.concat(held.chunks);
+      if (this.settle(held.status, held.headers, held.info, parseProblemDetails(body.toString('utf8')))) {
+        this.mode = 'discard';
+        call.retry(this.attempt);
+        return;
+      }
+      call.caller.onResponseStart?.(call.controller, held.status, held.headers, held.message);
+      if (body.length > 0) call.caller.onResponseData?.(call.controller, body);
+    }
+    // Finished only once the caller took the end: undici's retry handler throws from it to ask for
+    // a retry, and the error it throws comes back through onResponseError, which must reach it.
+    call.caller.onResponseEnd?.(call.controller, trailers);
+    call.finished = true;
+  }
+
+  onResponseError(_controller: Controller, error: Error): void {
+    clearTimeout(this.timer);
+    // A dropped answer's error (its abort, above) is not the call's: the next attempt is under way.
+    if (this.mode === 'discard') return;
+    this.call.pacer.release(this.ticket);
+    this.call.fail(error);
+  }
+}
+
+/** A header's first value (undici gives an array for a repeated one). */
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 /**

@@ -260,6 +260,13 @@ describe('options', () => {
     [{ retryMethods: 'GET' }, /`retryMethods`: got "GET"; expected an array of HTTP method names/],
     [{ retryStatuses: [429, 700] }, /`retryStatuses`: got \[429,700\]/],
     [{ scope: 'origin' }, /`scope`: got "origin"; expected a function/],
+    [{ maxHoldMs: Infinity }, /`maxHoldMs`: got Infinity; expected a number of ms from 1 to 2147483647/],
+    [{ maxHoldMs: 0 }, /`maxHoldMs`: got 0; expected a number of ms from 1 to 2147483647/],
+    [{ learnedHalfLifeMs: -5 }, /`learnedHalfLifeMs`: got -5; expected a number of ms from 1 to 2147483647/],
+    [{ maxScopes: 0 }, /`maxScopes`: got 0; expected a whole number from 1 to 10000000/],
+    [{ maxScopes: 1.5 }, /`maxScopes`: got 1.5/],
+    [{ problemBodyMaxBytes: 1e9 }, /`problemBodyMaxBytes`: got 1000000000; expected a whole number from 0 to 16777216/],
+    [{ problemBodyTimeoutMs: '2s' }, /`problemBodyTimeoutMs`: got "2s"; expected a number of ms from 1 to 2147483647/],
   ])('rejects %p at construction', (options, message) => {
     let error: unknown;
     try {

@@ -55,8 +55,14 @@ export interface ScopeSnapshot {
   }[];
 }
 
+/** An answer that says the request was taken (2xx, 3xx). */
+const normal = (status: number) => status >= 200 && status < 400;
+
 /** The policy name a spacing learned from Retry-After goes by, in wait events and errors. */
 export const LEARNED_POLICY = '(learned from Retry-After)';
+
+/** How many of the oldest scopes one eviction looks at for one that nothing is using. */
+const EVICTION_SCAN = 64;
 
 const keyOf = (policy: string, partition: string | undefined) => `${policy}\u0000${partition ?? ''}`;
 
@@ -77,13 +83,40 @@ export class Pacer {
     return this.options.scope(url);
   }
 
+  /** How many scopes the pacer holds state for now (at most `maxScopes`, plus any with calls under way). */
+  get scopeCount(): number {
+    return this.scopes.size;
+  }
+
+  /** A scope's state, made when first needed and moved to the most recently used end. */
   private state(scope: string): ScopeState {
     let s = this.scopes.get(scope);
-    if (!s) {
-      s = new ScopeState(scope);
+    if (s) {
+      this.scopes.delete(scope);
       this.scopes.set(scope, s);
+      return s;
     }
+    s = new ScopeState(scope);
+    this.scopes.set(scope, s);
+    if (this.scopes.size > this.options.maxScopes) this.evict(s);
     return s;
+  }
+
+  /**
+   * Lets go of the scope used longest ago that nothing is using (no request in flight, no call
+   * waiting: their state must stay the one their answer settles). A scope let go forgets its
+   * Retry-After and quotas: its next request goes and its answer teaches them again, one request,
+   * never a loop. Looks at the oldest few only, so a burst of busy scopes costs a bounded scan and
+   * may keep the map over its bound until they are done.
+   */
+  private evict(keep: ScopeState): void {
+    let looked = 0;
+    for (const [name, s] of this.scopes) {
+      if (looked++ >= EVICTION_SCAN) return;
+      if (s === keep || !s.idle()) continue;
+      this.scopes.delete(name);
+      if (this.scopes.size <= this.options.maxScopes) return;
+    }
   }
 
   /** A deadline for a call starting now, `maxWaitMs` from now (the call's own, else the pacer's). */
@@ -100,6 +133,16 @@ export class Pacer {
    */
   async acquire(scope: string, budget: WaitBudget): Promise<Ticket> {
     const s = this.state(scope);
+    // Held while this call waits, so that the state it waits on is not let go under it.
+    s.waiting++;
+    try {
+      return await this.admit(s, scope, budget);
+    } finally {
+      s.waiting--;
+    }
+  }
+
+  private async admit(s: ScopeState, scope: string, budget: WaitBudget): Promise<Ticket> {
     const { now, random, jitterMs, onWait } = this.options;
     // One jitter per call and per moment waited for: re-checks after a wake-up do not draw again.
     let jitterFor: number | undefined;
@@ -164,7 +207,8 @@ export class Pacer {
       if (!worst || (hold.until ?? -1) > (worst.until ?? -1)) worst = hold;
     }
     if (worst) return worst;
-    const { spacingMs, lastSentAt } = s.learned;
+    const spacingMs = this.spacing(s, t);
+    const { lastSentAt } = s.learned;
     if (spacingMs > 0 && lastSentAt + spacingMs > t) return { until: lastSentAt + spacingMs, jitter: false, change: false, reason: 'quota', policy: LEARNED_POLICY };
     const cap = s.concurrencyLimit();
     if (cap && s.inFlight.size >= Math.max(1, cap.limit)) return { change: true, reason: 'concurrency', policy: cap.policy };
@@ -194,7 +238,7 @@ export class Pacer {
       if (o.limit !== undefined) q.limit = o.limit;
       if (o.remaining !== undefined) {
         q.remaining = o.remaining;
-        q.resetAt = o.resetMs !== undefined ? t + o.resetMs : undefined;
+        q.resetAt = o.resetMs !== undefined ? t + Math.min(o.resetMs, this.options.maxHoldMs) : undefined;
         q.observedSeq = Math.max(q.observedSeq, ticket.seq);
         q.probing = false;
       }
@@ -209,10 +253,16 @@ export class Pacer {
     for (const policy of response.problem?.violatedPolicies ?? []) {
       for (const q of s.quotas.values()) if (q.policy === policy && q.remaining !== undefined) q.remaining = 0;
     }
-    const retryAfterMs = info.retryAfterMs ?? response.problem?.retryAfterMs;
+    const asked = info.retryAfterMs ?? response.problem?.retryAfterMs;
+    // Believed up to maxHoldMs: past it one request goes to ask again.
+    const retryAfterMs = asked === undefined ? undefined : Math.min(asked, this.options.maxHoldMs);
     if (limited && retryAfterMs !== undefined && t + retryAfterMs > s.blockedUntil) {
       s.blockedUntil = t + retryAfterMs;
       s.blockedStatus = response.status;
+      s.blockedSeq = s.seq;
+    } else if (normal(response.status) && ticket.seq > s.blockedSeq) {
+      // Sent after the block was set, and answered: the server takes requests again.
+      s.blockedUntil = 0;
     }
     if (info.quotas.length === 0) this.learn(s, ticket, response.status, limited && response.status === 429 ? retryAfterMs : undefined, t);
     this.release(ticket);
@@ -232,21 +282,39 @@ export class Pacer {
    * of the window, and it can be short of it: a window that began before the first request, or a
    * sliding window whose boundary came soon, gives a short Retry-After; the margin of two, over one
    * unit fewer than went through, keeps a sliding-window-counter's refusal from coming back (it
-   * admits at most N - 1 per window at a steady rate). The spacing only ever grows.
+   * admits at most N - 1 per window at a steady rate). A new lesson never lowers the spacing, but
+   * the spacing is believed up to maxHoldMs, and it halves every learnedHalfLifeMs once the server
+   * answers normally again (a server that lifted its limit, or lied once, is not paced for ever).
    */
   private learn(s: ScopeState, ticket: Ticket, status: number, retryAfterMs: number | undefined, t: number): void {
     const l = s.learned;
-    if (status >= 200 && status < 400) {
+    if (normal(status)) {
       l.admitted++;
       if (l.firstAt === undefined || ticket.sentAt < l.firstAt) l.firstAt = ticket.sentAt;
+      if (l.spacingMs > 0 && l.decayFrom === undefined && ticket.seq > l.lessonSeq) l.decayFrom = t;
       return;
     }
     if (retryAfterMs === undefined) return;
     if (l.admitted > 0 && l.firstAt !== undefined) {
-      l.spacingMs = Math.max(l.spacingMs, (2 * (t + retryAfterMs - l.firstAt)) / Math.max(1, l.admitted - 1));
+      const lesson = (2 * (t + retryAfterMs - l.firstAt)) / Math.max(1, l.admitted - 1);
+      l.spacingMs = Math.min(this.options.maxHoldMs, Math.max(this.spacing(s, t), lesson));
+      l.decayFrom = undefined;
+      l.lessonSeq = s.seq;
     }
     l.admitted = 0;
     l.firstAt = undefined;
+  }
+
+  /** The learned spacing at `t`: halved every learnedHalfLifeMs since the first normal answer after the lesson. */
+  private spacing(s: ScopeState, t: number): number {
+    const l = s.learned;
+    if (l.spacingMs <= 0 || l.decayFrom === undefined || t <= l.decayFrom) return l.spacingMs;
+    const ms = l.spacingMs * 2 ** (-(t - l.decayFrom) / this.options.learnedHalfLifeMs);
+    if (ms >= 1) return ms;
+    // Worn off: forget it, so that a later lesson starts from nothing.
+    l.spacingMs = 0;
+    l.decayFrom = undefined;
+    return 0;
   }
 
   /** Frees a request's place without a response (it failed or was aborted): whatever it reserved comes back. */
@@ -260,13 +328,14 @@ export class Pacer {
 
   /** What the pacer knows of a scope now. */
   snapshot(scope: string): ScopeSnapshot {
-    const s = this.state(scope);
+    // Looking makes no state: a scope the pacer does not know (or let go) reads as a fresh one.
+    const s = this.scopes.get(scope) ?? new ScopeState(scope);
     const t = this.options.now();
     return {
       scope,
       inFlight: s.inFlight.size,
       blockedForMs: Math.max(0, s.blockedUntil - t),
-      learnedSpacingMs: s.learned.spacingMs,
+      learnedSpacingMs: this.spacing(s, t),
       quotas: [...s.quotas.values()].map((q) => ({
         policy: q.policy,
         ...(q.partition !== undefined ? { partition: q.partition } : {}),

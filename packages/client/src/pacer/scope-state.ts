@@ -40,8 +40,12 @@ export interface Ticket {
 export interface LearnedRate {
   admitted: number;
   firstAt: number | undefined;
-  /** Least time between two sends of the scope, in ms (0: nothing learned yet). */
+  /** Least time between two sends of the scope, in ms, as learned (0: nothing learned yet); it wears off from `decayFrom`. */
   spacingMs: number;
+  /** The first normal answer after the lesson, on the pacer's clock: the spacing halves every learnedHalfLifeMs from it. */
+  decayFrom: number | undefined;
+  /** The last request sent when the lesson was learned: only an answer to a later one wears it off. */
+  lessonSeq: number;
   lastSentAt: number;
 }
 
@@ -50,10 +54,14 @@ export class ScopeState {
   /** Until when a Retry-After holds every request of this scope, on the pacer's clock. */
   blockedUntil = 0;
   blockedStatus: number | undefined;
+  /** The last request sent when the block was set: a normal answer to a later one lifts it. */
+  blockedSeq = 0;
+  /** Calls in acquire() for this scope now: a scope with any, or with requests in flight, is never let go. */
+  waiting = 0;
   /** Sequence numbers of the requests in flight, in the order they were sent. */
   readonly inFlight = new Set<number>();
   seq = 0;
-  readonly learned: LearnedRate = { admitted: 0, firstAt: undefined, spacingMs: 0, lastSentAt: -Infinity };
+  readonly learned: LearnedRate = { admitted: 0, firstAt: undefined, spacingMs: 0, decayFrom: undefined, lessonSeq: 0, lastSentAt: -Infinity };
   private readonly waiters = new Set<() => void>();
 
   constructor(readonly name: string) {}
@@ -73,6 +81,11 @@ export class ScopeState {
       if (!best || q.limit < best.limit) best = { limit: q.limit, policy: q.policy };
     }
     return best;
+  }
+
+  /** Whether letting this state go loses nothing a caller is using: no request in flight, no call waiting. */
+  idle(): boolean {
+    return this.inFlight.size === 0 && this.waiting === 0;
   }
 
   /** Wakes everything waiting for this scope to change (a response settled, a request given up). */
