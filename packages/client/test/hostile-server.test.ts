@@ -163,7 +163,7 @@ describe('row 1: an endless problem+json body (undici interceptor)', () => {
     const res = await request(server.url, { dispatcher: dispatcher({ jitterMs: 0, problemBodyTimeoutMs: 200 }) });
     expect(res.statusCode).toBe(429);
     expect(server.requests).toBe(1);
-    res.body.destroy();
+    res.body.on('error', () => undefined).destroy();
     await server.endlessClosed;
   });
 });
