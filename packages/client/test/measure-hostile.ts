@@ -6,7 +6,7 @@
 // checkout's src can be measured with the same probes. Only options and API that the client had
 // before issue 40 are used. Prints one line per figure. The figures before the fix (docs/security.md):
 //
-//   mkdir -p packages/client/.before && git archive f9e8d21 packages/client/src | tar -x --strip-components=2 -C packages/client/.before
+//   mkdir -p packages/client/.before && git archive f46056e packages/client/src | tar -x --strip-components=2 -C packages/client/.before
 //   cd bench && node --expose-gc --import tsx ../packages/client/test/measure-hostile.ts --src ../packages/client/.before/src
 //
 // (inside packages/client, so that the old src finds the package's dependencies; delete it after.)
