@@ -14,7 +14,8 @@ export type Mounting = 'app-level' | 'per-route';
 
 /** One route of an app. It answers 200 with JSON `{ route, remaining, reason }`, read from the decision the limiter put on the request (null without one). */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST';
+  /** 'ALL': registered for every method, the framework's way (Express and Koa `all`, Fastify `all`'s method list, Hono `app.all`, Nest `@All()`). */
+  readonly method: 'GET' | 'POST' | 'ALL';
   /** The framework's route pattern, e.g. '/users/:id'. */
   readonly path: string;
   /** Per-route options over the global ones; false: the route is not limited; left out: the route as the mounting gives it. */
@@ -111,6 +112,12 @@ export interface RunningApp {
   readonly port: number;
   /** With `sendPathMarkers`, the status of every finished response as the framework's after-response hook logged it (it may run after the client has the response); else empty. */
   readonly statuses: readonly number[];
+  /**
+   * The app's own Fetch-API entry (Hono's `app.fetch`), in-process: where a runtime on the Fetch API
+   * (Bun, Deno, Workers) lets any method token reach the app. Absent for a framework behind Node's
+   * HTTP parser, which answers 400 itself to a method it does not know.
+   */
+  readonly fetch?: (request: Request) => Promise<Response>;
   /** Closes the server and every connection still open to it. */
   close(): Promise<void>;
 }
@@ -120,6 +127,8 @@ export interface AdapterHarness {
   readonly name: string;
   /** The mountings this framework offers; the behaviour table runs on each. */
   readonly mountings: readonly Mounting[];
+  /** True when every RunningApp it starts has `fetch` (any method token reaches the app). */
+  readonly fetchEntry?: boolean;
   /** Builds and starts an app; rejects, leaving nothing open, when the limiter refuses its options. */
   start(spec: AppSpec): Promise<RunningApp>;
 }

@@ -7,6 +7,7 @@ export type { AlgorithmDescriptor, AlgorithmFamily, FamilyLimit, RateLimit, Twin
 export { resolveLimiterOptions, resolveLimits } from './options';
 export type { ResolvedLimit, ResolvedLimiterOptions } from './options';
 export { resolveHttpOptions } from './http/resolve-http-options';
+export { bucketClaimsHeld, CLAIMS_MAX } from './http/bucket-claims';
 export type { ResolvedHttpOptions } from './http/resolve-http-options';
 export type { ResolvedIdentityOptions } from './identity';
 export { TWINS, evaluateTwins } from './algorithms/evaluate';

@@ -14,7 +14,7 @@ import {
   warnRouteOwnLimiter,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
-import { FLOODGATE, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
+import { FLOODGATE, answersEveryMethod, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
 
 declare global {
   namespace Express {
@@ -72,8 +72,8 @@ function trustOf(req: Request): RequestFacts['trustProxy'] {
   return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
 }
 
-function facts(req: Request, route: string | undefined): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route, trustProxy: trustOf(req) };
+function facts(req: Request, route: string | undefined, allMethods = false): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: trustOf(req) };
 }
 
 /** What a Floodgate middleware carries: the top-level rateLimit() it was made from, and its own limiter. */
@@ -86,8 +86,10 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health, roo
   const handler = function floodgate(req: Request, res: Response, next: NextFunction): void {
     if (!http) return next();
     let pattern: string | undefined;
+    let allMethods: boolean;
     if (isRouteLevel(req, handler)) {
       pattern = currentRoutePattern(req);
+      allMethods = answersEveryMethod(req.route);
     } else {
       // Mounted app-wide: Express has not routed yet, so read its routers for the route it will reach.
       const found = firstRoute(req, handler);
@@ -100,9 +102,10 @@ function middleware(http: HttpLimiter<Request> | null, health: () => Health, roo
         return next();
       }
       pattern = found?.pattern;
+      allMethods = answersEveryMethod(found?.route);
     }
     // Synchronous when nothing had to wait (a blocked caller's 429 goes out at once).
-    const result = http.handleNow(facts(req, pattern), req);
+    const result = http.handleNow(facts(req, pattern, allMethods), req);
     if (isThenable(result)) result.then((r) => apply(r, req, res, next), next);
     else apply(result, req, res, next);
   } as RateLimitMiddleware;

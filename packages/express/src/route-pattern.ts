@@ -7,6 +7,8 @@ export const FLOODGATE = Symbol.for('floodgate.express.middleware');
 interface Route {
   path: unknown;
   stack: { handle: unknown }[];
+  /** The methods the route was registered for; `_all` when `.all()` was (Express 4 and router 2 alike). */
+  methods?: Record<string, boolean | undefined>;
   _handles_method?(method: string): boolean; // Express 4
   _handlesMethod?(method: string): boolean; // Express 5 (router 2)
 }
@@ -27,6 +29,11 @@ export interface FoundRoute {
   /** The full pattern, e.g. '/orgs/:org/items/:id'. */
   readonly pattern: string;
   readonly route: Route;
+}
+
+/** True for a route registered for every method (`app.all()`, `route.all()`): one bucket for all of them. */
+export function answersEveryMethod(route: Route | undefined): boolean {
+  return route?.methods?._all === true;
 }
 
 type App = { parent?: App; mountpath?: unknown; _router?: { stack: Layer[] }; router?: { stack: Layer[] } };

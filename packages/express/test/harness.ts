@@ -44,7 +44,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
           : spec.delayFromHeader
             ? (req: Request, res: Response) => void askedDelay(spec, req.headers).then(() => answer(req, res))
             : answer;
-        router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+        router[route.method === 'GET' ? 'get' : route.method === 'ALL' ? 'all' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
       }
       if (spec.usage) {
         if (!limiter) throw new Error('express harness: a usage route needs the app-level mounting');

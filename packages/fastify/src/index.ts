@@ -85,10 +85,10 @@ function trustOf(fastify: FastifyInstance): RequestFacts['trustProxy'] {
 }
 
 /** The hook for one route: the pattern is fixed at registration, never looked up per request. */
-function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined, trustProxy: RequestFacts['trustProxy']): Hook {
+function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined, trustProxy: RequestFacts['trustProxy'], allMethods = false): Hook {
   // Callback style: a decision that needed no waiting (a blocked caller's 429) is sent at once.
   return function floodgate(request, reply, done) {
-    const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, trustProxy };
+    const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, allMethods, trustProxy };
     const result = http.handleNow(facts, request);
     if (isThenable(result)) result.then((r) => apply(r, request, reply, done), done);
     else apply(result, request, reply, done);
@@ -198,11 +198,14 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
     }
     const { hook: routeHook, ...overrides } = config ?? {};
     const methods = Array.isArray(route.method) ? route.method : [route.method];
-    const label = `${methods.join(',')} ${route.url}`;
+    // `all()` registers every method the instance supports: one bucket for them all, not one per method.
+    const upper = methods.map((m) => m.toUpperCase());
+    const allMethods = fastify.supportedMethods.every((m) => upper.includes(m));
+    const label = `${allMethods ? 'ALL' : methods.join(',')} ${route.url}`;
     const limiter = http.route(config ? overrides : undefined, label)!;
     // Every route is known here: a bucket defined twice fails at registration, naming both routes.
-    for (const method of methods) limiter.claim(limiter.scopeOf({ method, route: route.url }));
-    addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url, trustProxy));
+    for (const method of methods) limiter.claim(limiter.scopeOf({ method, route: route.url, allMethods }));
+    addHook(route, hookName(`${route.url} config.rateLimit.hook`, routeHook ?? defaultHook), limitHook(limiter, route.url, trustProxy, allMethods));
   });
 
   // Requests that match no route never pass a route's hooks: limit them in one '<unmatched>'

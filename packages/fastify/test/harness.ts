@@ -31,7 +31,7 @@ export const fastifyHarness: AdapterHarness = {
       await app.register(rateLimit, spec.options);
       for (const route of spec.routes) {
         app.route({
-          method: route.method,
+          method: route.method === 'ALL' ? app.supportedMethods : route.method, // ALL: what app.all() registers
           url: route.path,
           config: route.options === undefined ? {} : { rateLimit: route.options },
           handler: async (request, reply) => {

@@ -194,13 +194,13 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
   const mw = function floodgate(c: Context, next: Next): Response | Promise<Response | void> {
     if (!http) return next();
     try {
-      const { route, deferred, own } = locate(c);
+      const { route, allMethods, deferred, own } = locate(c);
       if (deferred) {
         // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
         if (own && own.mark.root !== root && own.mark.http) warnRouteOwnLimiter(http, own.mark.http as HttpLimiter<Context>, own.route);
         return next();
       }
-      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, trustProxy };
+      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, allMethods, trustProxy };
       const pending = http.handleNow(facts, c);
       if (isThenable(pending)) return pending.then<Response | void>((result) => finish(c, result, next));
       return finish(c, pending, next);

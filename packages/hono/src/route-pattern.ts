@@ -27,6 +27,8 @@ function registered(handler: Handler): Handler {
 export interface Location {
   /** The route pattern that keys the bucket ('/users/:id'); undefined when the request matches no route. */
   readonly route: string | undefined;
+  /** True when that route was registered with `app.all()`: one bucket for every method (Hono lets any method token through). */
+  readonly allMethods?: boolean;
   /** True when a Floodgate middleware later in the chain is the route's own: this one steps aside. */
   readonly deferred: boolean;
   /** When deferred: that middleware's mark, and the route it is mounted on ('POST /login'). */
@@ -74,7 +76,7 @@ export function locate(c: Context): Location {
     const mark = handler[FLOODGATE];
     // A route with a Floodgate middleware of its own is decided there, once, not twice.
     if (mark && routesOwn(routes, i)) return { route: undefined, deferred: true, own: { mark, route: `${c.req.method} ${entry.path}` } };
-    if (!mark && isRoute(entry, handler)) return { route: entry.path, deferred: false };
+    if (!mark && isRoute(entry, handler)) return { route: entry.path, allMethods: entry.method === 'ALL', deferred: false };
   }
   return UNMATCHED;
 }

@@ -32,6 +32,7 @@ function nodeShaped(options: RateLimitOptions): RateLimitOptions {
 export const honoHarness: AdapterHarness = {
   name: 'hono 4',
   mountings: ['app-level', 'per-route'],
+  fetchEntry: true,
   async start(given: AppSpec): Promise<RunningApp> {
     const spec: AppSpec = {
       ...given,
@@ -64,13 +65,16 @@ export const honoHarness: AdapterHarness = {
         : spec.delayFromHeader
           ? (c: Context) => askedDelay(spec, Object.fromEntries(c.req.raw.headers)).then(() => answer(c))
           : answer;
-      const register = route.method === 'GET' ? app.get.bind(app) : app.post.bind(app);
-      register(route.path, ...(routeLimiters(spec, route, limiter, build) as []), handler);
+      const register = route.method === 'GET' ? app.get.bind(app) : route.method === 'ALL' ? app.all.bind(app) : app.post.bind(app);
+      // One parameter, as an app writes a route: Hono (and Floodgate) take an app.all() handler of (c, next) for middleware.
+      register(route.path, ...(routeLimiters(spec, route, limiter, build) as []), (c: Context) => handler(c));
     }
     if (spec.usage) {
       if (!limiter) throw new Error('hono harness: a usage route needs the app-level mounting');
       app.get(spec.usage.path, limiter.usageRoute([...spec.usage.routes]));
     }
-    return listenOnLoopback(getRequestListener(app.fetch), statuses);
+    const running = await listenOnLoopback(getRequestListener(app.fetch), statuses);
+    // In-process, as Bun, Deno or Workers call it: any method token reaches the app (no Node parser in front).
+    return { ...running, fetch: async (request: Request) => app.fetch(request) };
   },
 };

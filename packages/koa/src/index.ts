@@ -12,6 +12,7 @@ import {
   type Reservation,
   warnRouteOwnLimiter,
 } from '@floodgate/core/http';
+import { METHODS } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
 
 declare module 'koa' {
@@ -72,6 +73,15 @@ interface Mark {
 }
 
 const isRoute = (layer: RouterLayer, method: string) => layer.methods.includes(method);
+/** Route layers registered for every method Node knows (`router.all()` registers http.METHODS), found once per layer. */
+const everyMethod = new WeakMap<RouterLayer, boolean>();
+/** True for a route layer of `router.all()`: one bucket for all its methods. */
+function answersEveryMethod(layer: RouterLayer | undefined): boolean {
+  if (!layer) return false;
+  let all = everyMethod.get(layer);
+  if (all === undefined) everyMethod.set(layer, (all = METHODS.every((m) => layer.methods.includes(m))));
+  return all;
+}
 /** The marks of the Floodgate middlewares a route layer runs itself. */
 const ownLimiters = (layer: RouterLayer): Mark[] =>
   layer.stack.filter((fn) => typeof fn === 'function' && FLOODGATE in fn).map((fn) => (fn as Record<symbol, Mark>)[FLOODGATE]);
@@ -101,8 +111,8 @@ function trustOf(ctx: Context): RequestFacts['trustProxy'] {
   return !app.proxy ? 'none' : app.maxIpsCount > 0 ? 'some' : 'all';
 }
 
-function facts(ctx: Context, route: string | undefined): RequestFacts {
-  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route, trustProxy: trustOf(ctx) };
+function facts(ctx: Context, layer: RouterLayer | undefined): RequestFacts {
+  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route: layer?.path, allMethods: answersEveryMethod(layer), trustProxy: trustOf(ctx) };
 }
 
 /** Applies one result to the response: headers, then the request goes on or is answered here. */
@@ -149,7 +159,7 @@ function middleware(http: HttpLimiter<Context> | null, health: () => Health, roo
           return next();
         }
       }
-      const pending = http.handleNow(facts(ctx, layer?.path), ctx);
+      const pending = http.handleNow(facts(ctx, layer), ctx);
       if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);
     } catch (error) {

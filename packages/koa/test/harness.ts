@@ -38,7 +38,7 @@ export const koaHarness: AdapterHarness = {
         : spec.delayFromHeader
           ? (ctx: Context) => askedDelay(spec, ctx.headers).then(() => answer(ctx))
           : answer;
-      router[route.method === 'GET' ? 'get' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
+      router[route.method === 'GET' ? 'get' : route.method === 'ALL' ? 'all' : 'post'](route.path, ...routeLimiters(spec, route, limiter, rateLimit), handler);
     }
     if (spec.usage) {
       if (!limiter) throw new Error('koa harness: a usage route needs the app-level mounting');

@@ -1,14 +1,15 @@
 // FloodgateGuard: the guard that limits each HTTP request on its handler's route, global (APP_GUARD) or per controller (@UseGuards).
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { FloodgateService } from './floodgate-service';
-import { routePattern, type PlatformRequest, type PlatformResponse } from './platform';
+import { answersEveryMethod, routePattern, type PlatformRequest, type PlatformResponse } from './platform';
 
 /**
  * Limits each HTTP request on its handler's bucket (method + the route pattern Nest registered,
- * e.g. 'GET /users/:id'), with the handler's and its controller's `@RateLimit()` options over
- * FloodgateModule's. Admits (headers set, `req.rateLimit` the decision) or throws
- * RateLimitException (429, 503 or 401) for Nest's exception filters. Guards run before
- * interceptors and pipes: a denied request reaches neither. Other contexts (RPC, WebSocket) pass.
+ * e.g. 'GET /users/:id'; 'ALL /pattern' for an `@All()` handler, whatever the method), with the
+ * handler's and its controller's `@RateLimit()` options over FloodgateModule's. Admits (headers
+ * set, `req.rateLimit` the decision) or throws RateLimitException (429, 503 or 401) for Nest's
+ * exception filters. Guards run before interceptors and pipes: a denied request reaches neither.
+ * Other contexts (RPC, WebSocket) pass.
  */
 /** Guards made per service, so that one made by hand for `app.useGlobalGuards()` can be told from the container's (FG_ROUTE_NOT_LIMITED). */
 const made = new WeakMap<FloodgateService, number>();
@@ -32,6 +33,6 @@ export class FloodgateGuard implements CanActivate {
     if (!limiter) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<PlatformRequest>();
-    return this.floodgate.decide(limiter, req, http.getResponse<PlatformResponse>(), routePattern(req, controller, handler));
+    return this.floodgate.decide(limiter, req, http.getResponse<PlatformResponse>(), routePattern(req, controller, handler), answersEveryMethod(handler));
   }
 }

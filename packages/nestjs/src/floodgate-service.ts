@@ -118,11 +118,11 @@ export class FloodgateService {
    * RateLimitException. Synchronous when nothing had to wait. A request already decided (the guard
    * both global and on the controller) passes without counting twice.
    */
-  decide(limiter: HttpLimiter<any>, req: PlatformRequest, res: PlatformResponse, route: string | undefined): true | Promise<true> {
+  decide(limiter: HttpLimiter<any>, req: PlatformRequest, res: PlatformResponse, route: string | undefined, allMethods = false): true | Promise<true> {
     const marked = req as PlatformRequest & { [DECIDED]?: true };
     if (marked[DECIDED]) return true;
     marked[DECIDED] = true;
-    const result = limiter.handleNow(facts(req, route, this.fastifyTrust), req);
+    const result = limiter.handleNow(facts(req, route, this.fastifyTrust, allMethods), req);
     return isThenable(result) ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
   }
 }

@@ -1,6 +1,7 @@
 // What differs between Nest's Express and Fastify platforms: the request's facts, setting headers, the raw response, a direct write.
 import type { ServerResponse } from 'node:http';
-import { PATH_METADATA } from '@nestjs/common/constants';
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { PROBLEM_CONTENT_TYPE, type HttpResult, type RequestFacts } from '@floodgate/core/http';
 
 /** The platform request: Express `req` or Fastify `request`, read structurally. */
@@ -47,6 +48,11 @@ export function routePattern(req: PlatformRequest, controller: object, handler: 
   return `/${path.join('/')}`;
 }
 
+/** True for a handler Nest registered for every method (`@All()`): one bucket for all of them, on either platform. */
+export function answersEveryMethod(handler: object): boolean {
+  return Reflect.getMetadata(METHOD_METADATA, handler) === RequestMethod.ALL;
+}
+
 /** How the platform's trust-proxy setting made `ip` (for FG_TRUST_PROXY_ALL and FG_PROXY_HEADER_UNTRUSTED). */
 export type TrustProxy = RequestFacts['trustProxy'];
 
@@ -69,8 +75,8 @@ export function fastifyTrust(instance: object): TrustProxy {
 }
 
 /** The request's facts; `fastify` is the Fastify platform's trust setting (Express's is read from the request's app, where it can change after init). */
-export function facts(req: PlatformRequest, route: string | undefined, fastify: TrustProxy): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route, trustProxy: req.app ? expressTrust(req.app) : fastify };
+export function facts(req: PlatformRequest, route: string | undefined, fastify: TrustProxy, allMethods = false): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: req.app ? expressTrust(req.app) : fastify };
 }
 
 /** Sets the result's headers: through Fastify's reply (its own lower-case names), or on Node's response. */

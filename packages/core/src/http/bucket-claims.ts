@@ -5,6 +5,12 @@ import { windowWords, type ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
 import { runtimeFor, type BucketClaim } from '../failure/store-runtime';
 
+/**
+ * Most bucket definitions one store keeps. Scopes come from the app's routes and a bounded set of
+ * method words (http/scope.ts), so an app stays far below it; past it a new bucket is counted
+ * without its definition being compared, so no request data can grow this map.
+ */
+export const CLAIMS_MAX = 100_000;
 
 function definitionOf(l: ResolvedLimit): string {
   return `${l.store.algorithm}|${l.store.capacity}|${periodOf(l.store)}`;
@@ -30,7 +36,7 @@ export function claimBuckets(store: Store, prefix: string, scope: string, limits
     const mine: BucketClaim = { definition: definitionOf(l), describe: describeLimit(l), where };
     const theirs = byBucket.get(bucket);
     if (!theirs) {
-      byBucket.set(bucket, mine);
+      if (byBucket.size < CLAIMS_MAX) byBucket.set(bucket, mine);
       continue;
     }
     if (theirs.definition === mine.definition) continue;
@@ -42,6 +48,11 @@ export function claimBuckets(store: Store, prefix: string, scope: string, limits
       'group',
     );
   }
+}
+
+/** How many bucket definitions this store holds (at most CLAIMS_MAX): for tests that check no request data grows them. */
+export function bucketClaimsHeld(store: Store): number {
+  return runtimeFor(store).claims.size;
 }
 
 /** A stack frame's file location (`path:line:col`), without a file:// scheme; undefined for a frame without one. */

@@ -7,25 +7,51 @@ import { claimBuckets } from './bucket-claims';
 
 /** The scope of requests that matched no route: one bucket per caller, so raw URLs never mint buckets. */
 export const UNMATCHED_SCOPE = '<unmatched>';
+/** The method word of an all-method route's scope (`ALL /pattern`): one bucket whatever the method. */
+export const ALL_METHODS = 'ALL';
+/** The method word for a token that names no registered HTTP method: every such token of a route shares one bucket. */
+export const OTHER_METHOD = '<other>';
 /** Most method and route pairs whose scope one limiter keeps built. */
 const SCOPES_MAX = 10_000;
+/** Most scopes one limiter remembers as claimed; past it a new scope is claimed on each of its requests (still checked, never stored here). */
+const CLAIMED_MAX = 10_000;
+
+/**
+ * The HTTP methods a scope names (IANA's registry as Node's parser accepts it, and QUERY); any
+ * other token (`FOO`, `XYZ123`: runtimes on the Fetch API let a client send any) is OTHER_METHOD,
+ * so method tokens cannot mint scopes whatever a framework lets through.
+ */
+const METHODS: ReadonlySet<string> = new Set(
+  ('ACL BIND CHECKOUT CONNECT COPY DELETE GET HEAD LINK LOCK M-SEARCH MERGE MKACTIVITY MKCALENDAR MKCOL MOVE NOTIFY ' +
+    'OPTIONS PATCH POST PROPFIND PROPPATCH PURGE PUT QUERY REBIND REPORT SEARCH SOURCE SUBSCRIBE TRACE UNBIND UNLINK UNLOCK UNSUBSCRIBE').split(' '),
+);
+
+/** The method word of a scope: ALL for an all-method route, GET for HEAD (HEAD is GET without a body: one bucket, or HEAD would double a caller's GET quota), OTHER_METHOD for an unregistered token. */
+function methodWord(method: string, allMethods: boolean | undefined): string {
+  if (allMethods) return ALL_METHODS;
+  const upper = method.toUpperCase();
+  if (upper === 'HEAD') return 'GET';
+  return METHODS.has(upper) || upper === ALL_METHODS ? upper : OTHER_METHOD;
+}
 
 /**
  * The scope function of one limiter: its group when it has one, else `METHOD /pattern` built once
  * per method and pattern (patterns come from the app's routes, not from URLs; bounded all the same).
+ * A route registered for every method (`facts.allMethods`) is `ALL /pattern`, whatever the method:
+ * else each method would be a fresh budget on it.
  */
-export function scopesOf(group: string | undefined): (facts: Pick<RequestFacts, 'method' | 'route'>) => string {
+export function scopesOf(group: string | undefined): (facts: Pick<RequestFacts, 'method' | 'route' | 'allMethods'>) => string {
   if (group !== undefined) return () => group;
   const scopes = new NestedMemo<string>(SCOPES_MAX);
   return (facts) => {
     const route = facts.route;
     if (route === undefined) return UNMATCHED_SCOPE;
-    const hit = scopes.get(facts.method, route);
+    // Keyed on the method word once it is ALL: an all-method route's requests hold one entry, whatever tokens they send.
+    const key = facts.allMethods ? ALL_METHODS : facts.method;
+    const hit = scopes.get(key, route);
     if (hit !== undefined) return hit;
-    const method = facts.method.toUpperCase();
-    // HEAD is GET without a body: one bucket, or HEAD would double a caller's GET quota.
-    const scope = `${method === 'HEAD' ? 'GET' : method} ${route}`;
-    scopes.set(facts.method, route, scope);
+    const scope = `${methodWord(facts.method, facts.allMethods)} ${route}`;
+    scopes.set(key, route, scope);
     return scope;
   };
 }
@@ -36,6 +62,7 @@ export function claimsOnce(store: Store, prefix: string, limits: readonly Resolv
   return (scope) => {
     if (claimed.has(scope)) return;
     claimBuckets(store, prefix, scope, limits, label);
+    if (claimed.size >= CLAIMED_MAX) return;
     claimed.add(scope);
     first?.(scope);
   };

@@ -72,8 +72,8 @@ export interface HttpLimiter<Req = unknown> {
    * source location.
    */
   route(overrides: HttpRateLimitOptions<Req> | false | undefined, label?: string): HttpLimiter<Req> | null;
-  /** The bucket scope: the group, `METHOD /pattern` (HEAD counts as GET), or '<unmatched>' when no route matched. */
-  scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string;
+  /** The bucket scope: the group, `METHOD /pattern` (HEAD counts as GET; `ALL /pattern` for an all-method route; `<other> /pattern` for a token that names no registered method), or '<unmatched>' when no route matched. */
+  scopeOf(facts: Pick<RequestFacts, 'method' | 'route' | 'allMethods'>): string;
   /**
    * Claims this scope's buckets on the store now (else at its first request): throws
    * FG_BUCKET_CONFLICT when another limiter counts them under another definition. Adapters that
@@ -129,7 +129,7 @@ export interface Pipeline<Req> {
   readonly enforced: FormatHeadersOptions;
   readonly served: FormatHeadersOptions;
   /** The bucket scope of a request; see HttpLimiter.scopeOf. */
-  scopeOf(facts: Pick<RequestFacts, 'method' | 'route'>): string;
+  scopeOf(facts: Pick<RequestFacts, 'method' | 'route' | 'allMethods'>): string;
   /** Claims a scope's buckets the first time it is seen (FG_BUCKET_CONFLICT on a clash). */
   claim(scope: string): void;
   /** The limiter for an identity: its plan's (resolveKey's `limits`) or the route's. */

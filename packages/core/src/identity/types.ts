@@ -17,6 +17,12 @@ export interface RequestFacts {
   /** The matched route pattern ('/users/:id'), never the raw URL; undefined when none matched. */
   readonly route: string | undefined;
   /**
+   * True when the matched route answers every method (Express `app.all`, @koa/router `all`, Fastify
+   * `all`, Hono `app.all`, Nest `@All()`): its bucket is `ALL /pattern`, whatever the method, so a
+   * client cannot buy a fresh budget by changing it. Left out: the route's bucket is per method.
+   */
+  readonly allMethods?: boolean;
+  /**
    * How the framework's trust-proxy setting makes `ip`: 'none' (the socket's peer; proxy headers
    * are ignored), 'some' (a hop count or a list of proxies), 'all' (every proxy is trusted: `ip` is
    * the first X-Forwarded-For entry, which the client writes). Undefined: not known, not checked.
