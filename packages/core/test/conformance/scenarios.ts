@@ -912,5 +912,39 @@ const SCENARIOS: readonly Scenario[] = [
       for (const lease of [a.lease, b.lease, c.lease]) await lease?.release();
     },
   },
+  {
+    // Issue 40, row 3: a lease of 4,000 slots or more made the script fail (Lua's unpack of 2 x cost values).
+    name: 'concurrency: leases of 4,000, 10,000 (the most one request takes) and 7,999 slots decided exactly, renewed and released; 10,001 refused as never admissible',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 1_000_000, windowMs: 60_000, concurrency: { limit: 50_000, leaseMs: 10_000 } });
+      const slots = (d: Decision) => limitOf(d, 'concurrency');
+      const a = await expectDecision('cost 4,000', l.consume('s', { cost: 4_000 }), { allowed: true, remaining: 996_000 });
+      expect(slots(a)).toMatchObject({ allowed: true, remaining: 46_000 });
+      const b = await expectDecision('cost 10,000', l.consume('s', { cost: 10_000 }), { allowed: true, remaining: 986_000 });
+      expect(slots(b)).toMatchObject({ allowed: true, remaining: 36_000 });
+      const c = await expectDecision('cost 7,999', l.consume('s', { cost: 7_999 }), { allowed: true, remaining: 978_001 });
+      expect(slots(c)).toMatchObject({ allowed: true, remaining: 28_001 });
+      // Within the limit's 28,001 free slots, but above what one lease takes: refused, nothing charged.
+      let d = await expectDecision('cost 10,001', l.consume('s', { cost: 10_001 }), { allowed: false, reason: 'cost-exceeds-limit', retryAfterMs: -1 });
+      expect(slots(d)).toMatchObject({ allowed: false, remaining: 28_001 });
+      d = await expectDecision('peek 10,001', l.peek('s', { cost: 10_001 }), { allowed: false, reason: 'cost-exceeds-limit' });
+      expect(limitOf(d, 'default')).toMatchObject({ remaining: 978_001 });
+      const key = `${subjectKey(l.options.prefix, '', 's')}:concurrency.cc`;
+      const limits = [{ algorithm: 'concurrency' as const, capacity: 50_000, leaseMs: 10_000 }];
+      ctx.clock.advance(6_000);
+      const renewed = await ctx.store.evaluate({ keys: [key], limits, cost: 10_000, mode: 'renew', token: b.lease!.token });
+      expect(renewed.results[0]).toMatchObject({ allowed: true, remaining: 28_001 });
+      ctx.clock.advance(5_000); // T0 + 11 s: a and c expired, b renewed until T0 + 16 s
+      d = await expectDecision('b alone held', l.peek('s'), { allowed: true });
+      expect(slots(d)).toMatchObject({ remaining: 39_999 });
+      const released = await ctx.store.evaluate({ keys: [key], limits, cost: 10_000, mode: 'release', token: b.lease!.token });
+      expect(released.results[0]).toMatchObject({ allowed: true, remaining: 50_000 });
+      // A release naming more slots than any lease holds gives back the lease's, and nothing more.
+      const e = await expectDecision('cost 10,000 again', l.consume('s', { cost: 10_000 }), { allowed: true });
+      const huge = await ctx.store.evaluate({ keys: [key], limits, cost: 1_000_000_000, mode: 'release', token: e.lease!.token });
+      expect(huge.results[0]).toMatchObject({ allowed: true, remaining: 50_000 });
+      for (const lease of [a.lease, c.lease, e.lease]) await lease?.release();
+    },
+  },
   ...CALENDAR_SCENARIOS,
 ];
