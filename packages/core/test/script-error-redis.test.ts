@@ -1,0 +1,136 @@
+// Issue 40, row 3 on a real redis-server: one request's script failure is its own answer, never its coalesced call's, and never a store failure for the breaker.
+import { createLimiter, RedisStore, subjectKey, type Decision, type Limiter } from '../src';
+import { serverWithClient } from './support/redis-clients';
+
+const redis = serverWithClient();
+const rnd = () => `se-${Math.random().toString(36).slice(2, 10)}`;
+
+interface Logged {
+  readonly lines: string[];
+  readonly logger: { warn(message: string): void; error(message: string): void };
+}
+function logged(): Logged {
+  const lines: string[] = [];
+  return { lines, logger: { warn: (m) => void lines.push(m), error: (m) => void lines.push(m) } };
+}
+
+/** A limiter on a fresh prefix, failing open (what an attacker would like a script error to buy), one instance. */
+function limiterOn(prefix: string, log: Logged, options: { algorithm?: 'fixed-window' | 'sliding-window-log'; concurrency?: number; limit?: number } = {}): Limiter {
+  return createLimiter({
+    store: new RedisStore({ client: redis.client, timeoutMs: 5_000 }),
+    prefix,
+    algorithm: options.algorithm ?? 'fixed-window',
+    limit: options.limit ?? 1_000,
+    windowMs: '1h',
+    concurrency: options.concurrency === undefined ? undefined : { limit: options.concurrency },
+    failMode: 'open',
+    instances: 1,
+    blockCacheSize: 0,
+    logger: log.logger,
+  });
+}
+
+/** Consumes for every subject in one turn of the event loop ('turn' coalescing: one script call), and counts the script calls the store made for them. */
+async function oneTurn(limiter: Limiter, requests: readonly (readonly [string, number])[]): Promise<{ decisions: Decision[]; scripts: number }> {
+  const calls = () => limiter.health().stores[0].scriptCalls?.calls ?? 0;
+  const before = calls();
+  const decisions = await Promise.all(requests.map(([subject, cost]) => limiter.consume(subject, { cost })));
+  const scripts = calls() - before;
+  for (const d of decisions) await d.lease?.release();
+  return { decisions, scripts };
+}
+
+const view = (d: Decision) => ({ allowed: d.allowed, reason: d.reason, degraded: d.degraded });
+
+describe('a request whose script fails, coalesced with other subjects', () => {
+  it('a lease of 5,000 slots in one call with two other subjects: every request decided by Redis, the breaker untouched (the issue\'s probe)', async () => {
+    const log = logged();
+    const limiter = limiterOn(rnd(), log, { concurrency: 20_000, limit: 1_000_000 });
+    const seen: string[] = [];
+    for (let call = 1; call <= 5; call++) {
+      const { decisions, scripts } = await oneTurn(limiter, [
+        ['a', 1],
+        ['big', 5_000],
+        ['b', 1],
+      ]);
+      seen.push(`call ${call}: ${scripts} script call(s), ${decisions.map((d) => d.reason).join(' ')}`);
+    }
+    const { breaker, consecutiveFailures } = limiter.health().stores[0];
+    // Before the fix: 'call 1: 1 script call(s), fail-open fail-open fail-open' ... and the breaker open after the fifth.
+    expect({ seen, breaker, consecutiveFailures, logged: log.lines }).toEqual({
+      seen: [1, 2, 3, 4, 5].map((call) => `call ${call}: 1 script call(s), allowed allowed allowed`),
+      breaker: 'closed',
+      consecutiveFailures: 0,
+      logged: [],
+    });
+  });
+
+  it.each([
+    ['lease key holds another type (WRONGTYPE)', 'concurrency' as const],
+    ['log holds a corrupt sequence member (a Lua error in the script)', 'sliding-window-log' as const],
+  ])('a subject whose %s fails alone: the others get Redis\'s decisions, it gets its local share (never fail-open), five such calls leave the breaker closed, logged once', async (_, kind) => {
+    const prefix = rnd();
+    const log = logged();
+    const limiter = kind === 'concurrency' ? limiterOn(prefix, log, { concurrency: 100 }) : limiterOn(prefix, log, { algorithm: 'sliding-window-log' });
+    const base = subjectKey(prefix, '', 'bad');
+    // The sequence member's name must hold a number: '#x' makes the script do arithmetic on nil
+    // (after its ZREM, which Redis keeps: a script's writes are not rolled back; so again before each call).
+    const corrupt = () =>
+      kind === 'concurrency' ? redis.client.set(`${base}:concurrency.cc`, 'not a lease set') : redis.client.zadd(`${base}:default.swl`, '-inf', '#x');
+    const requests = [
+      ['good-1', 1],
+      ['bad', 1],
+      ['good-2', 1],
+      ['bad', 1],
+      ['good-3', 2],
+    ] as const;
+    for (let call = 1; call <= 5; call++) {
+      await corrupt();
+      const { decisions, scripts } = await oneTurn(limiter, requests);
+      expect({ call, scripts }).toEqual({ call, scripts: 1 });
+      expect({ call, decisions: decisions.map(view) }).toEqual({
+        call,
+        decisions: [
+          { allowed: true, reason: 'allowed', degraded: false },
+          { allowed: true, reason: 'fail-local', degraded: true },
+          { allowed: true, reason: 'allowed', degraded: false },
+          { allowed: true, reason: 'fail-local', degraded: true },
+          { allowed: true, reason: 'allowed', degraded: false },
+        ],
+      });
+      // Each good subject counted by Redis once per call, in order: its own figures.
+      expect(decisions[0].limits[0].remaining).toBe(1_000 - call);
+      expect(decisions[4].limits[0].remaining).toBe(1_000 - 2 * call);
+    }
+    const health = limiter.health().stores[0];
+    expect(health).toMatchObject({ breaker: 'closed', consecutiveFailures: 0, scriptErrors: 10 });
+    expect(health.errors).toMatchObject({ timeout: 0, connection: 0, other: 0 });
+    expect(log.lines).toHaveLength(1);
+    expect(log.lines[0]).toMatch(/the script failed for one subject .*FG_STORE_SCRIPT/);
+    // The bad subject's local share is a limit: 1,000 (one instance), counted in this instance's memory.
+    await corrupt();
+    const local = await limiter.consume('bad', { cost: 1_000 });
+    expect(view(local)).toEqual({ allowed: false, reason: 'fail-local', degraded: true });
+  });
+
+  it('a refusal of the server itself still fails the whole call, as a store failure (OOM under noeviction)', async () => {
+    const log = logged();
+    const limiter = limiterOn(rnd(), log);
+    await redis.client.config('SET', 'maxmemory', '1');
+    try {
+      const { decisions } = await oneTurn(limiter, [
+        ['a', 1],
+        ['b', 1],
+      ]);
+      expect(decisions.map(view)).toEqual([
+        { allowed: true, reason: 'fail-open', degraded: true },
+        { allowed: true, reason: 'fail-open', degraded: true },
+      ]);
+    } finally {
+      await redis.client.config('SET', 'maxmemory', '0');
+    }
+    const health = limiter.health().stores[0];
+    expect(health).toMatchObject({ scriptErrors: 0, consecutiveFailures: 2 });
+    expect(health.errors.oom).toBe(2);
+  });
+});
