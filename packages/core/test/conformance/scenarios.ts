@@ -428,6 +428,25 @@ const SCENARIOS: readonly Scenario[] = [
       await expectDecision('entries out of the window give nothing', l.peek('s'), { allowed: false, remaining: 0 });
     },
   },
+  {
+    // Issue 40, row 3's other per-unit script: one ZSET entry per unit, written and removed in slices.
+    name: 'sliding-window-log at its largest limit (10,000): one request of 10,000 units, its refund, a reservation of 10,000 settled at 1 and one of 1 settled at 10,000 (a debit of 9,999) decided exactly',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-log', limit: 10_000, windowMs: 60_000, settle: {} });
+      const at = await charged(ctx, l, 's', 10_000, { remaining: 0 });
+      await expectDecision('full', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 60_000 });
+      await refunded(l, 's', at, 10_000);
+      await expectDecision('all 10,000 back', l.peek('s', { cost: 10_000 }), { allowed: true, remaining: 0 });
+      ctx.clock.advance(1_000);
+      const big = await l.reserve('s', { cost: 10_000 });
+      expect(big.decision).toMatchObject({ allowed: true, remaining: 0, degraded: false });
+      expect(await big.settle(1)).toMatchObject({ settled: true, charged: 1, limits: [{ remaining: 9_999 }] });
+      const small = await l.reserve('s', { cost: 1 });
+      expect(await small.settle(10_000)).toMatchObject({ settled: true, charged: 10_000, limits: [{ remaining: 0 }] });
+      // 10,001 entries in the window: one more than the limit, so the oldest must leave before one more fits.
+      await expectDecision('in debt by one', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 60_000 });
+    },
+  },
   ...(['token-bucket', 'gcra'] as const).map(
     (algorithm): Scenario => ({
       name: `${algorithm}: a refund after a refill stops at the burst`,
