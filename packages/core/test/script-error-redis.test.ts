@@ -134,3 +134,26 @@ describe('a request whose script fails, coalesced with other subjects', () => {
     expect(health.errors.oom).toBe(2);
   });
 });
+
+describe('what a large lease costs Redis (printed, not asserted: the basis of the 10,000-slot bound)', () => {
+  it('acquire and release of leases of 1, 4,000 and 10,000 slots: each admitted and released, its script time printed', async () => {
+    const limiter = limiterOn(rnd(), logged(), { concurrency: 50_000, limit: 1_000_000 });
+    const usec = async () => {
+      const info = await redis.client.info('commandstats');
+      const line = /cmdstat_evalsha:calls=(\d+),usec=(\d+)/.exec(info);
+      return line ? { calls: Number(line[1]), usec: Number(line[2]) } : { calls: 0, usec: 0 };
+    };
+    await limiter.peek('warm'); // loads the script (NOSCRIPT, then EVAL) outside the figures
+    const figures: string[] = [];
+    for (const cost of [1, 4_000, 10_000]) {
+      const before = await usec();
+      const d = await limiter.consume(`lease-${cost}`, { cost });
+      const acquired = await usec();
+      expect({ cost, allowed: d.allowed, degraded: d.degraded }).toEqual({ cost, allowed: true, degraded: false });
+      expect(await d.lease!.release()).toBe(true);
+      const released = await usec();
+      figures.push(`${cost} slots: acquire ${acquired.usec - before.usec} us, release ${released.usec - acquired.usec} us`);
+    }
+    console.log(`row 3 | Redis script time (INFO commandstats) | ${figures.join(' | ')}`);
+  });
+});
