@@ -1,8 +1,16 @@
 // Issue 40, row 3 on a real redis-server: one request's script failure is its own answer, never its coalesced call's, and never a store failure for the breaker.
-import { createLimiter, RedisStore, subjectKey, type Decision, type Limiter } from '../src';
-import { serverWithClient } from './support/redis-clients';
+import { createLimiter, RedisStore, subjectKey, type Decision, type Limiter, type RedisClient } from '../src';
+import { CLIENT_KINDS, connectClient, serverWithClient, type ClientKind, type ConnectedClient } from './support/redis-clients';
 
 const redis = serverWithClient();
+// Each client RedisStore takes reads the reply's -1 and error text its own way: every one is asked.
+const clients = new Map<ClientKind, ConnectedClient>();
+beforeAll(async () => {
+  for (const kind of CLIENT_KINDS) clients.set(kind, await connectClient(kind, redis.server));
+});
+afterAll(async () => {
+  for (const connected of clients.values()) await connected.close();
+});
 const rnd = () => `se-${Math.random().toString(36).slice(2, 10)}`;
 
 interface Logged {
@@ -15,9 +23,13 @@ function logged(): Logged {
 }
 
 /** A limiter on a fresh prefix, failing open (what an attacker would like a script error to buy), one instance. */
-function limiterOn(prefix: string, log: Logged, options: { algorithm?: 'fixed-window' | 'sliding-window-log'; concurrency?: number; limit?: number } = {}): Limiter {
+function limiterOn(
+  prefix: string,
+  log: Logged,
+  options: { algorithm?: 'fixed-window' | 'sliding-window-log'; concurrency?: number; limit?: number; client?: RedisClient } = {},
+): Limiter {
   return createLimiter({
-    store: new RedisStore({ client: redis.client, timeoutMs: 5_000 }),
+    store: new RedisStore({ client: options.client ?? redis.client, timeoutMs: 5_000 }),
     prefix,
     algorithm: options.algorithm ?? 'fixed-window',
     limit: options.limit ?? 1_000,
@@ -65,13 +77,16 @@ describe('a request whose script fails, coalesced with other subjects', () => {
     });
   });
 
-  it.each([
-    ['lease key holds another type (WRONGTYPE)', 'concurrency' as const],
-    ['log holds a corrupt sequence member (a Lua error in the script)', 'sliding-window-log' as const],
-  ])('a subject whose %s fails alone: the others get Redis\'s decisions, it gets its local share (never fail-open), five such calls leave the breaker closed, logged once', async (_, kind) => {
+  it.each(
+    CLIENT_KINDS.flatMap((client) => [
+      [client, 'lease key holds another type (WRONGTYPE)', 'concurrency' as const],
+      [client, 'log holds a corrupt sequence member (a Lua error in the script)', 'sliding-window-log' as const],
+    ]),
+  )('%s: a subject whose %s fails alone: the others get Redis\'s decisions, it gets its local share (never fail-open), five such calls leave the breaker closed, logged once', async (clientKind, _, kind) => {
     const prefix = rnd();
     const log = logged();
-    const limiter = kind === 'concurrency' ? limiterOn(prefix, log, { concurrency: 100 }) : limiterOn(prefix, log, { algorithm: 'sliding-window-log' });
+    const client = clients.get(clientKind)!.client;
+    const limiter = kind === 'concurrency' ? limiterOn(prefix, log, { concurrency: 100, client }) : limiterOn(prefix, log, { algorithm: 'sliding-window-log', client });
     const base = subjectKey(prefix, '', 'bad');
     // The sequence member's name must hold a number: '#x' makes the script do arithmetic on nil
     // (after its ZREM, which Redis keeps: a script's writes are not rolled back; so again before each call).
@@ -111,6 +126,28 @@ describe('a request whose script fails, coalesced with other subjects', () => {
     await corrupt();
     const local = await limiter.consume('bad', { cost: 1_000 });
     expect(view(local)).toEqual({ allowed: false, reason: 'fail-local', degraded: true });
+  });
+
+  it.each([false, 'in-flight'] as const)('coalesce %s: the subject whose script fails gets fail-local, the others Redis\'s decisions, the breaker counts nothing', async (coalesce) => {
+    const prefix = rnd();
+    const log = logged();
+    const limiter = createLimiter({
+      store: new RedisStore({ client: redis.client, timeoutMs: 5_000, coalesce }),
+      prefix,
+      limit: 10,
+      windowMs: '1h',
+      concurrency: { limit: 5 },
+      failMode: 'open',
+      instances: 1,
+      blockCacheSize: 0,
+      logger: log.logger,
+    });
+    await redis.client.set(`${subjectKey(prefix, '', 'bad')}:concurrency.cc`, 'not a lease set');
+    const requests = Array.from({ length: 6 }, (_, i) => [i % 2 ? 'bad' : 'good', 1] as const);
+    const { decisions } = await oneTurn(limiter, requests);
+    expect(decisions.map((d) => d.reason)).toEqual(['allowed', 'fail-local', 'allowed', 'fail-local', 'allowed', 'fail-local']);
+    expect(limiter.health().stores[0]).toMatchObject({ breaker: 'closed', consecutiveFailures: 0, scriptErrors: 3 });
+    expect(log.lines).toHaveLength(1);
   });
 
   it('a refusal of the server itself still fails the whole call, as a store failure (OOM under noeviction)', async () => {
