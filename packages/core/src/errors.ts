@@ -16,6 +16,7 @@ export type FloodgateErrorCode =
   | 'FG_STORE_UNAVAILABLE'
   | 'FG_STORE_OVERLOADED'
   | 'FG_STORE_REPLY'
+  | 'FG_STORE_SCRIPT'
   | 'FG_STORE_NOPERM'
   | 'FG_STORE_OOM'
   | 'FG_STORE_READONLY';

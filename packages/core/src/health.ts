@@ -27,6 +27,8 @@ export interface StoreHealth {
   readonly slowTimeouts: number;
   /** Requests decided locally because the store had `maxInFlight` calls in flight. */
   readonly shed: number;
+  /** Requests decided locally because the script failed on their own subject (FG_STORE_SCRIPT): not store failures. */
+  readonly scriptErrors: number;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
   /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
@@ -116,6 +118,7 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
         lateAnswers: m.lateAnswers,
         slowTimeouts: m.slowTimeouts,
         shed: m.shed,
+        scriptErrors: m.scriptErrors,
         ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
         ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
       });

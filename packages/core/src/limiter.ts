@@ -9,7 +9,7 @@ import { NestedMemo } from './memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { ResolvedLimit } from './limit';
 import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
-import { isCost, leaseToken, refundAt, requestCost } from './validate';
+import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from './validate';
 import { healthOf, type Health, type HealthSource } from './health';
 import { DecisionTally, metricsFor } from './metrics';
 import { warnOnce } from './warnings';
@@ -209,7 +209,7 @@ class Engine {
   constructor(private readonly resolved: ResolvedLimiterOptions) {
     const { concurrency } = resolved;
     this.limits = concurrency ? [...resolved.limits, concurrency] : resolved.limits;
-    this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit) : resolved.maxCost;
+    this.maxCost = concurrency ? Math.min(resolved.maxCost, concurrency.limit, MAX_LEASE_COST) : resolved.maxCost;
     this.storeLimits = this.limits.map((l) => l.store);
     const clock = resolved.clock ?? monotonic;
     // A lease held to maxHoldMs is a request that did not end (a hung handler, a response never finished): worth one line in the log.

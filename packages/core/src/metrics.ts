@@ -129,6 +129,8 @@ export interface StoreMonitor {
   slowTimeouts: number;
   /** Requests decided locally because the store had `maxInFlight` calls in flight (not store failures). */
   shed: number;
+  /** Requests decided locally because the script failed on their own subject (FG_STORE_SCRIPT; not store failures). */
+  scriptErrors: number;
 }
 
 // Counts kept as plain numbers by their owners, read only when a metric reader collects.

@@ -12,7 +12,7 @@ import { resolveCalendarWindow, type CalendarWindowOptions } from './calendar/ca
 import { storeOption, type Store } from './stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, clockOption, keyPrefix, MAX_UNITS, optionNames, wholeNumber } from './validate';
+import { checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionNames, wholeNumber } from './validate';
 import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from './warnings';
 
 export type { ResolvedLimit } from './limit';
@@ -219,8 +219,8 @@ export function resolveLimits(list: unknown, option = 'limits', defaults: LimitO
   return limits;
 }
 
-/** The smallest limit or burst: the largest cost that can ever be admitted. */
-export const maxCostOf = (limits: readonly ResolvedLimit[]) => Math.min(...limits.map((l) => l.limit));
+/** The smallest limit or burst (an in-flight limit's at most MAX_LEASE_COST): the largest cost that can ever be admitted. */
+export const maxCostOf = (limits: readonly ResolvedLimit[]) => Math.min(...limits.map((l) => (l.algorithm === 'concurrency' ? Math.min(l.limit, MAX_LEASE_COST) : l.limit)));
 
 /**
  * Parses everything createLimiter takes. `where` names the options in errors ('createLimiter',

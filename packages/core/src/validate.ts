@@ -4,6 +4,13 @@ import type { Logger } from './logger';
 
 /** The most units a limit, a burst or a cost can be. */
 export const MAX_UNITS = 1_000_000_000;
+/**
+ * The most slots one request with an in-flight limit takes (a lease's cost), whatever the limit: a
+ * lease is one store entry per slot (concurrency.lua), so one request's writes and Redis time grow
+ * with it. 10,000 keeps a lease's write within a few ms of Redis time; a larger cost is refused
+ * (`cost-exceeds-limit`), never sent as a script Redis would choke on (docs/concurrency.md#cost).
+ */
+export const MAX_LEASE_COST = 10_000;
 /** The most instances (processes, pods) that can share a limit (`instances`, `hotKeys.instances`). */
 export const MAX_INSTANCES = 10_000;
 
@@ -75,7 +82,8 @@ const COST_RANGE = `a whole number from 0 to ${MAX_UNITS}`;
 export function staticCost(option: string, value: unknown, maxCost: number): number {
   if (!isCost(value)) invalidOption(option, value, `${COST_RANGE}, or a function of the request returning one`);
   if (value > maxCost) {
-    invalidOption(option, value, `at most the smallest limit or burst (${maxCost}): a larger cost could never be admitted`);
+    const lease = maxCost === MAX_LEASE_COST ? `, and a request with an in-flight limit takes at most ${MAX_LEASE_COST} slots` : '';
+    invalidOption(option, value, `at most the smallest limit or burst (${maxCost})${lease}: a larger cost could never be admitted`);
   }
   return value;
 }

@@ -1,7 +1,7 @@
 // Calendar windows under the real Redis TIME (no test clock): the script picks the period by its own clock among the boundaries sent, and a period ends at the instant the boundary says, on Redis and on the twin alike.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { createLimiter, MemoryStore, RedisStore, type Store, type StoreLimit, type StoreRequest } from '../src';
+import { createLimiter, MemoryStore, RedisStore, type Store, type StoreLimit, type StoreRequest, type StoreResult } from '../src';
 import { encodeCall, parseReply, resolveLimits, runScript, type SendCommand } from '../src/internal';
 
 let server: RedisServer;
@@ -38,7 +38,7 @@ describe('the script picks the period by Redis TIME', () => {
       const call = encodeCall([request], undefined, Date.now() + skew);
       // The call carries boundaries around the skewed clock, and no test clock: the script reads TIME.
       expect(call.argv[0]).toBe('c');
-      const [result] = parseReply(await runScript(send, call, () => false), call);
+      const [result] = parseReply(await runScript(send, call, () => false), call) as StoreResult[];
       const wall = Date.now();
       expect(Math.abs(result.at - wall)).toBeLessThan(5_000);
       // The period holding Redis's own clock, from the time-zone database.

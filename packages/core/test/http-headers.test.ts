@@ -3,6 +3,7 @@ import { bareDecision, toDecision, type Decision } from '../src/decision';
 import { formatHeaders, retryAfterSeconds } from '../src/headers/format-headers';
 import { problemDetails, QUOTA_EXCEEDED_TYPE } from '../src/headers/problem-details';
 import { resolveLimiterOptions } from '../src/options';
+import { createLimiter, MemoryStore } from '../src';
 
 const limits = resolveLimiterOptions({
   limits: [
@@ -121,6 +122,17 @@ describe('problemDetails', () => {
       detail: 'Too many requests: retry in 2 seconds.',
       'violated-policies': ['burst'],
     });
+  });
+
+  it('says why a cost can never be admitted: the smallest limit, or the 10,000 slots one request may hold', async () => {
+    const store = new MemoryStore();
+    const wide = createLimiter({ store, limit: 1_000_000, windowMs: 60_000, concurrency: { limit: 50_000 } });
+    const overLease = await wide.consume('s', { cost: 20_000 });
+    expect(problemDetails(overLease, 20_000).detail).toBe(
+      'This request costs 20000 units, more than the 10000 slots one request may hold at once: it can never be admitted, so retrying will not help.',
+    );
+    const narrow = createLimiter({ store, limit: 1_000_000, windowMs: 60_000, concurrency: { limit: 5 } });
+    expect(problemDetails(await narrow.consume('s', { cost: 20_000 }), 20_000).detail).toMatch(/more than the limit of 5:/);
   });
 
   it('answers 503 for fail-closed', () => {

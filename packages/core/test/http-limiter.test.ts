@@ -288,6 +288,17 @@ describe('strict option names', () => {
     expect(() => createHttpLimiter({ limits: [{ name: 'a', limit: 50 }, { name: 'b', algorithm: 'token-bucket', burst: 5, refillPerSecond: 1 }], cost: 6 })).toThrow(/\(5\)/);
     expect(() => createHttpLimiter({ limit: 10, cost: 10 })).not.toThrow();
   });
+
+  it('refuses a static cost above what one lease takes (10,000 slots), however large the in-flight limit', () => {
+    const big = { limit: 1_000_000, concurrency: { limit: 50_000 } };
+    expect(() => createHttpLimiter({ ...big, cost: 10_001 })).toThrow(
+      /`cost`: got 10001; expected at most the smallest limit or burst \(10000\), and a request with an in-flight limit takes at most 10000 slots/,
+    );
+    expect(() => createHttpLimiter(big).route({ cost: 20_000 })).toThrow(expect.objectContaining({ code: 'FG_INVALID_OPTION', option: 'cost' }));
+    expect(() => createHttpLimiter({ ...big, cost: 10_000 })).not.toThrow();
+    // Without an in-flight limit, a rate limit's cost is bounded by the limit alone.
+    expect(() => createHttpLimiter({ limit: 1_000_000, cost: 20_000 })).not.toThrow();
+  });
 });
 
 describe('createHttpLimiter', () => {

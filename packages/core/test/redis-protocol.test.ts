@@ -1,5 +1,5 @@
 // The script protocol's encoding and parsing, without Redis: the store's path (encodeGroupsOf over its waiters) writes what encodeGroups writes; EVALSHA's arguments, replies and decisions come out whole, `at` only when charged.
-import type { StoreRequest } from '../src';
+import type { StoreRequest, StoreResult } from '../src';
 import { encodeCall, encodeGroups, encodeGroupsOf, evalArgs, parseReply, resolveLimits, toDecision } from '../src/internal';
 
 const limits = resolveLimits([
@@ -51,7 +51,7 @@ describe('parseReply and toDecision: whole arrays, `at` only when charged', () =
     const call = encodeGroups([[consume('a')], [consume('b'), consume('b')]]);
     // clock, then per request: allowedAll, lockedMs, then per limit: allowed, remaining, resetMs, retryAfterMs
     const reply = [1_000, 1, 0, 1, 9, 1_000, 0, 1, 99, 3_600_000, 0, 1, 0, 1, 9, 900, 0, 1, 99, 3_500_000, 0, 0, 0, 0, 0, 800, 700, 1, 98, 3_400_000, 0];
-    const results = parseReply(reply, call);
+    const results = parseReply(reply, call) as StoreResult[];
     expect(results).toHaveLength(3);
     expect(Object.keys(results)).toEqual(['0', '1', '2']);
     for (const r of results) expect(Object.keys(r.results)).toEqual(['0', '1']);
@@ -64,6 +64,18 @@ describe('parseReply and toDecision: whole arrays, `at` only when charged', () =
       ],
     });
     expect(() => parseReply(reply.slice(1), call)).toThrow(/Unexpected script reply/);
+  });
+
+  it("a request its subject's own error failed (-1 and the error's text) is that request's FG_STORE_SCRIPT; the others parse as ever", () => {
+    const call = encodeGroups([[consume('a')], [consume('b'), consume('b')]]);
+    const failed = 'user_script:12: attempt to perform arithmetic on a nil value';
+    const reply = [1_000, 1, 0, 1, 9, 1_000, 0, 1, 99, 3_600_000, 0, -1, failed, 0, 0, 0, 0, 0, 0, 0, 0, -1, failed, 0, 0, 0, 0, 0, 0, 0, 0];
+    const [a, b1, b2] = parseReply(reply, call);
+    expect(a).toMatchObject({ at: 1_000, allowed: true });
+    for (const b of [b1, b2]) {
+      expect(b).toBeInstanceOf(Error);
+      expect(b).toMatchObject({ code: 'FG_STORE_SCRIPT', message: expect.stringContaining(failed) });
+    }
   });
 
   it('a decision has `at` only when one is given, and the same fields in the same order either way', () => {

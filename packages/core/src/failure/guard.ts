@@ -26,6 +26,9 @@ const SLOW_WINDOW_DEADLINES = 2;
 /** The store refused the call because it has `maxInFlight` calls in flight: busy, not failing. */
 export const isOverload = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'FG_STORE_OVERLOADED';
 
+/** The script failed on this request's own subject; its call answered the others: the store is alive. */
+export const isScriptError = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === 'FG_STORE_SCRIPT';
+
 /**
  * What every call to the shared store goes through, whether it answers through a promise or at
  * once: the breaker's admission, the call count, the duration (only with an SDK), the outcome for
@@ -78,6 +81,9 @@ export class CallBook {
    *   With no answer at all meanwhile it is an outage's timeout: counted, and the failure mode answers.
    * - a timeout while the connection kept answering other calls (answers arrived since this call
    *   began): the store is slow, not gone; counted as a timeout, not against the breaker.
+   * - FG_STORE_SCRIPT (the script failed on this request's own subject, and its call answered the
+   *   others): the store answered, so it counts as an answer, never against the breaker; the
+   *   limiter decides the request locally; the first is logged (scriptErrors in health()).
    * - any other failure, or a timeout with no recent answer: counts against the breaker.
    * The half-open breaker's probe is the exception: its failure always counts, so a dead store is
    * probed again later rather than never. A timed-out call's late answer, when it comes, is
@@ -87,6 +93,12 @@ export class CallBook {
     const { breaker, monitor, reporters } = this.channel;
     const connection = this.channel.runtime.connection;
     const call = admission === 'call';
+    if (isScriptError(error)) {
+      // One subject's own failure, in a call the store answered: an answer (evidence of life), not a failure.
+      if (monitor.scriptErrors++ === 0) reporters.scriptError(error);
+      this.succeeded(started);
+      return error;
+    }
     if (isOverload(error)) {
       if (call && connection.answers > answers) {
         monitor.shed++;

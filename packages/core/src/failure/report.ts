@@ -44,6 +44,23 @@ export class Reporters {
     else this.list.push({ logger, hook, failModes: new Set([failMode]) });
   }
 
+  /**
+   * The first request the script failed on its own subject (FG_STORE_SCRIPT): one line per logger,
+   * once per store; the rest are counted (scriptErrors in health()), never logged per request.
+   */
+  scriptError(error: unknown): void {
+    for (const r of this.list) {
+      try {
+        r.logger.error(
+          `[floodgate] store "${this.store}": the script failed for one subject (${describe(error)}). Such requests are limited from this instance's memory with its share of the limit, whatever the failMode; the store is not counted as failing. Logged once; health() counts them (scriptErrors).`,
+          { store: this.store, error: describe(error) },
+        );
+      } catch {
+        // A broken logger must not break requests.
+      }
+    }
+  }
+
   /** The first failed call of an outage, made by a limiter with this failMode: one line per logger. */
   firstFailure(error: unknown, failMode: FailMode): void {
     for (const r of this.list) reportFirstFailure(error, failMode, this.store, r, this.breaker.options.failureThreshold);

@@ -6,7 +6,7 @@ import type { ResolvedLimit } from '../limit';
 import type { ResolvedLimiterOptions } from '../options';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 import { lateAnswer } from '../deadline';
-import { CallBook, guarded, guardedSync, isOverload } from './guard';
+import { CallBook, guarded, guardedSync, isOverload, isScriptError } from './guard';
 import { createFallback, type Fallback } from './policy';
 import { runtimeFor } from './store-runtime';
 import { fixedFleet, type FleetView } from './fleet';
@@ -96,8 +96,9 @@ export function linkStore(
           }
         }, ignore);
       }
-      // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode.
-      return isOverload(error) ? fallback.local(request) : fallback.decide(request);
+      // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode. Nor
+      // is one subject's script error, which a caller may provoke: never an admission without limit.
+      return isOverload(error) || isScriptError(error) ? fallback.local(request) : fallback.decide(request);
     },
     localLeases: fallback.leases,
     async reset(keys) {

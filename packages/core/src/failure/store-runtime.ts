@@ -33,7 +33,7 @@ export class StoreChannel {
     const store = runtime.store.name;
     this.breaker = new CircuitBreaker(options, clock);
     const errors = Object.fromEntries(STORE_ERROR_KINDS.map((kind) => [kind, 0])) as Record<StoreErrorKind, number>;
-    this.monitor = { store, breaker: this.breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined, lateAnswers: 0, slowTimeouts: 0, shed: 0 };
+    this.monitor = { store, breaker: this.breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined, lateAnswers: 0, slowTimeouts: 0, shed: 0, scriptErrors: 0 };
     this.reporters = new Reporters(this.breaker, store);
   }
 

@@ -1,5 +1,6 @@
 // The default 429 and 503 bodies: RFC 9457 problem details, with the draft's quota-exceeded type.
 import type { Decision } from '../decision';
+import { MAX_LEASE_COST } from '../validate';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** draft-ietf-httpapi-ratelimit-headers-10 s5.1. */
@@ -41,11 +42,14 @@ export function problemDetails(decision: Decision, cost: number, retryAfterSecon
   const violated = decision.limits.filter((l) => !l.allowed).map((l) => l.policy);
   if (decision.retryAfterMs < 0) {
     const smallest = decision.limits.length > 0 ? Math.min(...decision.limits.map((l) => l.limit)) : decision.limit;
+    // An in-flight limit above MAX_LEASE_COST still takes at most that many slots per request (concurrency.md#cost).
+    const lease = decision.limits.some((l) => l.quotaUnit === 'concurrent-requests') && cost > MAX_LEASE_COST && (smallest ?? 0) >= cost;
+    const bound = lease ? `the ${MAX_LEASE_COST} slots one request may hold at once` : `the limit of ${smallest}`;
     return {
       type: QUOTA_EXCEEDED_TYPE,
       title: 'Quota Exceeded',
       status: 429,
-      detail: `This request costs ${cost} units, more than the limit of ${smallest}: it can never be admitted, so retrying will not help.`,
+      detail: `This request costs ${cost} units, more than ${bound}: it can never be admitted, so retrying will not help.`,
       'violated-policies': violated,
     };
   }

@@ -31,6 +31,12 @@
 --           2); else (status 0) a negative delta is refunded as of `at` and a positive one debited
 --           now, past the limit if need be (debt), and the token recorded until at + within. The
 --           status goes where lockedMs goes.
+-- Errors    a subject's own failure (an error of this script on its state or its request, or a key of
+--           another type, WRONGTYPE) fails that subject's requests not yet answered, never the call:
+--           each gets -1 where `allowed` goes and the error's text where lockedMs goes (its limits'
+--           entries 0); the requests before it keep their answers and writes, the groups after it
+--           are decided. A refusal of the server itself (OOM, NOPERM, READONLY, BUSY...: an error
+--           whose text starts with an upper-case code) fails the whole call, as before.
 local mode = ARGV[1]
 local lastArg = #ARGV
 local hasLock, many, now = false, false, nil
@@ -51,6 +57,8 @@ end
 -- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
 local out = { now, 0, 0, 0, 0, 0, 0 }
 local n = 1
+-- `n` after the last request decide() answered in full (see `guarded`).
+local done = 1
 -- One subject's requests: `k0` the index before its first key, `costs` its ARGV entry of costs,
 -- `a0` the ARGV index of its first limit, `limits` their count, `lock` its lock-out (or nil),
 -- `settle` a settle's marker key and window (mode 's', or nil).
@@ -179,6 +187,28 @@ local function decide(k0, costs, a0, limits, lock, settle)
         f1(key1, a1, b1, c1, d1)
       end
     end
+    done = n
+  end
+end
+-- decide(), with a subject's own failure kept to that subject's requests (see Errors above): the
+-- ones it had not answered in full get the error in their place, and the call goes on.
+local function guarded(k0, costs, a0, limits, lock, settle)
+  local start = n
+  done = n
+  local ok, e = pcall(decide, k0, costs, a0, limits, lock, settle)
+  if ok then return end
+  if type(e) == 'table' then e = e.err end
+  e = tostring(e)
+  local code = string.match(e, '^(%u+)[ ]')
+  if code and code ~= 'WRONGTYPE' then error({ err = e }) end
+  local size, left = 2 + 4 * limits, 1
+  for _ in string.gmatch(costs, ',') do left = left + 1 end
+  left = left - (done - start) / size
+  n = done
+  for _ = 1, left do
+    out[n + 1], out[n + 2] = -1, e
+    for i = 3, size do out[n + i] = 0 end
+    n = n + size
   end
 end
 -- A lock-out spec 'after,baseMs,maxMs,forgetMs' and its key.
@@ -193,7 +223,7 @@ if many then
   while arg <= lastArg do
     local header = ARGV[arg]
     if header == '=' then
-      decide(k0, ARGV[arg + 1], la0, lcount, nil)
+      guarded(k0, ARGV[arg + 1], la0, lcount, nil)
       arg = arg + 2
       k0 = k0 + lcount
     else
@@ -204,7 +234,7 @@ if many then
         limits = tonumber(string.sub(header, 1, -2))
         lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
       end
-      decide(k0, ARGV[arg + 1], arg + 2, limits, lock)
+      guarded(k0, ARGV[arg + 1], arg + 2, limits, lock)
       la0, lcount = arg + 2, limits
       arg = arg + 2 + 3 * limits + (lock and 1 or 0)
       k0 = k0 + limits + (lock and 1 or 0)
@@ -221,7 +251,7 @@ else
     limits = limits - 1
     settle = { key = KEYS[limits + 1], within = tonumber(ARGV[3 + 3 * limits]) }
   end
-  decide(0, ARGV[2], 3, limits, lock, settle)
+  guarded(0, ARGV[2], 3, limits, lock, settle)
 end
 flush()
 return out

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { FloodgateError } from '../errors';
+import { FloodgateError, withoutStack } from '../errors';
 import { leaseToken, refundAt } from '../validate';
 import { SETTLE_OUTCOMES } from './store';
 import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
@@ -33,7 +33,9 @@ import type { StoreRequest, StoreResult } from './store';
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
  *             locked out, 0 when not), then per limit: allowed, remaining, resetMs, retryAfterMs (a
  *             refund: 1, what is left, its reset, 0). For 's', lockedMs is the settle's status:
- *             0 applied (allowedAll 1), 1 settled before, 2 too old (allowedAll 0)
+ *             0 applied (allowedAll 1), 1 settled before, 2 too old (allowedAll 0). A request
+ *             its subject's own error failed (see main.lua's Errors): allowedAll -1, the error's
+ *             text where lockedMs goes, 0 per limit; parseReply makes it FG_STORE_SCRIPT
  *
  * Several subjects in one call (encodeGroups): the flag 'M' in ARGV[1] (with the mode, and 'T'),
  * then per group (one subject's requests, as above) its header, the limit count with 'L' when it
@@ -238,8 +240,24 @@ export function evalArgs(call: ScriptCall, head: string): EvalArgs {
   return args as EvalArgs;
 }
 
+/**
+ * A request the script could not decide because of its subject's own error (main.lua's Errors: a
+ * Lua error on its state or cost, a key of another type): its answer alone, never its call's.
+ * Not a store failure (failure/guard.ts): the limiter decides it locally. Made without a stack: an
+ * attacker may cause one per request.
+ */
+export function scriptError(said: string): FloodgateError {
+  const text = said.length > 300 ? `${said.slice(0, 300)}...` : said;
+  return withoutStack(
+    () => new FloodgateError('FG_STORE_SCRIPT', `The Redis script failed for this request's subject (${text}); the other requests of its call were decided.`),
+  );
+}
+
+/** A request's answer in a call's reply: its result, or its subject's own script error. */
+export type ReplyEntry = StoreResult | FloodgateError;
+
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle'>): StoreResult[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle'>): ReplyEntry[] {
   const groups = call.groups ?? [call];
   let expected = 1;
   let requests = 0;
@@ -252,12 +270,16 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
   }
   const now = Number(reply[0]);
   // Arrays made at their final length: pushing onto [] would allocate room for 16 and copy on growth.
-  const out: StoreResult[] = new Array(requests);
+  const out: ReplyEntry[] = new Array(requests);
   let head = 1;
   let o = 0;
   for (const g of groups) {
     const size = 2 + 4 * g.limitCount;
     for (let r = 0; r < g.requestCount; r++, head += size) {
+      if (reply[head] === -1) {
+        out[o++] = scriptError(String(reply[head + 1]));
+        continue;
+      }
       const results: LimitResult[] = new Array(g.limitCount);
       for (let i = 0; i < g.limitCount; i++) {
         const at = head + 2 + 4 * i;

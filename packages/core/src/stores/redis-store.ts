@@ -6,7 +6,7 @@ import { parseDuration } from '../duration';
 import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
 import { StoreTimeout, withDeadline } from '../deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
-import { encodeGroupsOf, parseReply, runScript, scriptFor, type ScriptCall } from './redis-protocol';
+import { encodeGroupsOf, parseReply, runScript, scriptFor, type ReplyEntry, type ScriptCall } from './redis-protocol';
 import { InFlightLane } from './in-flight';
 import { slotOf } from './redis-slot';
 import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from './store';
@@ -88,7 +88,12 @@ const REDIS_STORE_OPTION_NAMES = optionNames<RedisStoreOptions>()(['client', 'ti
 /** See `RedisStoreOptions.coalesce`. */
 export type CoalesceMode = 'turn' | 'in-flight' | false;
 
-const first = (results: StoreResult[]): StoreResult => results[0];
+/** A request's entry of its call's reply as its answer: its result, or its subject's own script error thrown (FG_STORE_SCRIPT). */
+const own = (entry: ReplyEntry): StoreResult => {
+  if (entry instanceof FloodgateError) throw entry;
+  return entry;
+};
+const first = (results: ReplyEntry[]): StoreResult => own(results[0]);
 
 /** A request waiting for its call, with its promise's two ends. One object per request, one shape. */
 class Waiter {
@@ -352,7 +357,7 @@ export class RedisStore implements Store {
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
     if (this.coalesce === false) {
       return this.send([[request]], itself, now).then(first, (error: unknown) => {
-        throw error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part(first) : error;
+        throw error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part(first) : error;
       });
     }
     const key = this.batchKey(request, now);
@@ -471,12 +476,21 @@ export class RedisStore implements Store {
     return this.client.cluster ? `${key}#${slotOf(request.keys[0])}` : key;
   }
 
-  /** One call for the groups, within `budgetMs`; each waiter gets its own result, or the call's error. Rejects when the call failed. */
+  /**
+   * One call for the groups, within `budgetMs`; each waiter gets its own result, or its subject's
+   * own script error (FG_STORE_SCRIPT: that waiter's alone), or the call's error. Rejects when the call failed.
+   */
   private settle(groups: Waiter[][], budgetMs = this.timeoutMs): Promise<void> {
     return this.send(groups, requestOf, groups[0][0].now, budgetMs).then(
       (results) => {
         let at = 0;
-        for (const batch of groups) for (let i = 0; i < batch.length; i++) batch[i].resolve(results[at++]);
+        for (const batch of groups) {
+          for (let i = 0; i < batch.length; i++) {
+            const entry = results[at++];
+            if (entry instanceof FloodgateError) batch[i].reject(entry);
+            else batch[i].resolve(entry);
+          }
+        }
       },
       (error: unknown) => {
         // A timed-out call may still be answered: each waiter's timeout carries its own late result.
@@ -484,7 +498,7 @@ export class RedisStore implements Store {
         for (const batch of groups) {
           for (const w of batch) {
             const index = at++;
-            w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<StoreResult[]>).part((results) => results[index]) : error);
+            w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part((results) => own(results[index])) : error);
           }
         }
         throw error;
@@ -545,7 +559,7 @@ export class RedisStore implements Store {
    * Past the deadline a sent call rejects with a StoreTimeout whose `late` is its results if Redis
    * answers after all; it counts as in flight until Redis answers or the call fails.
    */
-  private send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs = this.timeoutMs): Promise<StoreResult[]> {
+  private send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs = this.timeoutMs): Promise<ReplyEntry[]> {
     let call: ScriptCall;
     try {
       call = encodeGroupsOf(groups, requestOfItem, now);
@@ -577,7 +591,7 @@ export class RedisStore implements Store {
   }
 
   /** Sends one call now, its place in `lane` taken, bounded by what is left of its deadline. */
-  private start(call: ScriptCall, budgetMs: number, lane: InFlightLane): Promise<StoreResult[]> {
+  private start(call: ScriptCall, budgetMs: number, lane: InFlightLane): Promise<ReplyEntry[]> {
     const deadline = { expired: false };
     const answered = runScript(this.client.send, call, () => deadline.expired).then(
       (reply) => {

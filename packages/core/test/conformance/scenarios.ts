@@ -428,6 +428,25 @@ const SCENARIOS: readonly Scenario[] = [
       await expectDecision('entries out of the window give nothing', l.peek('s'), { allowed: false, remaining: 0 });
     },
   },
+  {
+    // Issue 40, row 3's other per-unit script: one ZSET entry per unit, written and removed in slices.
+    name: 'sliding-window-log at its largest limit (10,000): one request of 10,000 units, its refund, a reservation of 10,000 settled at 1 and one of 1 settled at 10,000 (a debit of 9,999) decided exactly',
+    async run(ctx) {
+      const l = ctx.limiter({ algorithm: 'sliding-window-log', limit: 10_000, windowMs: 60_000, settle: {} });
+      const at = await charged(ctx, l, 's', 10_000, { remaining: 0 });
+      await expectDecision('full', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 60_000 });
+      await refunded(l, 's', at, 10_000);
+      await expectDecision('all 10,000 back', l.peek('s', { cost: 10_000 }), { allowed: true, remaining: 0 });
+      ctx.clock.advance(1_000);
+      const big = await l.reserve('s', { cost: 10_000 });
+      expect(big.decision).toMatchObject({ allowed: true, remaining: 0, degraded: false });
+      expect(await big.settle(1)).toMatchObject({ settled: true, charged: 1, limits: [{ remaining: 9_999 }] });
+      const small = await l.reserve('s', { cost: 1 });
+      expect(await small.settle(10_000)).toMatchObject({ settled: true, charged: 10_000, limits: [{ remaining: 0 }] });
+      // 10,001 entries in the window: one more than the limit, so the oldest must leave before one more fits.
+      await expectDecision('in debt by one', l.peek('s'), { allowed: false, remaining: 0, retryAfterMs: 60_000 });
+    },
+  },
   ...(['token-bucket', 'gcra'] as const).map(
     (algorithm): Scenario => ({
       name: `${algorithm}: a refund after a refill stops at the burst`,
@@ -910,6 +929,40 @@ const SCENARIOS: readonly Scenario[] = [
       const released = await ctx.store.evaluate({ keys: [key], limits, cost: 1, mode: 'release', token: a.lease!.token });
       expect(released.results[0]).toMatchObject({ allowed: true, remaining: 1 });
       for (const lease of [a.lease, b.lease, c.lease]) await lease?.release();
+    },
+  },
+  {
+    // Issue 40, row 3: a lease of 4,000 slots or more made the script fail (Lua's unpack of 2 x cost values).
+    name: 'concurrency: leases of 4,000, 10,000 (the most one request takes) and 7,999 slots decided exactly, renewed and released; 10,001 refused as never admissible',
+    async run(ctx) {
+      const l = ctx.limiter({ limit: 1_000_000, windowMs: 60_000, concurrency: { limit: 50_000, leaseMs: 10_000 } });
+      const slots = (d: Decision) => limitOf(d, 'concurrency');
+      const a = await expectDecision('cost 4,000', l.consume('s', { cost: 4_000 }), { allowed: true, remaining: 996_000 });
+      expect(slots(a)).toMatchObject({ allowed: true, remaining: 46_000 });
+      const b = await expectDecision('cost 10,000', l.consume('s', { cost: 10_000 }), { allowed: true, remaining: 986_000 });
+      expect(slots(b)).toMatchObject({ allowed: true, remaining: 36_000 });
+      const c = await expectDecision('cost 7,999', l.consume('s', { cost: 7_999 }), { allowed: true, remaining: 978_001 });
+      expect(slots(c)).toMatchObject({ allowed: true, remaining: 28_001 });
+      // Within the limit's 28,001 free slots, but above what one lease takes: refused, nothing charged.
+      let d = await expectDecision('cost 10,001', l.consume('s', { cost: 10_001 }), { allowed: false, reason: 'cost-exceeds-limit', retryAfterMs: -1 });
+      expect(slots(d)).toMatchObject({ allowed: false, remaining: 28_001 });
+      d = await expectDecision('peek 10,001', l.peek('s', { cost: 10_001 }), { allowed: false, reason: 'cost-exceeds-limit' });
+      expect(limitOf(d, 'default')).toMatchObject({ remaining: 978_001 });
+      const key = `${subjectKey(l.options.prefix, '', 's')}:concurrency.cc`;
+      const limits = [{ algorithm: 'concurrency' as const, capacity: 50_000, leaseMs: 10_000 }];
+      ctx.clock.advance(6_000);
+      const renewed = await ctx.store.evaluate({ keys: [key], limits, cost: 10_000, mode: 'renew', token: b.lease!.token });
+      expect(renewed.results[0]).toMatchObject({ allowed: true, remaining: 28_001 });
+      ctx.clock.advance(5_000); // T0 + 11 s: a and c expired, b renewed until T0 + 16 s
+      d = await expectDecision('b alone held', l.peek('s'), { allowed: true });
+      expect(slots(d)).toMatchObject({ remaining: 39_999 });
+      const released = await ctx.store.evaluate({ keys: [key], limits, cost: 10_000, mode: 'release', token: b.lease!.token });
+      expect(released.results[0]).toMatchObject({ allowed: true, remaining: 50_000 });
+      // A release naming more slots than any lease holds gives back the lease's, and nothing more.
+      const e = await expectDecision('cost 10,000 again', l.consume('s', { cost: 10_000 }), { allowed: true });
+      const huge = await ctx.store.evaluate({ keys: [key], limits, cost: 1_000_000_000, mode: 'release', token: e.lease!.token });
+      expect(huge.results[0]).toMatchObject({ allowed: true, remaining: 50_000 });
+      for (const lease of [a.lease, c.lease, e.lease]) await lease?.release();
     },
   },
   ...CALENDAR_SCENARIOS,

@@ -1,6 +1,7 @@
 // concurrency in memory: the twin of concurrency.lua, step for step (leases held while their expiry is after now).
 import type { LeaseLimit, Twin, TwinWrite } from '../types';
 import { ttl } from '../twin-math';
+import { MAX_LEASE_COST } from '../../validate';
 
 /** The leases of one subject: member ('<token>.<k>') -> the ms it expires at. */
 export interface ConcurrencyState {
@@ -26,13 +27,13 @@ function alive(s: ConcurrencyState | undefined, now: number): Record<string, num
 export const concurrency: Twin<ConcurrencyState, LeaseLimit> = {
   check(s, now, { capacity: cap, leaseMs }, cost, token) {
     const n = held(s, now);
+    if (cost > cap || cost > MAX_LEASE_COST) return { allowed: false, remaining: Math.max(0, cap - n), resetMs: leaseMs, retryAfterMs: -1 };
     if (n + cost <= cap) {
       if (cost === 0) return { allowed: true, remaining: cap - n, resetMs: leaseMs, retryAfterMs: 0 };
       const m = alive(s, now);
       for (let k = 1; k <= cost; k++) m[`${token}.${k}`] = now + leaseMs;
       return { allowed: true, remaining: cap - n - cost, resetMs: leaseMs, retryAfterMs: 0, next: { state: { m }, ttlMs: ttl(leaseMs) } };
     }
-    if (cost > cap) return { allowed: false, remaining: Math.max(0, cap - n), resetMs: leaseMs, retryAfterMs: -1 };
     let first = Infinity;
     for (const member in s!.m) if (s!.m[member] > now && s!.m[member] < first) first = s!.m[member];
     const wait = first - now;
@@ -44,7 +45,8 @@ export const concurrency: Twin<ConcurrencyState, LeaseLimit> = {
   release(s, now, _limit: LeaseLimit, cost, token): TwinWrite<ConcurrencyState> | undefined {
     if (cost === 0 || !s) return undefined;
     const m = { ...s.m };
-    for (let k = 1; k <= cost; k++) delete m[`${token}.${k}`];
+    // No lease has more than MAX_LEASE_COST members (concurrency.lua: the same bound).
+    for (let k = 1; k <= Math.min(cost, MAX_LEASE_COST); k++) delete m[`${token}.${k}`];
     // ZREM keeps the key's TTL, which is past every member's expiry: any TTL past them decides the same.
     let last = 0;
     for (const member in m) last = Math.max(last, m[member]);
@@ -55,7 +57,7 @@ export const concurrency: Twin<ConcurrencyState, LeaseLimit> = {
     const first = s.m[`${token}.1`];
     if (first === undefined || first <= now) return undefined;
     const m = { ...s.m };
-    for (let k = 1; k <= cost; k++) if (m[`${token}.${k}`] !== undefined) m[`${token}.${k}`] = now + leaseMs;
+    for (let k = 1; k <= Math.min(cost, MAX_LEASE_COST); k++) if (m[`${token}.${k}`] !== undefined) m[`${token}.${k}`] = now + leaseMs;
     return { state: { m }, ttlMs: ttl(leaseMs) };
   },
 };

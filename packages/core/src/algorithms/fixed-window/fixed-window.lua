@@ -25,7 +25,8 @@ local function span(now, win)
     end
     start = t
   end
-  return error('fixed-window: the clock ' .. now .. ' is outside the calendar periods ' .. win)
+  -- 'ERR ...': the application's clock, not this subject, is wrong: a failure of the call (main.lua's Errors).
+  return error({ err = 'ERR fixed-window: the clock ' .. now .. ' is outside the calendar periods ' .. win })
 end
 -- The TTL a write of window w sets (see the header): kept from the window's first write (false) with
 -- windowMs, always set for a calendar window.
