@@ -6,7 +6,7 @@ export type { Usage, PolicyUsage } from './usage';
 export type { UsageAnswer, RouteUsage } from './http/types';
 export type { Decision, DecisionReason, LimitDecision } from './decision';
 export type { LimitOptions, LimiterOptions } from './options';
-export { CALENDAR_UNITS } from './calendar/calendar-window';
+export { CALENDAR_UNITS, MAX_TIME_ZONE_LENGTH } from './calendar/calendar-window';
 export type { CalendarUnit, CalendarWindowOptions } from './calendar/calendar-window';
 export type { LockoutOptions } from './lockout';
 export { ALGORITHMS } from './algorithms/registry';
