@@ -132,6 +132,13 @@ describe('the window option', () => {
     }
   });
 
+  it('an unknown option name of 100 KB (a plan from account data) is refused with a message of bounded size', () => {
+    const e = errorOf(make({ every: 'month', ['z'.repeat(100_000)]: 1 }));
+    expect(e.code).toBe('FG_UNKNOWN_OPTION');
+    expect(e.message).toContain('(100000 characters)');
+    expect(e.message.length).toBeLessThan(400);
+  });
+
   it('names an unknown unit, with the unit meant', () => {
     const e = errorOf(make({ every: 'monthly' }));
     expect(e.option).toBe('options.window.every');
