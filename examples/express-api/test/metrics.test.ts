@@ -71,7 +71,10 @@ describe('express-api /metrics and /healthz', () => {
     expect(total(down, 'floodgate_breaker_transitions_total', { floodgate_breaker_state: 'open' })).toBe(1);
     const health = await request(app).get('/healthz');
     expect(health.status).toBe(503);
-    expect(health.body).toMatchObject({ healthy: false, stores: [{ store: 'redis', breaker: 'open', lastError: { kind: 'connection' } }], decisions: { allowed: 12, degraded: 8 } });
+    expect(health.body).toMatchObject({ healthy: false, stores: [{ store: 'redis', status: 'down', breaker: 'open', lastError: { kind: 'connection' } }], decisions: { allowed: 12, degraded: 8 } });
+    // A public route: the store's state and error kind, never the client's or Redis's own words.
+    expect(health.body.stores[0].lastError).not.toHaveProperty('message');
+    expect(health.text).not.toMatch(/Connection is closed|ECONNREFUSED|127\.0\.0\.1/);
     await server.restart();
   });
 });

@@ -58,8 +58,13 @@ export class FloodgateError extends Error {
   }
 }
 
+/** Strings longer than this are shown cut, with their length: a value from request or account data can be any size. */
+const SHOWN_STRING_LENGTH = 200;
+
 function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
+  if (typeof value === 'string') {
+    return value.length > SHOWN_STRING_LENGTH ? `${JSON.stringify(value.slice(0, 64))}... (${value.length} characters)` : JSON.stringify(value);
+  }
   if (typeof value === 'function') return 'a function';
   // JSON would print NaN and Infinity as null.
   if (typeof value === 'number' || typeof value === 'bigint') return String(value);

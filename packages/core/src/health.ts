@@ -2,12 +2,43 @@
 import type { SheddingStats } from './shedding/load-shedder';
 import type { BreakerState } from './failure/breaker';
 import type { FleetView } from './failure/fleet';
+import { invalidOption } from './errors';
+import { checkOptionNames, optionNames, optionsObject } from './validate';
 import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
+
+/**
+ * What `health(options)` shows. The default snapshot is safe for a public `/healthz`: each store's
+ * state, breaker and error kinds, never the store's own words.
+ */
+export interface HealthOptions {
+  /**
+   * Also show the store's raw error message (`lastError.message`) and its configuration warnings'
+   * text (`warnings`): Redis's own words, which can carry script line numbers and hashes, addresses
+   * and configuration. For a private endpoint (an admin port, an authenticated route) only.
+   * Default false.
+   */
+  detail?: boolean;
+}
+
+const HEALTH_OPTION_NAMES = optionNames<HealthOptions>()(['detail']);
+
+/** Parses `health(options)`: whether to show the store's raw words. */
+export function healthDetail(options: HealthOptions | undefined): boolean {
+  const o = optionsObject('health options', options, 'an options object { detail? }');
+  checkOptionNames('health options', o, HEALTH_OPTION_NAMES);
+  if (o.detail !== undefined && typeof o.detail !== 'boolean') invalidOption('health options.detail', o.detail, 'true or false');
+  return o.detail === true;
+}
+
+/** A store's state in one word: 'down' while its breaker is open, 'degraded' while it is failing or probed, else 'ok'. */
+export type StoreStatus = 'ok' | 'degraded' | 'down';
 
 /** One shared store as the limiters see it. */
 export interface StoreHealth {
   /** The store's name ('redis', 'memory', ...). */
   readonly store: string;
+  /** 'down': the breaker is open (the failure mode answers); 'degraded': half-open, or the last call failed; 'ok' otherwise. */
+  readonly status: StoreStatus;
   /** 'closed': calls go to the store; 'open': it is skipped and the failure mode answers; 'half-open': one call probes it. */
   readonly breaker: BreakerState;
   /** Failed calls in a row (0 after any success). */
@@ -17,8 +48,11 @@ export interface StoreHealth {
   /** Store calls made (lease draws included), and those that failed, by kind. */
   readonly calls: number;
   readonly errors: Readonly<Record<StoreErrorKind, number>>;
-  /** The last failure: its kind, message and wall-clock time (ISO 8601); null if none. */
-  readonly lastError: { readonly kind: StoreErrorKind; readonly message: string; readonly at: string } | null;
+  /**
+   * The last failure: its kind (a stable category) and wall-clock time (ISO 8601), and with
+   * `{ detail: true }` the store's own message; null if none.
+   */
+  readonly lastError: { readonly kind: StoreErrorKind; readonly at: string; readonly message?: string } | null;
   /** Wall-clock time of the last answer from the store (ISO 8601); null if none yet. */
   readonly lastSuccessAt: string | null;
   /** Answers that came after their deadline: the store was slow, not gone (docs/failure-modes.md#slow-is-not-down). */
@@ -31,7 +65,9 @@ export interface StoreHealth {
   readonly scriptErrors: number;
   /** Script calls and the requests they carried (coalescing), for stores that count them. */
   readonly scriptCalls?: Readonly<ScriptCallCounts>;
-  /** The store's configuration warnings (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
+  /** How many configuration warnings the store has (RedisStore: the client's, and an evicting maxmemory-policy); absent when none. */
+  readonly warningCount?: number;
+  /** Their text, with `{ detail: true }` only (it names the server's configuration); absent when none. */
   readonly warnings?: readonly string[];
 }
 
@@ -90,8 +126,41 @@ export function recordFailure(monitor: StoreMonitor, error: unknown): StoreError
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
-/** The snapshot of these limiters: stores listed once each, counts summed. */
-export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<KeyLookupCounts>): Health {
+function statusOf(m: StoreMonitor): StoreStatus {
+  if (m.breaker.state === 'open') return 'down';
+  return m.breaker.state === 'half-open' || m.breaker.consecutiveFailures > 0 ? 'degraded' : 'ok';
+}
+
+/** One store's entry; its raw words (error message, warnings' text) only with `detail`. */
+function storeHealthOf(m: StoreMonitor, s: HealthSource, detail: boolean): StoreHealth {
+  const last = m.lastError;
+  const warnings = s.warnings?.length ? s.warnings : undefined;
+  return {
+    store: m.store,
+    status: statusOf(m),
+    breaker: m.breaker.state,
+    consecutiveFailures: m.breaker.consecutiveFailures,
+    retryInMs: m.breaker.msUntilProbe(),
+    calls: m.calls,
+    errors: { ...m.errors },
+    lastError: last ? { kind: last.kind, at: iso(last.at)!, ...(detail ? { message: last.message } : {}) } : null,
+    lastSuccessAt: iso(m.lastSuccessAt),
+    lateAnswers: m.lateAnswers,
+    slowTimeouts: m.slowTimeouts,
+    shed: m.shed,
+    scriptErrors: m.scriptErrors,
+    ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
+    ...(warnings ? { warningCount: warnings.length } : {}),
+    ...(warnings && detail ? { warnings: [...warnings] } : {}),
+  };
+}
+
+/**
+ * The snapshot of these limiters: stores listed once each, counts summed. The stores' raw words
+ * (error messages, warnings' text) only with `{ detail: true }`.
+ */
+export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<KeyLookupCounts>, options?: HealthOptions): Health {
+  const detail = healthDetail(options);
   const stores = new Map<StoreMonitor, StoreHealth>();
   const decisions = { allowed: 0, denied: 0, degraded: 0 };
   let blockCacheHits = 0;
@@ -105,24 +174,7 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
       fleets.set(`${f.learning}\0${f.prefix}`, { prefix: f.prefix, instances: f.instances, learned: f.learning, learnedAt: iso(f.learnedAt), failures: f.failures });
     }
     const m = s.monitor;
-    if (!stores.has(m)) {
-      stores.set(m, {
-        store: m.store,
-        breaker: m.breaker.state,
-        consecutiveFailures: m.breaker.consecutiveFailures,
-        retryInMs: m.breaker.msUntilProbe(),
-        calls: m.calls,
-        errors: { ...m.errors },
-        lastError: m.lastError ? { kind: m.lastError.kind, message: m.lastError.message, at: iso(m.lastError.at)! } : null,
-        lastSuccessAt: iso(m.lastSuccessAt),
-        lateAnswers: m.lateAnswers,
-        slowTimeouts: m.slowTimeouts,
-        shed: m.shed,
-        scriptErrors: m.scriptErrors,
-        ...(s.scriptStats ? { scriptCalls: { ...s.scriptStats } } : {}),
-        ...(s.warnings?.length ? { warnings: [...s.warnings] } : {}),
-      });
-    }
+    if (!stores.has(m)) stores.set(m, storeHealthOf(m, s, detail));
     const t = s.tally.totals();
     decisions.allowed += t.allowed;
     decisions.denied += t.denied;

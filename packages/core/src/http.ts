@@ -8,7 +8,7 @@ export type { RequestFacts } from './identity';
 export type { Decision } from './decision';
 export type { Reservation, SettleResult } from './settle';
 export type { UsageAnswer, UsageRoute, RouteUsage } from './http/types';
-export type { Health } from './health';
+export type { Health, HealthOptions } from './health';
 export { invalidOption, FloodgateError, withoutStack } from './errors';
 export { warnOnce } from './warnings';
 export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';

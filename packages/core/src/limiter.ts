@@ -10,7 +10,7 @@ import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterO
 import type { ResolvedLimit } from './limit';
 import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
 import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from './validate';
-import { healthOf, type Health, type HealthSource } from './health';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from './health';
 import { DecisionTally, metricsFor } from './metrics';
 import { warnOnce } from './warnings';
 import { newSettleToken, type Reservation, type SettleResult } from './settle';
@@ -98,9 +98,10 @@ export interface Limiter {
   /**
    * A snapshot for a health route: the store's circuit breaker state, its last error and when, and
    * counts (decisions by outcome, store calls and errors, block-cache and hot-key figures).
-   * `healthy` is false while the breaker is not closed. See docs/operations.md.
+   * `healthy` is false while the breaker is not closed. The store's raw error message and warnings
+   * only with `{ detail: true }`, for a private endpoint. See docs/operations.md.
    */
-  health(): Health;
+  health(options?: HealthOptions): Health;
   readonly options: ResolvedLimiterOptions;
 }
 
@@ -148,7 +149,7 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
-    health: () => healthOf([engine.healthSource]),
+    health: (options) => healthOf([engine.healthSource], undefined, options),
     async refund(subject, opts = {} as RefundOptions) {
       const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
       const at = refundAt(opts.at);

@@ -218,6 +218,9 @@ function suggest(name: string, known: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const k of known) {
+    // At most 2 edits count, and names that far apart in length are further: skip them, so a
+    // 100 KB name from account data (a plan's options) costs no edit-distance work.
+    if (Math.abs(k.length - lower.length) > 2) continue;
     const d = distance(lower, k.toLowerCase());
     if (d < bestDistance) [best, bestDistance] = [k, d];
   }
@@ -235,9 +238,10 @@ export function checkOptionNames(where: string, options: object, known: readonly
     if (known.includes(name)) continue;
     const meant = suggest(name, known);
     const hint = meant !== undefined ? `did you mean \`${meant}\`?` : PEER_HINTS[name] !== undefined ? `${PEER_HINTS[name]}.` : undefined;
+    const shown = name.length > 200 ? `${name.slice(0, 64)}... (${name.length} characters)` : name;
     throw new FloodgateError(
       'FG_UNKNOWN_OPTION',
-      `Unknown option \`${name}\` in ${where}${hint ? `: ${hint}` : '.'} Valid options: ${known.join(', ')}.`,
+      `Unknown option \`${shown}\` in ${where}${hint ? `: ${hint}` : '.'} Valid options: ${known.join(', ')}.`,
       name,
     );
   }

@@ -1,5 +1,5 @@
 // Calendar windows' periods (the boundaries sent to the script and read by the twin) at instants whose answers are known, and the `window` option's errors.
-import { createIdentify, createLimiter, FloodgateError, type ResolvedKey } from '../src';
+import { createIdentify, createLimiter, FloodgateError, MAX_TIME_ZONE_LENGTH, type ResolvedKey } from '../src';
 import { resolveHttpOptions } from '../src/internal';
 import { resolveCalendarWindow } from '../src/calendar/calendar-window';
 import { instantOf } from '../src/calendar/zoned-time';
@@ -109,6 +109,34 @@ describe('the window option', () => {
     expect(e.message).toContain("did you mean 'America/New_York'?");
     expect(errorOf(make({ every: 'month', timeZone: 'Kolkata' })).message).toContain("did you mean 'Asia/Kolkata'?");
     expect(errorOf(make({ every: 'month', timeZone: 'Mars/Olympus_Mons' })).message).not.toContain('did you mean');
+  });
+
+  it('refuses a time-zone name over 64 characters (a plan from account data) before any lookup or "did you mean" work', () => {
+    // The suggestion starts by listing the platform's zones: not listing them is not doing the work.
+    const listed = jest.spyOn(Intl, 'supportedValuesOf');
+    try {
+      for (const zone of ['x'.repeat(100_000), `America/${'A'.repeat(57)}`]) {
+        const e = errorOf(make({ every: 'month', timeZone: zone }));
+        expect({ code: e.code, option: e.option }).toEqual({ code: 'FG_INVALID_OPTION', option: 'options.window.timeZone' });
+        expect(e.message).toContain(`at most ${MAX_TIME_ZONE_LENGTH} characters (this one has ${zone.length})`);
+        expect(e.message.length).toBeLessThan(400); // the value is shown cut, with its length
+      }
+      expect(listed).not.toHaveBeenCalled();
+      // At the bound, the name is looked up and a suggestion sought as before.
+      const e = errorOf(make({ every: 'month', timeZone: `America/${'A'.repeat(56)}` }));
+      expect(e.message).not.toContain('characters');
+      expect(listed).toHaveBeenCalled();
+      expect(MAX_TIME_ZONE_LENGTH).toBe(64);
+    } finally {
+      listed.mockRestore();
+    }
+  });
+
+  it('an unknown option name of 100 KB (a plan from account data) is refused with a message of bounded size', () => {
+    const e = errorOf(make({ every: 'month', ['z'.repeat(100_000)]: 1 }));
+    expect(e.code).toBe('FG_UNKNOWN_OPTION');
+    expect(e.message).toContain('(100000 characters)');
+    expect(e.message.length).toBeLessThan(400);
   });
 
   it('names an unknown unit, with the unit meant', () => {

@@ -138,9 +138,11 @@ describe('the same options, valid, construct', () => {
     expect(many.options.limits.map((l) => l.name)).toEqual(Array.from({ length: 16 }, (_, i) => `l${i}`));
     const still = createLimiter({ limit: 5, blockCacheSize: 0, clock: () => 0 });
     expect((await still.consume('x')).remaining).toBe(4);
-    // maxKeys 1: a second subject evicts the first, whose count starts again.
+    // maxKeys 1: a second subject evicts the first, whose count starts again; a refused subject's
+    // state is held apart, where other subjects do not evict it (docs/auth.md#lock-outs-under-a-flood).
     const tiny = createLimiter({ store: new MemoryStore({ maxKeys: 1, clock: () => 0 }), limit: 1, blockCacheSize: 0 });
-    expect([(await tiny.consume('a')).allowed, (await tiny.consume('a')).allowed, (await tiny.consume('b')).allowed, (await tiny.consume('a')).allowed]).toEqual([true, false, true, true]);
+    expect([(await tiny.consume('a')).allowed, (await tiny.consume('b')).allowed, (await tiny.consume('a')).allowed]).toEqual([true, true, true]);
+    expect([(await tiny.consume('c')).allowed, (await tiny.consume('c')).allowed, (await tiny.consume('d')).allowed, (await tiny.consume('c')).allowed]).toEqual([true, false, true, false]);
     expect(new RedisStore({ client: idle, timeoutMs: '1m', UNSAFE_testClock: () => 0 }).timeoutMs).toBe(60_000);
   });
 });

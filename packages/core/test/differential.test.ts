@@ -113,11 +113,11 @@ interface MemoryEntry {
   expiresAt: number;
 }
 
-/** MemoryStore's entry for a key (its private LRU, read without touching recency): to compare TTLs. */
+/** MemoryStore's entry for a key (its protected share, else its private LRU, read without touching recency): to compare TTLs. */
 function memoryEntry(store: MemoryStore, key: string): MemoryEntry | undefined {
-  const entries = (store as unknown as { entries?: { peek(key: string): MemoryEntry | undefined } }).entries;
-  if (!entries || typeof entries.peek !== 'function') throw new Error('MemoryStore no longer keeps `entries`: update this test');
-  return entries.peek(key);
+  const { entries, held } = store as unknown as { entries?: { peek(key: string): MemoryEntry | undefined }; held?: { get(key: string): { entry: MemoryEntry } | undefined } };
+  if (!entries || typeof entries.peek !== 'function' || !held || typeof held.get !== 'function') throw new Error('MemoryStore no longer keeps `entries` and `held`: update this test');
+  return held.get(key)?.entry ?? entries.peek(key);
 }
 
 let server: RedisServer;

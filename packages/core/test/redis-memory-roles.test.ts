@@ -42,7 +42,7 @@ describe.each(KINDS)('on %s', (kind) => {
     const limiter = createLimiter({ store: await storeOn(kind, s), prefix: prefix(), limit: 10, windowMs: '1m', failMode: 'closed', logger });
     const decision = await limiter.consume('a');
     expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'fail-closed' });
-    const health = limiter.health().stores[0];
+    const health = limiter.health({ detail: true }).stores[0];
     expect(health.errors).toMatchObject({ oom: 1, other: 0 });
     expect(health.lastError?.kind).toBe('oom');
     expect(health.lastError?.message).toMatch(/^Redis refused the script \(OOM command not allowed/);
@@ -59,7 +59,7 @@ describe.each(KINDS)('on %s', (kind) => {
     const replica = await server({ args: ['--replicaof', master.host, String(master.port)] });
     const limiter = createLimiter({ store: await storeOn(kind, replica), prefix: prefix(), limit: 10, windowMs: '1m', failMode: 'closed', logger: recordingLogger() });
     expect(await limiter.consume('a')).toMatchObject({ allowed: false, reason: 'fail-closed' });
-    const health = limiter.health().stores[0];
+    const health = limiter.health({ detail: true }).stores[0];
     expect(health.errors).toMatchObject({ readonly: 1, other: 0 });
     expect(health.lastError?.message).toMatch(/READONLY You can't write against a read only replica/);
     expect(health.lastError?.message).toContain('Connect through Sentinel or the Cluster client');
@@ -79,7 +79,7 @@ describe.each(KINDS)('on %s', (kind) => {
     expect(evictionWarnings).toHaveLength(1);
     expect(evictionWarnings[0]).toMatch(/^\[floodgate\] RedisStore: Redis's maxmemory-policy is 'allkeys-lru'/);
     expect(evictionWarnings[0]).toContain("Set maxmemory-policy to 'noeviction'");
-    expect(a.health().stores[0].warnings).toEqual([expect.stringContaining("maxmemory-policy is 'allkeys-lru'")]);
+    expect(a.health({ detail: true }).stores[0].warnings).toEqual([expect.stringContaining("maxmemory-policy is 'allkeys-lru'")]);
   });
 
   it('nothing is warned on a Redis that does not evict (noeviction, or no maxmemory), nor when CONFIG is forbidden or renamed', async () => {
@@ -101,7 +101,7 @@ describe.each(KINDS)('on %s', (kind) => {
       const limiter = createLimiter({ store, prefix: prefix(), limit: 10, windowMs: '1m', logger });
       expect({ label: c.label, decision: await limiter.consume('x') }).toMatchObject({ label: c.label, decision: { allowed: true, degraded: false } });
       expect({ label: c.label, policy: await policyRead(store) }).toEqual({ label: c.label, policy: c.policy });
-      expect({ label: c.label, warnings: logger.warnings, health: limiter.health().stores[0].warnings }).toEqual({ label: c.label, warnings: [], health: undefined });
+      expect({ label: c.label, warnings: logger.warnings, health: limiter.health({ detail: true }).stores[0].warnings }).toEqual({ label: c.label, warnings: [], health: undefined });
     }
   });
 });

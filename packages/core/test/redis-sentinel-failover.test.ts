@@ -79,8 +79,8 @@ describe.each(KINDS)('%s', (kind) => {
     expect(await limiter.consume('a')).toMatchObject({ allowed: true, degraded: false });
     await topology.failover();
     // Sentinel closed the demoted master's client connections; the pinned client reconnects to it.
-    await waitFor('a refusal from the demoted master', async () => (await limiter.consume('a')).degraded && limiter.health().stores[0].lastError?.kind === 'readonly');
-    const health = limiter.health().stores[0];
+    await waitFor('a refusal from the demoted master', async () => (await limiter.consume('a')).degraded && limiter.health({ detail: true }).stores[0].lastError?.kind === 'readonly');
+    const health = limiter.health({ detail: true }).stores[0];
     expect(health.errors.readonly).toBeGreaterThan(0);
     expect(health.errors.other).toBe(0);
     expect(health.lastError?.message).toMatch(/READONLY You can't write against a read only replica/);

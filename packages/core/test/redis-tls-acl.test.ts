@@ -115,7 +115,7 @@ describe.each(KINDS)('refused outside the rule, on %s', (kind) => {
     const log = logger();
     const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 2_000 }), prefix: 'elsewhere', limit: 5, windowMs: '1m', failMode: 'closed', logger: log });
     expect(await deny(limiter)).toMatchObject({ allowed: false, degraded: true, reason: 'fail-closed' });
-    const health = limiter.health().stores[0];
+    const health = limiter.health({ detail: true }).stores[0];
     expect(health.errors).toMatchObject({ noperm: 1, other: 0 });
     expect(health.lastError?.message).toMatch(/^Redis refused the script \(NOPERM/);
     expect(health.lastError?.message).toContain(`ACL SETUSER <user> ${aclRule({ prefix: 'elsewhere' })}`);
@@ -130,7 +130,7 @@ describe.each(KINDS)('refused outside the rule, on %s', (kind) => {
       const { client } = await connect(kind, auth);
       const limiter = createLimiter({ store: new RedisStore({ client, timeoutMs: 2_000 }), prefix: PREFIX, limit: 5, windowMs: '1m', failMode: 'closed', logger: logger() });
       expect({ user: auth.username, decision: await deny(limiter) }).toMatchObject({ user: auth.username, decision: { allowed: false, reason: 'fail-closed' } });
-      const health = limiter.health().stores[0];
+      const health = limiter.health({ detail: true }).stores[0];
       expect({ user: auth.username, errors: health.errors }).toMatchObject({ user: auth.username, errors: { noperm: 1, other: 0 } });
       expect(health.lastError?.message).toContain(`Grant it exactly the least-privilege rule: ACL SETUSER <user> ${aclRule({ prefix: PREFIX })}`);
     }

@@ -6,6 +6,7 @@ import {
   type Decision,
   type HttpLimiter,
   type Health,
+  type HealthOptions,
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
@@ -34,7 +35,7 @@ declare global {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Request>;
-export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
+export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** An Express middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends RequestHandler {
@@ -45,7 +46,7 @@ export interface RateLimitMiddleware extends RequestHandler {
    */
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
-  health(): Health;
+  health(options?: HealthOptions): Health;
   /**
    * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
    * /v1/chat', as Express matches them; default: this limiter's group) as JSON, keyed on the
@@ -82,7 +83,7 @@ interface Mark {
   readonly http: HttpLimiter<Request> | null;
 }
 
-function middleware(http: HttpLimiter<Request> | null, health: () => Health, root: object): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Request> | null, health: (options?: HealthOptions) => Health, root: object): RateLimitMiddleware {
   const handler = function floodgate(req: Request, res: Response, next: NextFunction): void {
     if (!http) return next();
     let pattern: string | undefined;

@@ -8,6 +8,7 @@ import {
   type HttpLimiter,
   type HttpResult,
   type Health,
+  type HealthOptions,
   type HttpRateLimitOptions,
   type RequestFacts,
   type Reservation,
@@ -46,7 +47,7 @@ declare module 'fastify' {
   }
   interface FastifyInstance {
     /** The health snapshot of the plugin's limiters (every route's), for a `/healthz` route (docs/operations.md). */
-    rateLimitHealth(): Health;
+    rateLimitHealth(options?: HealthOptions): Health;
     /**
      * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
      * /v1/chat', as declared; default: the plugin's group) as JSON, each route read with its own
@@ -62,7 +63,7 @@ declare module 'fastify' {
   }
 }
 
-export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
+export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 type Hook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
 
@@ -177,7 +178,7 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   if (!fastify.hasRequestDecorator('rateLimit')) fastify.decorateRequest('rateLimit', undefined);
   // The first registration's limiters answer; a second registration keeps the first's health.
   if (!fastify.hasRequestDecorator('floodgate')) fastify.decorateRequest('floodgate', undefined);
-  if (!fastify.hasDecorator('rateLimitHealth')) fastify.decorate('rateLimitHealth', () => http.health());
+  if (!fastify.hasDecorator('rateLimitHealth')) fastify.decorate('rateLimitHealth', (options?: HealthOptions) => http.health(options));
   if (!fastify.hasDecorator('rateLimitUsage')) {
     fastify.decorate('rateLimitUsage', (routes?: string[]) => {
       const usage = http.usageRoute(routes);

@@ -4,6 +4,7 @@ import {
   isThenable,
   type Decision,
   type Health,
+  type HealthOptions,
   type HttpLimiter,
   type HttpRateLimitOptions,
   type HttpResult,
@@ -34,7 +35,7 @@ declare module 'hono' {
  * and where the client IP comes from (`getConnInfo`, `trustProxy`). See docs/adapters.md.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context> & ClientIpOptions;
-export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
+export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 export type { ClientIpOptions } from './client-ip';
 
 /** Hono middleware that also makes route-level middlewares from its own options. */
@@ -45,7 +46,7 @@ export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: Rate
    */
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
-  health(): Health;
+  health(options?: HealthOptions): Health;
   /**
    * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
    * /v1/chat', as Hono matches them; default: this limiter's group) as JSON, keyed on the identity
@@ -185,7 +186,7 @@ function keepHeaders(c: Context, headers: HttpResult['headers']): void {
   for (let i = 0; i < headers.length; i++) c.header(headers[i][0], headers[i][1]);
 }
 
-function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: () => Health, root: object): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => string | undefined, ipOptions: ClientIpOptions, health: (options?: HealthOptions) => Health, root: object): RateLimitMiddleware {
   const apiKeyHeaders = http ? http.options.identity.headers : [];
   // Hono's trust-proxy setting is this package's own option: as the frameworks' settings are read for the others.
   const trustProxy = trustOf(ipOptions);

@@ -6,6 +6,7 @@ import {
   type Decision,
   type HttpLimiter,
   type Health,
+  type HealthOptions,
   type HttpRateLimitOptions,
   type HttpResult,
   type RequestFacts,
@@ -31,7 +32,7 @@ declare module 'koa' {
  * See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions = HttpRateLimitOptions<Context>;
-export type { Decision, Health, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
+export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** Koa middleware that also makes route-level middlewares from its own options. */
 export interface RateLimitMiddleware extends Middleware {
@@ -41,7 +42,7 @@ export interface RateLimitMiddleware extends Middleware {
    */
   route(overrides: RateLimitOptions | false): RateLimitMiddleware;
   /** The health snapshot of this limiter and every route made from it, for a `/healthz` route (docs/operations.md). */
-  health(): Health;
+  health(options?: HealthOptions): Health;
   /**
    * Middleware for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
    * /v1/chat', as @koa/router matches them; default: this limiter's group) as JSON, keyed on the
@@ -142,7 +143,7 @@ function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> 
 
 const DONE: Promise<undefined> = Promise.resolve(undefined);
 
-function middleware(http: HttpLimiter<Context> | null, health: () => Health, root: object): RateLimitMiddleware {
+function middleware(http: HttpLimiter<Context> | null, health: (options?: HealthOptions) => Health, root: object): RateLimitMiddleware {
   // Not an async function: a decision that needed no waiting (the memory store, a blocked caller)
   // goes on to next() in the same turn, with no promise of its own. It always returns a promise.
   const mw = function floodgate(ctx: Context, next: Next): Promise<unknown> {

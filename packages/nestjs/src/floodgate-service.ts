@@ -8,6 +8,7 @@ import {
   settleOnFinish,
   withoutStack,
   type Health,
+  type HealthOptions,
   type HttpLimiter,
   type HttpResult,
   type RouteUsage,
@@ -62,8 +63,8 @@ export class FloodgateService {
   }
 
   /** The health snapshot of this module's limiters (every route's), for a `/healthz` route (docs/operations.md). */
-  health(): Health {
-    return this.http.health();
+  health(options?: HealthOptions): Health {
+    return this.http.health(options);
   }
 
   /**

@@ -86,7 +86,17 @@ function knownZones(): readonly string[] {
   return supported ? [...supported('timeZone'), 'UTC'] : ['UTC'];
 }
 
-/** The zone a misspelt one most likely meant: same city (`Kolkata`, `new york`), or one edit away per 4 letters. */
+/**
+ * The longest time-zone name accepted (IANA's are under 40 characters). Checked before any lookup or
+ * "did you mean" work, so a name that comes from account data (a plan's `window`) costs bounded work.
+ */
+export const MAX_TIME_ZONE_LENGTH = 64;
+
+/**
+ * The zone a misspelt one most likely meant: same city (`Kolkata`, `new york`), or one edit away per
+ * 4 letters. Called with at most MAX_TIME_ZONE_LENGTH characters; the edit distance is computed only
+ * against names whose length is within the edits allowed (a longer gap cannot be that close).
+ */
 function suggestZone(value: string): string | undefined {
   const norm = (s: string) => s.toLowerCase().replace(/[\s-]+/g, '_');
   const want = norm(value);
@@ -98,18 +108,24 @@ function suggestZone(value: string): string | undefined {
   for (const region of new Set(zones.map((z) => z.split('/')[0]))) {
     if (region !== 'UTC' && knownZone(`${region}/${spelt}`) !== undefined) return `${region}/${spelt}`;
   }
+  const allowed = Math.max(1, Math.floor(value.length / 4));
   let best: string | undefined;
   let bestDistance = Infinity;
   for (const z of zones) {
-    const d = distance(want, norm(z));
+    const name = norm(z);
+    if (Math.abs(name.length - want.length) > allowed) continue;
+    const d = distance(want, name);
     if (d < bestDistance) [best, bestDistance] = [z, d];
   }
-  return bestDistance <= Math.max(1, Math.floor(value.length / 4)) ? best : undefined;
+  return bestDistance <= allowed ? best : undefined;
 }
 
 function zoneOf(option: string, value: unknown): string {
   if (value === undefined) return 'UTC';
-  const zone = typeof value === 'string' && value.length <= 64 ? knownZone(value) : undefined;
+  if (typeof value === 'string' && value.length > MAX_TIME_ZONE_LENGTH) {
+    return invalidOption(`${option}.timeZone`, value, `an IANA time zone name of at most ${MAX_TIME_ZONE_LENGTH} characters (this one has ${value.length}), such as 'America/New_York'`);
+  }
+  const zone = typeof value === 'string' ? knownZone(value) : undefined;
   if (zone !== undefined) return zone;
   const meant = typeof value === 'string' ? suggestZone(value) : undefined;
   return invalidOption(

@@ -1,5 +1,5 @@
 // Every limiter and key cache built from one createHttpLimiter (routes, groups, plans, extra keys), for one health snapshot.
-import { healthOf, type Health, type HealthSource } from '../health';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from '../health';
 import { identifyFrom, type Identify } from '../identity';
 import type { EngineLimiter } from '../limiter';
 import { metricsFor, type KeyLookupCounts } from '../metrics';
@@ -52,8 +52,8 @@ export class Family {
     return this.counters.get(scope);
   }
 
-  health(): Health {
-    const health = healthOf(this.sources, this.keyLookups);
+  health(options?: HealthOptions): Health {
+    const health = healthOf(this.sources, this.keyLookups, options);
     return this.shedder ? { ...health, shedding: this.shedder.stats } : health;
   }
 }

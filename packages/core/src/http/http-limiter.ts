@@ -81,7 +81,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     scopeOf: pipe.scopeOf,
     claim: pipe.claim,
     usageRoute: (routes) => usageRouteOf(pipe, routes, 'usageRoute routes'),
-    health: () => family.health(),
+    health: (options) => family.health(options),
   };
   return api;
 }

@@ -1,7 +1,7 @@
 // The HTTP pipeline's shapes: what an adapter gets back, the limiter it holds, and what the steps share (one built pipeline, one request's context).
 import type { Decision } from '../decision';
 import type { FormatHeadersOptions, HeaderPair } from '../headers/format-headers';
-import type { Health } from '../health';
+import type { Health, HealthOptions } from '../health';
 import type { Identify, Identity, RequestFacts } from '../identity';
 import type { EngineLimiter, Limiter } from '../limiter';
 import type { Family } from './family';
@@ -90,9 +90,10 @@ export interface HttpLimiter<Req = unknown> {
   /**
    * A snapshot for a health route, over this limiter and every route, group, plan and extra-key
    * limiter built from the same `rateLimit(...)`: per store the breaker state, last error and
-   * counts. `healthy` is false while any store's breaker is not closed. See docs/operations.md.
+   * counts. `healthy` is false while any store's breaker is not closed. The stores' raw error
+   * messages and warnings only with `{ detail: true }`, for a private endpoint. See docs/operations.md.
    */
-  health(): Health;
+  health(options?: HealthOptions): Health;
 }
 
 /** What createHttpLimiter is told besides the options. */

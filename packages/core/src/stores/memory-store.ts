@@ -7,6 +7,7 @@ import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, whole
 import { lockView, strike, type LockState } from '../lockout';
 import type { LimitResult } from '../algorithms/types';
 import type { SettleOutcome, Store, StoreRequest, StoreResult } from './store';
+import { ProtectedShare, type HoldKind } from './protected-share';
 
 export interface MemoryStoreOptions {
   /**
@@ -14,11 +15,18 @@ export interface MemoryStoreOptions {
    * lost, so keep it above your number of concurrently active callers x limits). Default 100_000.
    */
   maxKeys?: number;
+  /**
+   * Most states of refused subjects held apart from `maxKeys`, where other callers' traffic cannot
+   * evict them: a subject's denying limit states while it is refused, and its lock-out while in
+   * force (docs/auth.md#lock-outs-under-a-flood). Full, a new refusal takes the place of the one that
+   * ends first if it ends later, and warns once. Default 10_000 (about 3 MB at most, docs/security.md).
+   */
+  maxProtectedKeys?: number;
   /** The clock in ms. Default `Date.now`. Inject one for deterministic tests and simulations. */
   clock?: () => number;
 }
 
-const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>()(['maxKeys', 'clock']);
+const MEMORY_STORE_OPTION_NAMES = optionNames<MemoryStoreOptions>()(['maxKeys', 'maxProtectedKeys', 'clock']);
 
 interface Entry {
   state: unknown;
@@ -30,13 +38,22 @@ export class MemoryStore implements Store {
   /** Never waits on I/O, so the limiter adds no deadline to its calls. */
   readonly timeoutMs = 0;
   private readonly entries: LRUCache<string, Entry>;
+  /** Refused subjects' states, out of plain traffic's reach (protected-share.ts). */
+  private readonly held: ProtectedShare<Entry>;
   private readonly clock: () => number;
+  private readonly warningListeners: ((warning: string) => void)[] = [];
+  private overflowed = false;
+  private readonly warningList: string[] = [];
+  /** Warnings found so far (a full protected share); read by the health snapshot. */
+  readonly warnings: readonly string[] = this.warningList;
 
   constructor(options: MemoryStoreOptions = {}) {
-    if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('MemoryStore', options, 'an options object { maxKeys?, clock? }');
+    if (!options || typeof options !== 'object' || Array.isArray(options)) invalidOption('MemoryStore', options, 'an options object { maxKeys?, maxProtectedKeys?, clock? }');
     checkOptionNames('MemoryStore options', options, MEMORY_STORE_OPTION_NAMES);
     const maxKeys = wholeNumber('maxKeys', options.maxKeys ?? 100_000, 1, 100_000_000);
+    const maxProtectedKeys = wholeNumber('maxProtectedKeys', options.maxProtectedKeys ?? 10_000, 1, 100_000_000);
     this.entries = new LRUCache<string, Entry>({ max: maxKeys });
+    this.held = new ProtectedShare<Entry>(maxProtectedKeys, (key, entry) => this.entries.set(key, entry), () => this.warnFull(maxProtectedKeys));
     this.clock = clockOption('clock', options.clock) ?? Date.now;
   }
 
@@ -55,37 +72,49 @@ export class MemoryStore implements Store {
     if (request.mode === 'release' || request.mode === 'renew') {
       const { writes, results } = leaseTwins(states, limits, cost, now, leaseToken(request.token), request.mode);
       writes.forEach((write, i) => {
-        if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+        if (write) this.put(keys[i], { state: write.state, expiresAt: now + write.ttlMs }, now);
       });
       return { at: now, allowed: true, results };
     }
     if (at !== undefined) {
       const { writes, results } = refundTwins(states, limits, cost, now, at);
       writes.forEach((write, i) => {
-        if (write === null) this.entries.delete(keys[i]);
-        else if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+        if (write === null) this.drop(keys[i]);
+        else if (write) this.put(keys[i], { state: write.state, expiresAt: now + write.ttlMs }, now);
       });
       return { at: now, allowed: true, results };
     }
     const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now, request.token);
     // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
     // the limits deny is a strike.
+    // A refused subject's states go to the protected share for as long as the refusal lasts, where
+    // other callers' traffic cannot evict them (docs/auth.md#lock-outs-under-a-flood).
+    const refused = !admitted && request.mode === 'consume';
+    let refusedMs = 0;
+    if (refused) {
+      for (let i = 0; i < checks.length; i++) {
+        if (checks[i].allowed) continue;
+        refusedMs = Math.max(refusedMs, checks[i].retryAfterMs);
+        this.holdLive(keys[i], now + checks[i].retryAfterMs, 'block', now);
+      }
+    }
     const lock = request.lockout;
     let lockedMs = 0;
     if (lock) {
       const view = lockView(this.live(lock.key, now)?.state as LockState | undefined, now, lock);
       lockedMs = view.lockedMs;
-      if (lockedMs === 0 && !admitted && request.mode === 'consume') {
+      if (lockedMs === 0 && refused) {
         const next = strike(view.strikes, now, lock);
-        this.entries.set(lock.key, { state: next.state, expiresAt: now + next.ttlMs });
         lockedMs = next.lockedMs;
-      }
+        const hold = lockedMs > 0 ? ({ until: now + lockedMs, kind: 'lock' } as const) : ({ until: now + refusedMs, kind: 'block' } as const);
+        this.put(lock.key, { state: next.state, expiresAt: now + next.ttlMs }, now, hold);
+      } else if (lockedMs > 0) this.holdLive(lock.key, now + lockedMs, 'lock', now);
     }
     const allowed = admitted && lockedMs === 0;
     const results: LimitResult[] = new Array(checks.length);
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
-      if (allowed && request.mode === 'consume' && check.next) this.entries.set(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs });
+      if (allowed && request.mode === 'consume' && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
       results[i] = { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
     }
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
@@ -112,17 +141,32 @@ export class MemoryStore implements Store {
     }
     for (const [t, until] of record) if (until <= now) record.delete(t);
     record.set(token, at + settle.withinMs);
-    this.entries.set(settle.key, { state: record, expiresAt: now + ttl(settle.withinMs) });
+    this.put(settle.key, { state: record, expiresAt: now + ttl(settle.withinMs) }, now);
     const { writes, results } = settleTwins(states, limits, settle.actual - request.cost, now, at);
     writes.forEach((write, i) => {
-      if (write === null) this.entries.delete(keys[i]);
-      else if (write) this.entries.set(keys[i], { state: write.state, expiresAt: now + write.ttlMs });
+      if (write === null) this.drop(keys[i]);
+      else if (write) this.put(keys[i], { state: write.state, expiresAt: now + write.ttlMs }, now);
     });
     return { at: now, allowed: true, results, settled: outcome };
   }
 
-  /** A key's entry, or undefined when absent or expired (then dropped). Reading it makes it the most recently used. */
+  /**
+   * A key's entry, or undefined when absent or expired (then dropped). Reading it makes it the most
+   * recently used; a protected entry whose hold has ended goes back to the plain LRU.
+   */
   private live(key: string, now: number): Entry | undefined {
+    const held = this.held.get(key);
+    if (held) {
+      if (held.entry.expiresAt <= now) {
+        this.held.delete(key);
+        return undefined;
+      }
+      if (held.until <= now) {
+        this.held.delete(key);
+        this.entries.set(key, held.entry);
+      }
+      return held.entry;
+    }
     const entry = this.entries.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt <= now) {
@@ -132,12 +176,55 @@ export class MemoryStore implements Store {
     return entry;
   }
 
+  /**
+   * Writes a key's entry: to the protected share when `hold` ends later than now (or while a hold
+   * on it lasts), else to the plain LRU. A full share that refuses the hold leaves it in the plain LRU.
+   */
+  private put(key: string, entry: Entry, now: number, hold?: { until: number; kind: HoldKind }): void {
+    if (hold && hold.until > now && this.held.hold(key, entry, Math.min(hold.until, entry.expiresAt), hold.kind, now)) {
+      this.entries.delete(key);
+      return;
+    }
+    const held = this.held.get(key);
+    if (held && held.until > now) {
+      held.entry = entry;
+      return;
+    }
+    if (held) this.held.delete(key);
+    this.entries.set(key, entry);
+  }
+
+  /** Holds a key's live entry, if it has one, until `until` (its refusal's end). */
+  private holdLive(key: string, until: number, kind: HoldKind, now: number): void {
+    const entry = this.live(key, now);
+    if (entry) this.put(key, entry, now, { until, kind });
+  }
+
+  private drop(key: string): void {
+    this.held.delete(key);
+    this.entries.delete(key);
+  }
+
+  /** Once per store: the protected share was full and a refusal lost its place or found none. */
+  private warnFull(max: number): void {
+    if (this.overflowed) return;
+    this.overflowed = true;
+    const warning = `MemoryStore: the protected share is full (maxProtectedKeys ${max}): a refused or locked-out subject's state was left where other callers' traffic can evict it; raise maxProtectedKeys (docs/auth.md#lock-outs-under-a-flood)`;
+    this.warningList.push(warning);
+    for (const listener of this.warningListeners) listener(warning);
+  }
+
+  /** Calls `listener` with each warning found after construction (a full protected share); the limiter logs each once. */
+  onWarning(listener: (warning: string) => void): void {
+    this.warningListeners.push(listener);
+  }
+
   async reset(keys: readonly string[]): Promise<void> {
-    for (const key of keys) this.entries.delete(key);
+    for (const key of keys) this.drop(key);
   }
 
   /** How many subjects' states are held now (expired ones may still count until read). */
   get size(): number {
-    return this.entries.size;
+    return this.entries.size + this.held.size;
   }
 }
