@@ -79,6 +79,45 @@ function ipIdentities(o: ResolvedIdentityOptions, warnings: Warnings): (ip: unkn
   };
 }
 
+/** Lookup failures, written once per outage (see `Warnings.rearm`): the first failure after a success. */
+class LookupOutage {
+  private failing = false;
+  constructor(
+    private readonly o: ResolvedIdentityOptions,
+    private readonly warnings: Warnings,
+  ) {}
+
+  failed(outcome: Extract<LookupOutcome, { ok: false }>): void {
+    if (this.failing) return;
+    this.failing = true;
+    this.warnings.rearm('FG_RESOLVE_KEY_FAILED'); // once per outage, not once per process
+    const why =
+      outcome.why === 'timeout'
+        ? `resolveKey took longer than resolveTimeoutMs (${this.o.timeoutMs} ms)`
+        : outcome.why === 'saturated'
+          ? `keyCache.maxInFlight (${this.o.maxInFlight}) lookups were in flight at once`
+          : 'resolveKey failed';
+    this.warnings.warn('FG_RESOLVE_KEY_FAILED', `${why}; requests use the last cached answer, else their IP.`, outcome.why === 'error' ? outcome.error : undefined);
+  }
+
+  recovered(): void {
+    this.failing = false;
+  }
+}
+
+/**
+ * Without `resolveKey`: only a key in the header `unverifiedKeys: { trust }` names is a caller of
+ * its own (a gateway in front verified that one header); a key in any other header names nobody,
+ * so it must not buy a budget: the request is its client IP's.
+ */
+function unverified(o: ResolvedIdentityOptions, byIp: (ip: unknown) => Identity, facts: RequestFacts, ip: unknown): Identity {
+  if (o.trustedHeader !== undefined) {
+    const trusted = findApiKey(facts.headers, [o.trustedHeader], o.maxApiKeyLength);
+    if (trusted.found) return { subject: `key:${trusted.digest}`, kind: 'api-key', keyStatus: 'unverified' };
+  }
+  return { ...byIp(ip), keyStatus: 'unverified' };
+}
+
 /** The `resolveKey` cache of these options (none without resolveKey). */
 function keyCacheOf(o: ResolvedIdentityOptions, warnings: Warnings): KeyCache | undefined {
   if (!o.resolveKey) return undefined;
@@ -111,7 +150,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
   const cache = keyCacheOf(o, warnings);
   if (cache) onKeyCache?.(cache.stats);
   const proxy = new ProxyChecks(o);
-  let lookupsFailing = false;
+  const outage = new LookupOutage(o, warnings);
 
   /** Who the caller is for this answer: a known key is its own bucket; anything else is its client IP's. */
   function fromRecord(record: KeyRecord, subject: string, ip: unknown, status: 'unknown' | 'unchecked' = 'unknown'): Identity {
@@ -124,38 +163,11 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     return o.unknownKey === 'reject' ? { ...own, keyStatus: status, rejected: 'unknown-key' } : { ...own, keyStatus: status };
   }
 
-  /** The first line of a lookup outage (written once per outage; see `Warnings.rearm`). */
-  function lookupsStartFailing(outcome: Extract<LookupOutcome, { ok: false }>): void {
-    if (lookupsFailing) return;
-    lookupsFailing = true;
-    warnings.rearm('FG_RESOLVE_KEY_FAILED'); // once per outage, not once per process
-    const why =
-      outcome.why === 'timeout'
-        ? `resolveKey took longer than resolveTimeoutMs (${o.timeoutMs} ms)`
-        : outcome.why === 'saturated'
-          ? `keyCache.maxInFlight (${o.maxInFlight}) lookups were in flight at once`
-          : 'resolveKey failed';
-    warnings.warn('FG_RESOLVE_KEY_FAILED', `${why}; requests use the last cached answer, else their IP.`, outcome.why === 'error' ? outcome.error : undefined);
-  }
-
   /** A failed, late or refused lookup: the last answer, even expired, over none (an outage should not change who a caller is). */
   function withoutLookup(outcome: Extract<LookupOutcome, { ok: false }>, digest: string, subject: string, ip: unknown): Identity {
-    lookupsStartFailing(outcome);
+    outage.failed(outcome);
     const stale = cache!.last(digest);
     return stale ? fromRecord(stale, subject, ip) : { ...byIp(ip), keyStatus: 'lookup-failed' };
-  }
-
-  /**
-   * Without `resolveKey`: only a key in the header `unverifiedKeys: { trust }` names is a caller of
-   * its own (a gateway in front verified that one header); a key in any other header names nobody,
-   * so it must not buy a budget: the request is its client IP's.
-   */
-  function unverified(facts: RequestFacts, ip: unknown): Identity {
-    if (o.trustedHeader !== undefined) {
-      const trusted = findApiKey(facts.headers, [o.trustedHeader], o.maxApiKeyLength);
-      if (trusted.found) return { subject: `key:${trusted.digest}`, kind: 'api-key', keyStatus: 'unverified' };
-    }
-    return { ...byIp(ip), keyStatus: 'unverified' };
   }
 
   return function identify(facts: RequestFacts, hooks?: IdentifyHooks): Identity | Promise<Identity> {
@@ -164,7 +176,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
     if (!key?.found) return byIp(ip);
     const subject = `key:${key.digest}`;
-    if (!cache) return unverified(facts, ip);
+    if (!cache) return unverified(o, byIp, facts, ip);
     if (key.tooLong) {
       warnings.warn('FG_API_KEY_TOO_LONG', `a request carried an API key longer than maxApiKeyLength (${o.maxApiKeyLength}); it is treated as unknown.`);
       cache.spendLookup(byIp(ip).subject); // an unknown key's answer, like a cached one
@@ -198,7 +210,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
 
     return cache.lookup(key.digest, key.key).then((outcome) => {
       if (!outcome.ok) return withoutLookup(outcome, key.digest, subject, ip);
-      lookupsFailing = false;
+      outage.recovered();
       return fromRecord(outcome.record, subject, ip);
     });
   };
