@@ -294,7 +294,7 @@ describe('a resolveKey that hangs, and keys re-sent after an unknown answer (iss
   }
   /** identify with its key cache's counts in view (the internal in-flight count included). */
   function withStats(options: IdentityOptions) {
-    let stats: { inFlight?: number; lookups: number } = { lookups: 0 };
+    let stats: { inFlight?: number; lookups: number; failures: number } = { lookups: 0, failures: 0 };
     const identify = identifyFrom(resolveIdentityOptions({ ...quiet, ...options }), (s) => void (stats = s));
     return { identify, stats: () => stats };
   }
@@ -312,6 +312,7 @@ describe('a resolveKey that hangs, and keys re-sent after an unknown answer (iss
     expect(stats().inFlight).toBe(100);
     expect(waiting).toHaveLength(100);
     expect(atOnce).toHaveLength(900);
+    expect(stats().failures).toBe(900); // each is a request whose lookup found no free slot (floodgate.key_lookup.failures)
     expect(atOnce.every((id) => id.kind === 'ip' && id.subject.startsWith('ip:10.1.') && id.keyStatus === 'lookup-failed')).toBe(true);
   });
 

@@ -202,7 +202,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     }
     if (!cache.pending(key.digest)) {
       // Lookups in flight are bounded: past the bound, answered as a failed lookup would be, at once.
-      if (cache.full()) return withoutLookup(SATURATED, key.digest, subject, ip);
+      if (cache.full()) return (cache.refused(), withoutLookup(SATURATED, key.digest, subject, ip));
       // Every lookup of a key not known to be verified spends one of its IP's lookups (the refresh of
       // a known key does not: one per key per keyCache.ttlMs, and a revocation must not wait on it).
       if (!last?.known && !cache.spendLookup(byIp(ip).subject)) return predicted;

@@ -80,8 +80,9 @@ export class KeyCache {
   /** Per client IP: lookups (and unknown-key answers) in the current window, and when it started. */
   private readonly budgets: LRUCache<string, { used: number; since: number }>;
   /**
-   * Reads answered within TTL (hits) or not (misses); resolveKey calls started; lookups that threw,
-   * answered badly or timed out; lookups in flight now (at most `maxInFlight`).
+   * Reads answered within TTL (hits) or not (misses); resolveKey calls started; requests whose
+   * lookup threw, answered badly, timed out or found no free slot; lookups in flight now (at most
+   * `maxInFlight`).
    */
   readonly stats = { hits: 0, misses: 0, lookups: 0, failures: 0, inFlight: 0 };
 
@@ -146,7 +147,15 @@ export class KeyCache {
    * deadline); an answer that still comes is cached.
    */
   lookup(digest: string, apiKey: string): Promise<LookupOutcome> {
-    return this.inFlight.get(digest) ?? this.start(digest, apiKey);
+    return (this.inFlight.get(digest) ?? this.start(digest, apiKey)).then((outcome) => {
+      if (!outcome.ok) this.stats.failures++;
+      return outcome;
+    });
+  }
+
+  /** A request answered without a lookup because `maxInFlight` were in flight: counted as a failure. */
+  refused(): void {
+    this.stats.failures++;
   }
 
   private start(digest: string, apiKey: string): Promise<LookupOutcome> {
@@ -168,7 +177,6 @@ export class KeyCache {
       clearTimeout(timer);
       if (this.inFlight.get(digest) === outcome) this.inFlight.delete(digest);
       this.stats.inFlight = this.inFlight.size;
-      if (!result.ok) this.stats.failures++;
       if (result === TIMED_OUT) controller.abort();
       return result;
     });
