@@ -47,10 +47,14 @@ function credentialsMatch(username: unknown, password: unknown): boolean {
   return expected !== undefined && passwordOk;
 }
 
-/** The account a login names, normalised so 'Demo ' and 'demo' are one account; undefined skips the per-account key. */
-function accountOf(ctx: Context): string | undefined {
+/**
+ * The account a login names, normalised so 'Demo ' and 'demo' are one account; none sent skips the
+ * per-account key. Anything else the client put there (an array, an object, null) goes to the
+ * limiter as sent, which answers it 400 (docs/auth.md): never skipped, never a fresh account bucket.
+ */
+function accountOf(ctx: Context): unknown {
   const username = (ctx.request.body as { username?: unknown } | undefined)?.username;
-  return typeof username === 'string' && username.trim() !== '' ? username.trim().toLowerCase().slice(0, 256) : undefined;
+  return typeof username === 'string' ? username.trim().toLowerCase() : username;
 }
 
 export function createApp(options: AppOptions): Koa {

@@ -41,6 +41,18 @@ describe('koa-auth example with Redis up', () => {
     expect(again.headers['ratelimit-remaining']).toBe(String(PUBLIC_LIMIT - 2)); // /products/:id is one bucket
   });
 
+  it('answers 400 to a username sent as an array, an object, null or a boolean: never a guess outside the account limit (issue 40, row 8)', async () => {
+    const app = freshApp({ trustProxy: true });
+    const bodies = [{ username: ['demo'] }, { username: [['demo']] }, { username: { $ne: null } }, { username: null }, { username: true }];
+    const statuses: number[] = [];
+    for (const [i, body] of bodies.entries()) statuses.push((await request(app).post('/login').set('x-forwarded-for', `198.51.100.${i + 1}`).send({ ...body, password: 'wrong' })).status);
+    expect(statuses).toEqual(bodies.map(() => 400));
+    // The account's own budget is untouched by them: the owner still has every attempt.
+    const owner: number[] = [];
+    for (let i = 0; i < FAILURES_PER_ACCOUNT; i++) owner.push((await request(app).post('/login').set('x-forwarded-for', `198.51.100.${50 + i}`).send(wrong)).status);
+    expect(owner).toEqual(Array(FAILURES_PER_ACCOUNT).fill(401));
+  });
+
   it('lets 20 successful logins in a row from one IP through: only failures count', async () => {
     const app = freshApp();
     const statuses: number[] = [];

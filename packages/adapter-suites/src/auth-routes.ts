@@ -106,6 +106,34 @@ export function runAuthRouteSuite(h: AdapterHarness): void {
       expect([await guess('carol', '203.0.113.6'), await guess('carol', '203.0.113.7'), await guess('carol', '203.0.113.8'), await guess('carol', '203.0.113.9')]).toEqual([401, 401, 401, 429]);
     });
 
+    it('answers 400 to an account name the client made an array, object, null, boolean or very long string, and counts a number as its account (issue 40, row 8)', async () => {
+      // The key reads the account from x-account as JSON: what a JSON body parser hands the key
+      // function for {"username": ["victim"]} and the like, without a body parser in every harness.
+      const fromJson = (value: unknown) => {
+        try {
+          return typeof value === 'string' ? (JSON.parse(value) as unknown) : undefined;
+        } catch {
+          return undefined;
+        }
+      };
+      const app = await start({
+        limit: 100,
+        windowMs: '1h',
+        countOnly: 'failed',
+        extraKeys: [{ name: 'account', key: (req: { headers: Record<string, unknown> }) => fromJson(req.headers['x-account']), limit: 3, windowMs: '15m' }],
+      });
+      const guess = (account: unknown, ip: string) =>
+        post(suite().agent, app.port, '/login', { ...FAILED, 'x-account': JSON.stringify(account), 'x-forwarded-for': ip }).then((a) => a.status);
+      const hostile: unknown[] = [['victim'], [['victim']], { username: 'victim' }, null, true, 'v'.repeat(1_025)];
+      const statuses: number[] = [];
+      for (const [i, value] of hostile.entries()) statuses.push(await guess(value, `198.51.100.${i + 1}`));
+      const numbers = [await guess(42, '198.51.100.11'), await guess('42', '198.51.100.12'), await guess(42, '198.51.100.13'), await guess(42, '198.51.100.14')];
+      console.log(`auth | ${h.name} | non-string account names (array, nested array, object, null, boolean, 1025 chars): ${statuses.join(', ')}; 42, '42', 42, 42: ${numbers.join(', ')}`);
+      // Before: each reached the handler (401) with the per-account key skipped.
+      expect(statuses).toEqual(hostile.map(() => 400));
+      expect(numbers).toEqual([401, 401, 401, 429]);
+    });
+
     it('never counts or refuses an allowlisted address, app-wide or per route, nor a request skip() exempts', async () => {
       const app = await start({ limit: 1, skip: (req: { headers: Record<string, unknown> }) => req.headers['x-probe'] === 'internal-secret' }, { allowList: ['203.0.113.0/24'] });
       const listed: number[] = [];

@@ -76,7 +76,7 @@ export function runFaultScenarios(h: AdapterHarness): void {
           // Keys verified upstream (trust): each request's fresh key is a caller of its own. gcra with a
           // one-hour refill, not the 10-minute fixed window: a wall-clock window edge inside a
           // seconds-long outage would legitimately admit a second share.
-          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, algorithm: 'gcra', burst: 10, refillPerSecond: 10 / 3_600, unverifiedKeys: 'trust' } },
+          { method: 'GET', path: '/feed', options: { failMode: 'local', instances: 2, algorithm: 'gcra', burst: 10, refillPerSecond: 10 / 3_600, unverifiedKeys: { trust: 'x-api-key' } } },
         ],
       });
       // Warm up (JIT, connections, script cache) before measuring: a cold process under this load

@@ -118,6 +118,54 @@ export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { flo
       expect(lookups).toEqual(['bad', 'good']);
     });
 
+    it("trusts only the header unverifiedKeys names: an invented Bearer beside the gateway's X-Api-Key buys no bucket (issue 40, row 5)", async () => {
+      const app = await start({ store: new MemoryStore(), ...exactly(3), unverifiedKeys: { trust: 'x-api-key' } }, false);
+      const requests = Array.from({ length: 6 }, (_, i) => ({ 'x-api-key': 'verified-account-1', authorization: `Bearer invented-${i}-${hex()}` }));
+      const statuses = await sendAll(agent, app.port, requests, 1);
+      console.log(`${h.name}: 6 requests, one gateway-verified x-api-key, a fresh invented Bearer each, limit 3: ${count(statuses, 200)} admitted`);
+      expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+      // The bare 'trust' is ambiguous beside two key headers: refused when the app is built.
+      await expect(start({ store: new MemoryStore(), unverifiedKeys: 'trust' }, false)).rejects.toMatchObject({ code: 'FG_INVALID_OPTION', option: 'unverifiedKeys' });
+    });
+
+    it('answers a request at once when keyCache.maxInFlight lookups hang, by its IP (issue 40, row 6)', async () => {
+      let calls = 0;
+      let twoCalled!: () => void;
+      const bothHanging = new Promise<void>((resolve) => (twoCalled = resolve));
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const resolveKey = async (): Promise<ResolvedKey | null> => {
+        if (++calls === 2) twoCalled();
+        await released;
+        return null;
+      };
+      const app = await start({ store: new MemoryStore(), ...exactly(5), resolveKey, resolveTimeoutMs: '1m', keyCache: { maxInFlight: 2 } }, true);
+      const hanging = [get(agent, app.port, { 'x-api-key': 'hang-1', 'x-forwarded-for': '203.0.113.61' }), get(agent, app.port, { 'x-api-key': 'hang-2', 'x-forwarded-for': '203.0.113.62' })];
+      await bothHanging;
+      // A third key while both slots hang: no lookup, no wait; counted against its IP.
+      const third = await sendAll(agent, app.port, Array.from({ length: 7 }, (_, i) => ({ 'x-api-key': `new-${i}`, 'x-forwarded-for': '203.0.113.63' })), 1);
+      expect(calls).toBe(2);
+      expect(third).toEqual([200, 200, 200, 200, 200, 429, 429]);
+      release();
+      expect(await Promise.all(hanging)).toEqual([200, 200]);
+    });
+
+    it('spends the IP\'s lookup budget on keys answered unknown before: one IP re-sending 100 of them costs at most 10 lookups (issue 40, row 6)', async () => {
+      const lookups: string[] = [];
+      const resolveKey = async (key: string): Promise<ResolvedKey | null> => (lookups.push(key), null);
+      // A limit of 50: the IP is not blocked before its budget is spent (a blocked IP costs no lookup anyway).
+      const app = await start({ store: new MemoryStore(), ...exactly(50), resolveKey, keyCache: { unknownTtlMs: 1 } }, true);
+      const keys = Array.from({ length: 100 }, (_, i) => `known-bad-${i}-${hex()}`);
+      // Each key answered unknown once, each from its own IP.
+      await sendAll(agent, app.port, keys.map((k, i) => ({ 'x-api-key': k, 'x-forwarded-for': `198.18.${i >> 8}.${i & 255}` })), 1);
+      expect(lookups).toHaveLength(100);
+      await sleep(5); // their 1 ms answers expire (they stay remembered)
+      const statuses = await sendAll(agent, app.port, keys.map((k) => ({ 'x-api-key': k, 'x-forwarded-for': '203.0.113.64' })), 1);
+      console.log(`${h.name}: one IP re-sending 100 keys answered unknown before: ${lookups.length - 100} lookups (lookupsPerIp 10), ${count(statuses, 200)} admitted (limit 50)`);
+      expect(lookups.length - 100).toBeLessThanOrEqual(10);
+      expect(count(statuses, 200)).toBe(50);
+    });
+
     if (floodTests) describe('a denied caller is answered locally until its block expires (real Redis)', () => {
       let redis: RedisServer;
       let client: Redis;

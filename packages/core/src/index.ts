@@ -40,7 +40,7 @@ export type { ProblemDetails } from './headers/problem-details';
 export { DEFAULT_LIMIT } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export { createIdentify, UNKNOWN_IP_SUBJECT } from './identity';
-export type { RequestFacts, Identity, IdentityOptions, Identify, IdentifyHooks, IdentityWarning, ResolveKey, ResolvedKey } from './identity';
+export type { RequestFacts, Identity, IdentityOptions, Identify, IdentifyHooks, IdentityWarning, ResolveKey, ResolveKeyContext, ResolvedKey } from './identity';
 export type { Health, HealthOptions, StoreHealth, StoreStatus } from './health';
 export { METER_NAME } from './metrics';
 export type { StoreErrorKind, Outcome } from './metrics';

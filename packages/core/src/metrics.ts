@@ -297,7 +297,7 @@ export class FloodgateMetrics {
     counter('floodgate.key_lookup.calls', 'resolveKey lookups started (concurrent requests for one key share one).', '{lookup}', (sums) => {
       for (const k of this.keyLookups) sums.add({}, k.lookups);
     });
-    counter('floodgate.key_lookup.failures', 'Requests whose resolveKey lookup threw, answered badly or timed out.', '{request}', (sums) => {
+    counter('floodgate.key_lookup.failures', 'Requests whose resolveKey lookup threw, answered badly, timed out or found no free slot (keyCache.maxInFlight).', '{request}', (sums) => {
       for (const k of this.keyLookups) sums.add({}, k.failures);
     });
     counter('floodgate.shed', 'Requests shed (503), by priority class and by what shed them (worker: this instance\'s event loop; fleet: the fleet\'s in-flight budget).', '{request}', (sums) => {

@@ -186,6 +186,41 @@ describe('count by outcome, several keys, reset on success', () => {
     expect(await attempt(http, undefined, 401, '10.0.0.4')).toBe('next');
   });
 
+  it('answers 400 to an extra key the client made an array, object, null, boolean or very long string, never skipping it; a number is a key (issue 40, row 8)', async () => {
+    type Body = { username?: unknown };
+    const http = createHttpLimiter<Body>({
+      logger: silent,
+      limit: 100,
+      countOnly: 'failed',
+      extraKeys: [{ name: 'account', key: (req) => req.username, limit: 3 }],
+    });
+    const send = async (username: unknown, ip: string) => {
+      const result = await http.handle(login(undefined, ip), { username });
+      if (result.status === 'next') result.settle?.(401); // the handler refuses the guess
+      await new Promise((r) => setImmediate(r));
+      return result;
+    };
+    // Each would have reached the handler unlimited by the account (the key was skipped).
+    const hostile: unknown[] = [['victim'], [['victim']], { $ne: null }, null, true, 'v'.repeat(1_025), NaN];
+    for (const [i, value] of hostile.entries()) {
+      const result = await send(value, `10.1.0.${i + 1}`);
+      expect(result).toMatchObject({ status: 400, decision: undefined, contentType: 'application/problem+json' });
+      expect(JSON.parse(result.body as string)).toMatchObject({ status: 400, title: 'Bad Request' });
+      expect(result.body as string).not.toContain('victim');
+    }
+    // A number is the account it spells: 42 and '42' share one bucket of 3.
+    expect([(await send(42, '10.2.0.1')).status, (await send('42', '10.2.0.2')).status, (await send(42, '10.2.0.3')).status, (await send('42', '10.2.0.4')).status]).toEqual(['next', 'next', 'next', 429]);
+    // Nothing sent still skips the key (no account named); the 1024-character string is still a key.
+    expect((await send(undefined, '10.3.0.1')).status).toBe('next');
+    expect((await send('', '10.3.0.1')).status).toBe('next');
+    expect((await send('v'.repeat(1_024), '10.3.0.1')).status).toBe('next');
+    // The 400 counts against the IP like any failed request: one IP sending 100 of them is refused past its limit.
+    const small = createHttpLimiter<Body>({ logger: silent, limit: 5, countOnly: 'failed', extraKeys: [{ name: 'account', key: (req) => req.username, limit: 3 }] });
+    const statuses: (number | string)[] = [];
+    for (let i = 0; i < 10; i++) statuses.push((await small.handle(login(undefined, '10.4.0.1'), { username: ['victim', i] })).status);
+    expect(statuses).toEqual([400, 400, 400, 400, 400, 429, 429, 429, 429, 429]);
+  });
+
   it('resetOnSuccess clears the account on a success; a failing key function gives back what was charged', async () => {
     const http = createHttpLimiter<Login>({
       logger: silent,

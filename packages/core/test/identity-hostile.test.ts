@@ -133,7 +133,7 @@ describe('identity under hostile input', () => {
 
   const identifies: [string, () => Identify][] = [
     ['no resolveKey', () => createIdentify({ logger: quietLogger })],
-    ["no resolveKey, unverifiedKeys 'trust'", () => createIdentify({ logger: quietLogger, unverifiedKeys: 'trust' })],
+    ["no resolveKey, unverifiedKeys { trust: 'x-api-key' }", () => createIdentify({ logger: quietLogger, unverifiedKeys: { trust: 'x-api-key' } })],
     ["resolveKey, unknownKey 'ip'", () => createIdentify({ logger: quietLogger, resolveKey, keyCache: { max: 100 } })],
     ["resolveKey, unknownKey 'reject', custom headers", () => createIdentify({ logger: quietLogger, resolveKey, unknownKey: 'reject', apiKeyHeaders: ['x-api-key', 'authorization', 'x-other'], ipv6Subnet: 48 })],
   ];

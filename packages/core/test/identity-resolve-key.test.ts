@@ -1,5 +1,5 @@
 // The resolveKey cache: one lookup per key in flight, TTLs for found and unknown keys, bounds, failures, the block hook.
-import { createIdentify, type Identity, type IdentityOptions, type RequestFacts, type ResolvedKey } from '../src/identity';
+import { createIdentify, identifyFrom, resolveIdentityOptions, type Identity, type IdentityOptions, type RequestFacts, type ResolvedKey } from '../src/identity';
 
 const facts = (key: string | undefined, ip = '203.0.113.7'): RequestFacts => ({
   ip,
@@ -278,5 +278,92 @@ describe('the block hook comes before the lookup', () => {
     identify(facts('k'), { isBlocked });
     identify(facts(undefined), { isBlocked });
     expect(isBlocked).not.toHaveBeenCalled();
+  });
+});
+
+describe('a resolveKey that hangs, and keys re-sent after an unknown answer (issue 40, row 6)', () => {
+  /** A resolveKey that never answers (unless aborted, when it counts the abort and stays silent). */
+  function hanging() {
+    const seen = { calls: 0, aborted: 0 };
+    const resolveKey = (_key: string, context?: { signal: AbortSignal }) => {
+      seen.calls++;
+      context?.signal.addEventListener('abort', () => void seen.aborted++);
+      return new Promise<null>(() => undefined);
+    };
+    return { seen, resolveKey };
+  }
+  /** identify with its key cache's counts in view (the internal in-flight count included). */
+  function withStats(options: IdentityOptions) {
+    let stats: { inFlight?: number; lookups: number; failures: number } = { lookups: 0, failures: 0 };
+    const identify = identifyFrom(resolveIdentityOptions({ ...quiet, ...options }), (s) => void (stats = s));
+    return { identify, stats: () => stats };
+  }
+  /** 1,000 requests, each a fresh key from its own IP (so no IP's lookup budget is what stops them). */
+  const thousand = (round: number) => Array.from({ length: 1_000 }, (_, i) => facts(`invented-${round}-${i}`, `10.${round}.${i >> 8}.${i & 255}`));
+
+  it('keeps lookups in flight at keyCache.maxInFlight; past it a request is answered at once by its IP, never a wait or a budget', () => {
+    const { seen, resolveKey } = hanging();
+    const { identify, stats } = withStats({ resolveKey, resolveTimeoutMs: '1m', keyCache: { maxInFlight: 100 } });
+    const answers = thousand(1).map((f) => identify(f));
+    const waiting = answers.filter((a) => a instanceof Promise);
+    const atOnce = answers.filter((a) => !(a instanceof Promise)) as Identity[];
+    console.log(`row 6 | 1,000 invented keys, resolveKey hangs, maxInFlight 100: ${seen.calls} resolveKey calls, ${stats().inFlight} in flight, ${atOnce.length} answered at once`);
+    expect(seen.calls).toBe(100);
+    expect(stats().inFlight).toBe(100);
+    expect(waiting).toHaveLength(100);
+    expect(atOnce).toHaveLength(900);
+    expect(stats().failures).toBe(900); // each is a request whose lookup found no free slot (floodgate.key_lookup.failures)
+    expect(atOnce.every((id) => id.kind === 'ip' && id.subject.startsWith('ip:10.1.') && id.keyStatus === 'lookup-failed')).toBe(true);
+  });
+
+  it('abandons a hanging lookup at resolveTimeoutMs: its slot is freed and its signal aborted, round after round', async () => {
+    const { seen, resolveKey } = hanging();
+    const { identify, stats } = withStats({ resolveKey, resolveTimeoutMs: 20, keyCache: { maxInFlight: 100 } });
+    for (let round = 1; round <= 3; round++) {
+      const identities = await Promise.all(thousand(round).map((f) => identify(f)));
+      expect(identities.every((id) => id.kind === 'ip' && id.keyStatus === 'lookup-failed')).toBe(true);
+      // Every lookup of this round reached its deadline: none still holds a slot.
+      expect(stats().inFlight).toBe(0);
+    }
+    console.log(`row 6 | 3 rounds of 1,000 invented keys, resolveKey hangs, deadline 20 ms: ${seen.calls} calls, ${seen.aborted} aborted, ${stats().inFlight} in flight after`);
+    expect(seen.calls).toBe(300);
+    expect(seen.aborted).toBe(300);
+  });
+
+  it('spends the IP\'s lookup budget on keys answered unknown before: 100 expired unknown keys from one IP cost at most 10 lookups', async () => {
+    const { clock, advance } = manualClock();
+    const dir = fakeDirectory({});
+    const identify = createIdentify({ ...quiet, clock, resolveKey: dir.resolveKey, keyCache: { unknownTtlMs: '10s' } });
+    // 100 keys, each answered unknown once (from 100 IPs: each spends one of its own budget).
+    for (let i = 0; i < 100; i++) await identify(facts(`known-bad-${i}`, `198.51.100.${i + 1}`));
+    expect(dir.calls).toHaveLength(100);
+    advance(10_001); // the answers expire; they are still remembered
+    const ids: Identity[] = [];
+    for (let i = 0; i < 100; i++) ids.push(await identify(facts(`known-bad-${i}`, '203.0.113.99')));
+    const lookups = dir.calls.length - 100;
+    console.log(`row 6 | one IP re-sending 100 expired unknown keys: ${lookups} lookups (keyCache.lookupsPerIp 10)`);
+    expect(lookups).toBe(10);
+    expect(ids.every((id) => id.subject === 'ip:203.0.113.99')).toBe(true);
+  });
+
+  it('spends it on cached unknown answers too: after 10 of them, a new invented key from that IP is not looked up', async () => {
+    const dir = fakeDirectory({});
+    const identify = createIdentify({ ...quiet, resolveKey: dir.resolveKey });
+    for (let i = 0; i < 10; i++) await identify(facts(`bad-${i}`, `198.51.100.${i + 1}`));
+    for (let i = 0; i < 10; i++) expect(identify(facts(`bad-${i}`, '203.0.113.98'))).toMatchObject({ subject: 'ip:203.0.113.98', keyStatus: 'unknown' });
+    expect(await identify(facts('fresh-invention', '203.0.113.98'))).toEqual({ subject: 'ip:203.0.113.98', kind: 'ip', keyStatus: 'unchecked' });
+    expect(dir.calls).not.toContain('fresh-invention');
+  });
+
+  it('does not spend it on a found key, cached or refreshed (a revocation must not wait on a neighbour\'s budget)', async () => {
+    const { clock, advance } = manualClock();
+    const dir = fakeDirectory({ good: { account: 'g' } });
+    const identify = createIdentify({ ...quiet, clock, resolveKey: dir.resolveKey, keyCache: { ttlMs: '1s', lookupsPerIp: 1 } });
+    expect(await identify(facts('good'))).toMatchObject({ keyStatus: 'known' });
+    for (let i = 0; i < 3; i++) {
+      advance(1_001);
+      expect(await identify(facts('good'))).toMatchObject({ keyStatus: 'known' });
+    }
+    expect(dir.calls).toEqual(['good', 'good', 'good', 'good']);
   });
 });

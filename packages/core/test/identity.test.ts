@@ -33,16 +33,50 @@ describe('an unverified key never buys its own budget', () => {
     expect(subjects.size).toBe(1);
   });
 
-  it("keys each key on its own bucket only when the app says the keys are verified upstream (unverifiedKeys: 'trust')", () => {
-    const trusting = createIdentify({ unverifiedKeys: 'trust' });
+  it("keys each key on its own bucket only when the app says the keys are verified upstream (unverifiedKeys: { trust })", () => {
+    const trusting = createIdentify({ unverifiedKeys: { trust: 'x-api-key' } });
     expect(sync(trusting, facts('10.0.0.1', { 'x-api-key': 'k1' }))).toEqual({ subject: digest('k1'), kind: 'api-key', keyStatus: 'unverified' });
-    expect(() => createIdentify({ unverifiedKeys: 'trust', resolveKey: () => null })).toThrow(/unverifiedKeys.*only without `resolveKey`/);
-    expect(() => createIdentify({ unverifiedKeys: 'yes' as never })).toThrow(/`unverifiedKeys`: got "yes"; expected one of 'ip', 'trust'/);
+    expect(() => createIdentify({ unverifiedKeys: { trust: 'x-api-key' }, resolveKey: () => null })).toThrow(/unverifiedKeys.*only without `resolveKey`/);
+    expect(() => createIdentify({ unverifiedKeys: 'yes' as never })).toThrow(/`unverifiedKeys`: got "yes"; expected 'ip', or \{ trust: '<header>' \}/);
+  });
+
+  it('trusts only the named header: an invented Bearer beside the verified x-api-key never buys a bucket (issue 40, row 5)', () => {
+    const identify = createIdentify({ unverifiedKeys: { trust: 'x-api-key' } });
+    const subjects = new Set<string>();
+    for (let i = 0; i < 6; i++) {
+      // authorization comes first in the default apiKeyHeaders: before the fix, the first header present won.
+      subjects.add(sync(identify, facts('10.0.0.1', { authorization: `Bearer invented-${i}`, 'x-api-key': 'verified-by-gateway' })).subject);
+    }
+    expect([...subjects]).toEqual([digest('verified-by-gateway')]);
+    // A key only in an untrusted header names nobody: the IP's bucket.
+    expect(sync(identify, facts('10.0.0.1', { authorization: 'Bearer invented' }))).toEqual({ subject: 'ip:10.0.0.1', kind: 'ip', keyStatus: 'unverified' });
+    // The header is named in any case; Bearer parsing applies when it is authorization.
+    const bearer = createIdentify({ unverifiedKeys: { trust: 'Authorization' } });
+    expect(sync(bearer, facts('10.0.0.1', { authorization: 'Bearer b1', 'x-api-key': 'invented' })).subject).toBe(digest('b1'));
+    expect(sync(bearer, facts('10.0.0.1', { 'x-api-key': 'invented' })).subject).toBe('ip:10.0.0.1');
+  });
+
+  it("refuses the ambiguous bare 'trust' with several key headers at construction, naming the fix; accepts it with one", () => {
+    let error: unknown;
+    try {
+      createIdentify({ unverifiedKeys: 'trust' });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(FloodgateError);
+    expect(error).toMatchObject({ code: 'FG_INVALID_OPTION', option: 'unverifiedKeys', message: expect.stringContaining("{ trust: 'x-api-key' }") });
+    expect(() => createIdentify({ unverifiedKeys: 'trust', apiKeyHeaders: false })).toThrow(/apiKeyHeaders is false/);
+    expect(() => createIdentify({ unverifiedKeys: { trust: 'x-token' } })).toThrow(/`unverifiedKeys.trust`: got "x-token"; expected one of apiKeyHeaders \(authorization, x-api-key\)/);
+    expect(() => createIdentify({ unverifiedKeys: { trusts: 'x-api-key' } as never })).toThrow(/did you mean `trust`/);
+    // One key header: 'trust' is unambiguous, and keeps working as before.
+    const single = createIdentify({ unverifiedKeys: 'trust', apiKeyHeaders: ['x-api-key'] });
+    expect(sync(single, facts('10.0.0.1', { 'x-api-key': 'k1', authorization: 'Bearer other' })).subject).toBe(digest('k1'));
   });
 });
 
 describe('API key first (keys verified upstream)', () => {
-  const identify = createIdentify({ unverifiedKeys: 'trust' });
+  const identify = createIdentify({ unverifiedKeys: { trust: 'authorization' } });
+  const byApiKey = createIdentify({ unverifiedKeys: { trust: 'x-api-key' } });
 
   it('reads Authorization: Bearer, any case of the scheme, and keys on the digest, never the raw key', () => {
     const a = sync(identify, facts('10.0.0.1', { authorization: 'Bearer sk_live_123' }));
@@ -52,17 +86,9 @@ describe('API key first (keys verified upstream)', () => {
     expect(a.subject).not.toContain('sk_live_123');
   });
 
-  it('reads x-api-key when there is no bearer token, and ignores other Authorization schemes', () => {
-    expect(sync(identify, facts('10.0.0.1', { 'x-api-key': ' k1 ' })).subject).toBe(digest('k1'));
-    const basic = sync(identify, facts('10.0.0.1', { authorization: 'Basic dXNlcjpwYXNz', 'x-api-key': 'k2' }));
-    expect(basic.subject).toBe(digest('k2'));
+  it('reads x-api-key trimmed, and ignores other Authorization schemes', () => {
+    expect(sync(byApiKey, facts('10.0.0.1', { 'x-api-key': ' k1 ' })).subject).toBe(digest('k1'));
     expect(sync(identify, facts('10.0.0.1', { authorization: 'Basic dXNlcjpwYXNz' }))).toEqual({ subject: 'ip:10.0.0.1', kind: 'ip' });
-  });
-
-  it('prefers the first configured header that carries a key', () => {
-    const both = facts('10.0.0.1', { authorization: 'Bearer first', 'x-api-key': 'second' });
-    expect(sync(identify, both).subject).toBe(digest('first'));
-    expect(sync(createIdentify({ apiKeyHeaders: ['x-api-key', 'authorization'], unverifiedKeys: 'trust' }), both).subject).toBe(digest('second'));
   });
 
   it('takes a configured header name in any case, and ignores blank values', () => {
@@ -77,7 +103,7 @@ describe('API key first (keys verified upstream)', () => {
   });
 
   it('takes the first value of a repeated header', () => {
-    expect(sync(identify, facts('10.0.0.1', { 'x-api-key': ['a', 'b'] })).subject).toBe(digest('a'));
+    expect(sync(byApiKey, facts('10.0.0.1', { 'x-api-key': ['a', 'b'] })).subject).toBe(digest('a'));
   });
 });
 

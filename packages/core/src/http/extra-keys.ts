@@ -9,11 +9,14 @@ export interface ExtraKeyOptions<Req = unknown> extends Omit<LimitOptions, 'name
   name: string;
   /**
    * The subject from the request, e.g. `(req) => req.body?.username` (hashed before any store; it
-   * never appears in a key). Undefined or '' skips this key for the request. Where it reads the
-   * body, the limiter must run after the body parser (a route middleware after it; Fastify's
-   * `hook: 'preHandler'`).
+   * never appears in a key). A string of up to 1024 characters or a finite number is the subject
+   * (42 and '42' are one); undefined or '' skips this key for the request (no account named);
+   * anything else (an array, an object, null, a boolean, a longer string: what a client can make
+   * of a JSON body field) is answered 400, counted against the keys before it, never skipped.
+   * Where it reads the body, the limiter must run after the body parser (a route middleware after
+   * it; Fastify's `hook: 'preHandler'`).
    */
-  key: (request: Req) => string | number | undefined | Promise<string | number | undefined>;
+  key: (request: Req) => unknown;
   /**
    * Several limits for this key (as createLimiter's `limits`); else `limit`/`windowMs`/... (its
    * policy is then named after the key); with neither, the route's limits (its own counts).

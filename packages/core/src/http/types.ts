@@ -29,13 +29,13 @@ export interface ResetReport {
 
 /** What an adapter does with one request. */
 export interface HttpResult {
-  /** Undefined for 401 (an unknown API key with `unknownKey: 'reject'`) and for an exempt request (`allowList`, `skip`). */
+  /** Undefined for 400 (a malformed extra key), 401 (an unknown API key with `unknownKey: 'reject'`) and for an exempt request (`allowList`, `skip`). */
   readonly decision: Decision | undefined;
-  /** 'next': serve it (headers still apply); 429: limited; 503: store failed with failMode 'closed'; 401: unknown API key. */
-  readonly status: 'next' | 401 | 429 | 503;
+  /** 'next': serve it (headers still apply); 429: limited; 503: store failed with failMode 'closed'; 401: unknown API key; 400: a malformed extra key (docs/auth.md). */
+  readonly status: 'next' | 400 | 401 | 429 | 503;
   /** Set these on the response in every case, in this order. */
   readonly headers: readonly HeaderPair[];
-  /** For 401, 429 and 503: the body to send; a string when it is the default problem+json. */
+  /** For 400, 401, 429 and 503: the body to send; a string when it is the default problem+json. */
   readonly body?: unknown;
   /** Set when the body is the default problem+json; otherwise the framework picks. */
   readonly contentType?: string;

@@ -10,6 +10,9 @@ import { ProxyChecks } from './proxy-warnings';
 /** Most client addresses whose identity one identify function remembers. */
 const IP_MEMO_MAX = 10_000;
 
+/** The answer when keyCache.maxInFlight lookups are in flight. */
+const SATURATED = Object.freeze({ ok: false, why: 'saturated' }) as Extract<LookupOutcome, { ok: false }>;
+
 /** The one bucket shared by every request without a usable client IP. */
 export const UNKNOWN_IP_SUBJECT = 'ip:unknown';
 
@@ -76,6 +79,45 @@ function ipIdentities(o: ResolvedIdentityOptions, warnings: Warnings): (ip: unkn
   };
 }
 
+/** Lookup failures, written once per outage (see `Warnings.rearm`): the first failure after a success. */
+class LookupOutage {
+  private failing = false;
+  constructor(
+    private readonly o: ResolvedIdentityOptions,
+    private readonly warnings: Warnings,
+  ) {}
+
+  failed(outcome: Extract<LookupOutcome, { ok: false }>): void {
+    if (this.failing) return;
+    this.failing = true;
+    this.warnings.rearm('FG_RESOLVE_KEY_FAILED'); // once per outage, not once per process
+    const why =
+      outcome.why === 'timeout'
+        ? `resolveKey took longer than resolveTimeoutMs (${this.o.timeoutMs} ms)`
+        : outcome.why === 'saturated'
+          ? `keyCache.maxInFlight (${this.o.maxInFlight}) lookups were in flight at once`
+          : 'resolveKey failed';
+    this.warnings.warn('FG_RESOLVE_KEY_FAILED', `${why}; requests use the last cached answer, else their IP.`, outcome.why === 'error' ? outcome.error : undefined);
+  }
+
+  recovered(): void {
+    this.failing = false;
+  }
+}
+
+/**
+ * Without `resolveKey`: only a key in the header `unverifiedKeys: { trust }` names is a caller of
+ * its own (a gateway in front verified that one header); a key in any other header names nobody,
+ * so it must not buy a budget: the request is its client IP's.
+ */
+function unverified(o: ResolvedIdentityOptions, byIp: (ip: unknown) => Identity, facts: RequestFacts, ip: unknown): Identity {
+  if (o.trustedHeader !== undefined) {
+    const trusted = findApiKey(facts.headers, [o.trustedHeader], o.maxApiKeyLength);
+    if (trusted.found) return { subject: `key:${trusted.digest}`, kind: 'api-key', keyStatus: 'unverified' };
+  }
+  return { ...byIp(ip), keyStatus: 'unverified' };
+}
+
 /** The `resolveKey` cache of these options (none without resolveKey). */
 function keyCacheOf(o: ResolvedIdentityOptions, warnings: Warnings): KeyCache | undefined {
   if (!o.resolveKey) return undefined;
@@ -86,6 +128,7 @@ function keyCacheOf(o: ResolvedIdentityOptions, warnings: Warnings): KeyCache | 
     ttlMs: o.ttlMs,
     unknownTtlMs: o.unknownTtlMs,
     timeoutMs: o.timeoutMs,
+    maxInFlight: o.maxInFlight,
     lookupsPerIp: o.lookupsPerIp,
     lookupWindowMs: o.lookupWindowMs,
     clock: o.clock,
@@ -107,7 +150,7 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
   const cache = keyCacheOf(o, warnings);
   if (cache) onKeyCache?.(cache.stats);
   const proxy = new ProxyChecks(o);
-  let lookupsFailing = false;
+  const outage = new LookupOutage(o, warnings);
 
   /** Who the caller is for this answer: a known key is its own bucket; anything else is its client IP's. */
   function fromRecord(record: KeyRecord, subject: string, ip: unknown, status: 'unknown' | 'unchecked' = 'unknown'): Identity {
@@ -120,19 +163,9 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     return o.unknownKey === 'reject' ? { ...own, keyStatus: status, rejected: 'unknown-key' } : { ...own, keyStatus: status };
   }
 
-  /** A failed or late lookup: the last answer, even expired, over none (an outage should not change who a caller is). */
+  /** A failed, late or refused lookup: the last answer, even expired, over none (an outage should not change who a caller is). */
   function withoutLookup(outcome: Extract<LookupOutcome, { ok: false }>, digest: string, subject: string, ip: unknown): Identity {
-    if (!lookupsFailing) {
-      lookupsFailing = true;
-      warnings.rearm('FG_RESOLVE_KEY_FAILED'); // once per outage, not once per process
-      warnings.warn(
-        'FG_RESOLVE_KEY_FAILED',
-        outcome.why === 'timeout'
-          ? `resolveKey took longer than resolveTimeoutMs (${o.timeoutMs} ms); requests use the last cached answer, else their IP.`
-          : 'resolveKey failed; requests use the last cached answer, else their IP.',
-        outcome.why === 'error' ? outcome.error : undefined,
-      );
-    }
+    outage.failed(outcome);
     const stale = cache!.last(digest);
     return stale ? fromRecord(stale, subject, ip) : { ...byIp(ip), keyStatus: 'lookup-failed' };
   }
@@ -143,16 +176,19 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
     const key = o.headers.length > 0 ? findApiKey(facts?.headers, o.headers, o.maxApiKeyLength) : undefined;
     if (!key?.found) return byIp(ip);
     const subject = `key:${key.digest}`;
-    if (!cache) {
-      // Nothing can verify the key: it names nobody, so it must not buy a budget of its own.
-      return o.unverifiedKeys === 'trust' ? { subject, kind: 'api-key', keyStatus: 'unverified' } : { ...byIp(ip), keyStatus: 'unverified' };
-    }
+    if (!cache) return unverified(o, byIp, facts, ip);
     if (key.tooLong) {
       warnings.warn('FG_API_KEY_TOO_LONG', `a request carried an API key longer than maxApiKeyLength (${o.maxApiKeyLength}); it is treated as unknown.`);
+      cache.spendLookup(byIp(ip).subject); // an unknown key's answer, like a cached one
       return fromRecord({ known: false }, subject, ip);
     }
     const fresh = cache.fresh(key.digest);
-    if (fresh) return fromRecord(fresh, subject, ip);
+    if (fresh) {
+      // A key answered unknown spends its IP's budget as a lookup would: repeating known-bad keys is
+      // limited like inventing new ones. A known key's answer is free (nobody can invent one).
+      if (!fresh.known) cache.spendLookup(byIp(ip).subject);
+      return fromRecord(fresh, subject, ip);
+    }
 
     // A lookup would follow. A caller already denied is answered from the block cache, so ask
     // first, with the identity its last answer predicts (a key never seen: its client IP, which is
@@ -164,12 +200,17 @@ export function identifyFrom(o: ResolvedIdentityOptions, onKeyCache?: (stats: Ke
       const counted: Identity = predicted.rejected ? { subject: predicted.subject, kind: predicted.kind, keyStatus: 'unchecked' } : predicted;
       if (hooks.isBlocked(counted)) return counted;
     }
-    // A key never seen spends one of its IP's lookups; past the budget it is not looked up at all.
-    if (!last && !cache.pending(key.digest) && !cache.spendLookup(predicted.subject)) return predicted;
+    if (!cache.pending(key.digest)) {
+      // Lookups in flight are bounded: past the bound, answered as a failed lookup would be, at once.
+      if (cache.full()) return (cache.refused(), withoutLookup(SATURATED, key.digest, subject, ip));
+      // Every lookup of a key not known to be verified spends one of its IP's lookups (the refresh of
+      // a known key does not: one per key per keyCache.ttlMs, and a revocation must not wait on it).
+      if (!last?.known && !cache.spendLookup(byIp(ip).subject)) return predicted;
+    }
 
     return cache.lookup(key.digest, key.key).then((outcome) => {
       if (!outcome.ok) return withoutLookup(outcome, key.digest, subject, ip);
-      lookupsFailing = false;
+      outage.recovered();
       return fromRecord(outcome.record, subject, ip);
     });
   };

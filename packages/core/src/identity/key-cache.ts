@@ -1,4 +1,4 @@
-// The resolveKey cache: found and unknown keys kept apart (a flood of invented keys never evicts a real one), one lookup in flight per key, lookups of unseen keys bounded per IP.
+// The resolveKey cache: found and unknown keys kept apart (a flood of invented keys never evicts a real one), one lookup in flight per key, lookups in flight bounded and abandoned at their deadline, lookups bounded per IP.
 import { LRUCache } from 'lru-cache';
 import { periodOf } from '../algorithms/registry';
 import type { ResolvedLimit } from '../limit';
@@ -15,8 +15,14 @@ export interface ResolvedKey {
   limits?: LimitOptions[];
 }
 
-/** `resolveKey(apiKey)`: a found key's account (and plan), or null/undefined for a key you never issued. */
-export type ResolveKey = (apiKey: string) => ResolvedKey | null | undefined | Promise<ResolvedKey | null | undefined>;
+/** What a lookup is handed beside the key. */
+export interface ResolveKeyContext {
+  /** Aborted when Floodgate stops waiting (`resolveTimeoutMs`): cancel the query with it. */
+  readonly signal: AbortSignal;
+}
+
+/** `resolveKey(apiKey, { signal })`: a found key's account (and plan), or null/undefined for a key you never issued. */
+export type ResolveKey = (apiKey: string, context: ResolveKeyContext) => ResolvedKey | null | undefined | Promise<ResolvedKey | null | undefined>;
 
 /** One cached answer. */
 export type KeyRecord =
@@ -32,7 +38,7 @@ export type KeyRecord =
 
 export type LookupOutcome =
   | { readonly ok: true; readonly record: KeyRecord }
-  | { readonly ok: false; readonly why: 'error' | 'timeout'; readonly error?: unknown };
+  | { readonly ok: false; readonly why: 'error' | 'timeout' | 'saturated'; readonly error?: unknown };
 
 export interface KeyCacheOptions {
   resolveKey: ResolveKey;
@@ -42,8 +48,11 @@ export interface KeyCacheOptions {
   unknownMax: number;
   ttlMs: number;
   unknownTtlMs: number;
+  /** A lookup's deadline: past it the lookup is abandoned (its slot freed, its signal aborted). */
   timeoutMs: number;
-  /** Lookups of keys this cache has never seen, per client IP per `lookupWindowMs`. */
+  /** Lookups in flight at once, over all keys; past it a request is answered without one (see `full`). */
+  maxInFlight: number;
+  /** Lookups (and answers of unknown keys from the cache), per client IP per `lookupWindowMs`. */
   lookupsPerIp: number;
   lookupWindowMs: number;
   clock: () => number;
@@ -59,17 +68,23 @@ class BadResult extends Error {
 }
 
 const UNKNOWN: KeyRecord = { known: false };
+const TIMED_OUT: LookupOutcome = Object.freeze({ ok: false, why: 'timeout' });
 /** Client IPs whose lookup budget is tracked at once; an IP dropped past it starts a fresh budget. */
 const MAX_TRACKED_IPS = 100_000;
 
 export class KeyCache {
   private readonly found: LRUCache<string, KeyRecord>;
   private readonly unknown: LRUCache<string, KeyRecord>;
-  private readonly inFlight = new Map<string, Promise<KeyRecord>>();
-  /** Per client IP: lookups of unseen keys in the current window, and when it started. */
+  /** Lookups in flight, by key digest: each entry settles by its deadline, so this holds at most `maxInFlight`. */
+  private readonly inFlight = new Map<string, Promise<LookupOutcome>>();
+  /** Per client IP: lookups (and unknown-key answers) in the current window, and when it started. */
   private readonly budgets: LRUCache<string, { used: number; since: number }>;
-  /** Reads answered within TTL (hits) or not (misses); resolveKey calls started; requests whose lookup threw, answered badly or timed out. */
-  readonly stats = { hits: 0, misses: 0, lookups: 0, failures: 0 };
+  /**
+   * Reads answered within TTL (hits) or not (misses); resolveKey calls started; requests whose
+   * lookup threw, answered badly, timed out or found no free slot; lookups in flight now (at most
+   * `maxInFlight`).
+   */
+  readonly stats = { hits: 0, misses: 0, lookups: 0, failures: 0, inFlight: 0 };
 
   constructor(private readonly options: KeyCacheOptions) {
     const common = {
@@ -99,8 +114,8 @@ export class KeyCache {
   }
 
   /**
-   * Spends one of this client IP's lookups of unseen keys; false when its budget for the window is
-   * spent (the key is then treated as unknown without a lookup). Keys seen before do not spend.
+   * Spends one of this client IP's lookups; false when its budget for the window is spent (a key
+   * never seen, or answered unknown, is then treated as unknown without a lookup).
    */
   spendLookup(ip: string): boolean {
     const now = this.options.clock();
@@ -114,48 +129,70 @@ export class KeyCache {
     return true;
   }
 
-  /** True while a lookup of this key is in flight (a request for it then spends no lookup budget). */
+  /** True while a lookup of this key is in flight (a request for it joins that lookup). */
   pending(digest: string): boolean {
     return this.inFlight.has(digest);
   }
 
+  /** True when `maxInFlight` lookups are in flight: a new one must not start. */
+  full(): boolean {
+    return this.inFlight.size >= this.options.maxInFlight;
+  }
+
   /**
    * Looks the key up through `resolveKey`. Concurrent calls for one key share one lookup. Never
-   * rejects: a throw, a rejection, a bad result or a timeout is an outcome. A timed-out lookup
-   * keeps running and its answer is cached when it arrives.
+   * rejects: a throw, a rejection, a bad result or a timeout is an outcome. At `timeoutMs` the
+   * lookup is abandoned: every request waiting for it goes on without it, its slot is freed and its
+   * signal aborted (a resolveKey that never settles holds no slot, and no request, past its
+   * deadline); an answer that still comes is cached.
    */
   lookup(digest: string, apiKey: string): Promise<LookupOutcome> {
-    let pending = this.inFlight.get(digest);
-    if (!pending) {
-      this.stats.lookups++;
-      pending = this.load(apiKey).then((record) => {
-        if (record.known) {
-          this.found.set(digest, record);
-          this.unknown.delete(digest);
-        } else {
-          this.unknown.set(digest, record);
-          this.found.delete(digest);
-        }
-        return record;
-      });
-      const forget = () => this.inFlight.delete(digest);
-      pending.then(forget, forget);
-      this.inFlight.set(digest, pending);
-    }
-    const settled = pending.then(
-      (record): LookupOutcome => ({ ok: true, record }),
-      (error: unknown): LookupOutcome => ({ ok: false, why: 'error', error }),
-    );
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<LookupOutcome>((resolve) => {
-      timer = setTimeout(() => resolve({ ok: false, why: 'timeout' }), this.options.timeoutMs);
-      timer.unref?.();
-    });
-    return Promise.race([settled, timeout]).then((outcome) => {
-      clearTimeout(timer);
+    return (this.inFlight.get(digest) ?? this.start(digest, apiKey)).then((outcome) => {
       if (!outcome.ok) this.stats.failures++;
       return outcome;
     });
+  }
+
+  /** A request answered without a lookup because `maxInFlight` were in flight: counted as a failure. */
+  refused(): void {
+    this.stats.failures++;
+  }
+
+  private start(digest: string, apiKey: string): Promise<LookupOutcome> {
+    this.stats.lookups++;
+    const controller = new AbortController();
+    const loaded = this.load(apiKey, controller.signal).then(
+      (record): LookupOutcome => {
+        this.remember(digest, record);
+        return { ok: true, record };
+      },
+      (error: unknown): LookupOutcome => ({ ok: false, why: 'error', error }),
+    );
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<LookupOutcome>((resolve) => {
+      timer = setTimeout(() => resolve(TIMED_OUT), this.options.timeoutMs);
+      timer.unref?.();
+    });
+    const outcome: Promise<LookupOutcome> = Promise.race([loaded, deadline]).then((result) => {
+      clearTimeout(timer);
+      if (this.inFlight.get(digest) === outcome) this.inFlight.delete(digest);
+      this.stats.inFlight = this.inFlight.size;
+      if (result === TIMED_OUT) controller.abort();
+      return result;
+    });
+    this.inFlight.set(digest, outcome);
+    this.stats.inFlight = this.inFlight.size;
+    return outcome;
+  }
+
+  private remember(digest: string, record: KeyRecord): void {
+    if (record.known) {
+      this.found.set(digest, record);
+      this.unknown.delete(digest);
+    } else {
+      this.unknown.set(digest, record);
+      this.found.delete(digest);
+    }
   }
 
   /** Keys remembered, found and unknown. */
@@ -163,8 +200,8 @@ export class KeyCache {
     return this.found.size + this.unknown.size;
   }
 
-  private async load(apiKey: string): Promise<KeyRecord> {
-    const value: unknown = await this.options.resolveKey(apiKey);
+  private async load(apiKey: string, signal: AbortSignal): Promise<KeyRecord> {
+    const value: unknown = await this.options.resolveKey(apiKey, { signal });
     if (value === null || value === undefined || value === false) return UNKNOWN;
     if (typeof value !== 'object') throw new BadResult(value);
     const { account, limits } = value as ResolvedKey;

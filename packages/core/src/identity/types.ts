@@ -48,7 +48,7 @@ export interface IdentityOptions {
   /**
    * Headers that carry an API key, checked in order. `Authorization: Bearer <key>` is read from
    * 'authorization'. A key counts as the caller only once `resolveKey` has verified it (or with
-   * `unverifiedKeys: 'trust'`). Default ['authorization', 'x-api-key']; false to key on IP only.
+   * `unverifiedKeys: { trust }` names its header). Default ['authorization', 'x-api-key']; false to key on IP only.
    */
   apiKeyHeaders?: string[] | false;
   /** Prefix length IPv6 addresses are keyed on: a whole number from 1 to 128. Default 64. */
@@ -68,11 +68,15 @@ export interface IdentityOptions {
   /**
    * Without `resolveKey` no key can be verified, and a client can invent a new one per request.
    * 'ip' (the default) limits such a request by its client IP, as if it carried no key, so an
-   * invented key never buys a fresh budget. 'trust' keys each distinct key on its own bucket: only
-   * for an app whose keys were already verified upstream (an API gateway that rejects unknown
-   * keys), since otherwise every invented key is a new, full budget. Not with `resolveKey`.
+   * invented key never buys a fresh budget. `{ trust: 'x-api-key' }` keys each distinct key in
+   * that one header on its own bucket: only for an app whose keys in that header were already
+   * verified upstream (an API gateway that rejects unknown keys), since otherwise every invented key
+   * is a new, full budget. Keys in the other `apiKeyHeaders` stay unverified (their IP's bucket),
+   * so a client cannot add an invented `Authorization: Bearer` beside the verified key. The bare
+   * 'trust' is accepted only with a single `apiKeyHeaders` entry (it trusts that one); with several
+   * it is FG_INVALID_OPTION, naming the fix. Not with `resolveKey`.
    */
-  unverifiedKeys?: 'ip' | 'trust';
+  unverifiedKeys?: 'ip' | 'trust' | { trust: string };
   /**
    * What a request with a key `resolveKey` does not know gets: 'ip' limits it by its client IP, as
    * if it carried no key; 'reject' marks it for a 401 answer (`Identity.rejected`), counted
@@ -91,16 +95,30 @@ export interface IdentityOptions {
     /** How long an unknown key's answer is reused: also how long a new key waits to be known. Default '10s'. */
     unknownTtlMs?: Duration;
     /**
-     * Lookups of keys never seen before, per client IP (per IPv6 /64) per `lookupWindowMs`. Past
-     * it, an unseen key from that IP is treated as unknown without a lookup (limited by IP, or 401
-     * with `unknownKey: 'reject'`), so a client rotating invented keys costs at most this many
-     * lookups. Keys already cached are not counted. Default 10.
+     * Lookups per client IP (per IPv6 /64) per `lookupWindowMs`: every lookup of a key not known
+     * to be verified (never seen, or answered unknown before) spends one, and so does every
+     * request whose key the cache answers unknown. Past it, such a key from that IP is treated as
+     * unknown without a lookup (limited by IP, or 401 with `unknownKey: 'reject'`), so a client
+     * inventing keys, or repeating keys already answered unknown, costs at most this many lookups.
+     * Free: a request joining a lookup already in flight, a found key's cached answer, and its
+     * refresh (one per key per `ttlMs`). Default 10.
      */
     lookupsPerIp?: number;
     /** The window of `lookupsPerIp`. Default '1m'. */
     lookupWindowMs?: Duration;
+    /**
+     * Most `resolveKey` lookups in flight at once (over all keys and IPs), from 1 to 1_000_000.
+     * Past it, a request that would start one is answered at once as a failed lookup is: the
+     * key's last answer, else its client IP (`keyStatus: 'lookup-failed'`), never a budget of its
+     * own and never a wait. Default 1_000.
+     */
+    maxInFlight?: number;
   };
-  /** Longest wait for one `resolveKey` answer; past it the request goes on without it (the lookup still completes and is cached). Default '1s'. */
+  /**
+   * A lookup's deadline: past it every request waiting for it goes on without it (the key's last
+   * answer, else its IP), the lookup's slot is freed and the `signal` handed to `resolveKey` is
+   * aborted; an answer that still comes is cached. Default '1s'.
+   */
   resolveTimeoutMs?: Duration;
   /**
    * Where warnings go: the limiter's logger (only `warn` is used). Each warning is written once;
@@ -133,7 +151,8 @@ export interface Identity {
    * When the request carried an API key: 'known' (resolveKey found it), 'unknown' (it did not, or
    * the key was too long), 'unverified' (no resolveKey), 'unchecked' (never looked up: the client
    * IP was already blocked, or spent its `keyCache.lookupsPerIp`), 'lookup-failed' (resolveKey
-   * failed or timed out, and no earlier answer was cached).
+   * failed or timed out, or `keyCache.maxInFlight` lookups were in flight, and no earlier answer was
+   * cached).
    */
   readonly keyStatus?: 'known' | 'unknown' | 'unverified' | 'unchecked' | 'lookup-failed';
   /**
@@ -164,12 +183,15 @@ export interface ResolvedIdentityOptions {
   readonly resolveKey: ResolveKey | undefined;
   readonly unknownKey: 'ip' | 'reject';
   readonly unverifiedKeys: 'ip' | 'trust';
+  /** The one header whose keys are trusted unverified: set exactly when `unverifiedKeys` is 'trust'. */
+  readonly trustedHeader: string | undefined;
   readonly cacheMax: number;
   readonly unknownMax: number;
   readonly ttlMs: number;
   readonly unknownTtlMs: number;
   readonly lookupsPerIp: number;
   readonly lookupWindowMs: number;
+  readonly maxInFlight: number;
   readonly timeoutMs: number;
   readonly logger: Pick<Logger, 'warn'>;
   readonly warnings: ReadonlySet<WarningCode>;
