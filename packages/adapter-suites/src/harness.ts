@@ -14,7 +14,8 @@ export type Mounting = 'app-level' | 'per-route';
 
 /** One route of an app. It answers 200 with JSON `{ route, remaining, reason }`, read from the decision the limiter put on the request (null without one). */
 export interface RouteSpec {
-  readonly method: 'GET' | 'POST';
+  /** 'ALL': registered for every method the framework routes (Express and Koa `all`, Fastify every supported method, Hono `app.all`, Nest `@All()`). */
+  readonly method: 'GET' | 'POST' | 'ALL';
   /** The framework's route pattern, e.g. '/users/:id'. */
   readonly path: string;
   /** Per-route options over the global ones; false: the route is not limited; left out: the route as the mounting gives it. */
@@ -69,6 +70,13 @@ export interface AppSpec {
    * reservation) to its JSON (settleAsked).
    */
   readonly settleFromHeader?: boolean;
+  /**
+   * Parse JSON request bodies before the limiter runs, the framework's usual way (Express
+   * `express.json()`, Koa and Hono a small parser middleware, Fastify its own parser with the
+   * limiter in `preHandler`, Nest its platform's default), so that a route's `extraKeys` can read
+   * `req.body`; Hono's key functions then get `{ headers, body }`. A body that is not JSON: 400.
+   */
+  readonly jsonBody?: boolean;
 }
 
 /** What a route answers under `settleFromHeader`: each settle's outcome, and the first one's charge and cap. */

@@ -17,6 +17,7 @@ export { runBehaviourTable } from './behaviour-table';
 export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';
 export { runAttackSuite } from './attacks';
+export { runGeneratedAttackSuite } from './generated-attacks';
 export { runDirectResponseSuite } from './direct-response';
 export { runAuthRouteSuite } from './auth-routes';
 export { expectServedInOneTurn, turnMarker } from './same-turn';

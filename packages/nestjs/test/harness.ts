@@ -2,7 +2,7 @@
 import type { AddressInfo } from 'node:net';
 import type { ServerResponse } from 'node:http';
 import { askedDelay, askedStatus, settleAsked, type AdapterHarness, type AppSpec, type RouteSpec, type RunningApp } from '@floodgate/adapter-suites';
-import { Controller, Get, Module, Post, Req, Res, UseGuards, type INestApplication, type Type } from '@nestjs/common';
+import { All, Controller, Get, Module, Post, Req, Res, UseGuards, type INestApplication, type Type } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ExpressAdapter, type NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -48,7 +48,7 @@ function controllerFor(spec: AppSpec, perRoute: boolean, service: () => Floodgat
     Object.defineProperty(proto[name], 'name', { value: name });
     const descriptor = Object.getOwnPropertyDescriptor(proto, name)!;
     const decorate = (decorator: MethodDecorator) => decorator(proto, name, descriptor);
-    (route.method === 'GET' ? Get : Post)(route.path)(proto, name, descriptor);
+    (route.method === 'GET' ? Get : route.method === 'POST' ? Post : All)(route.path)(proto, name, descriptor);
     Req()(proto, name, 0);
     Res({ passthrough: true })(proto, name, 1);
     if (perRoute) {
