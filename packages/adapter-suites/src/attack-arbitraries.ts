@@ -62,7 +62,8 @@ export const accountRef = (i: number) => `\u0000account${i}`;
 const LLHTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND', 'PURGE', 'M-SEARCH', 'LOCK', 'MKCOL', 'REPORT', 'QUERY', 'SEARCH', 'LINK', 'NOTIFY'];
 const token = fc.stringMatching(/^[A-Z][A-Z-]{0,7}$/);
 // Node's HTTP server (llhttp) answers 400 to a token it does not know before any app sees it: invented ones stay rare.
-const anyMethod = fc.oneof({ arbitrary: fc.constantFrom(...LLHTTP_METHODS), weight: 6 }, { arbitrary: token, weight: 1 }, { arbitrary: fc.constantFrom('get', 'Get', 'post'), weight: 1 });
+// (Node's client upper-cases a method, and llhttp refuses lower case: no lower-case spelling is sent.)
+const anyMethod = fc.oneof({ arbitrary: fc.constantFrom(...LLHTTP_METHODS), weight: 6 }, { arbitrary: token, weight: 1 });
 
 function methodFor(target: Target): fc.Arbitrary<string> {
   if (target === 'all') return KNOWN_OPEN.methodOnAllRoutes ? fc.constantFrom('GET', 'HEAD') : anyMethod;
@@ -70,8 +71,8 @@ function methodFor(target: Target): fc.Arbitrary<string> {
   return fc.oneof({ arbitrary: usual, weight: 4 }, { arbitrary: anyMethod, weight: 1 });
 }
 
-/** True about one time in six. */
-const sometimes = fc.nat(5).map((n) => n === 0);
+/** True about one time in twelve. */
+const sometimes = fc.nat(11).map((n) => n === 0);
 const segment = fc.stringMatching(/^[A-Za-z0-9._~-]{1,12}$/);
 const encodedByte = fc.integer({ min: 0, max: 255 }).chain((b) => fc.constantFrom(`%${b.toString(16).padStart(2, '0')}`, `%${b.toString(16).padStart(2, '0').toUpperCase()}`));
 const paramValue = fc.oneof(segment, fc.array(fc.oneof(segment, encodedByte), { minLength: 1, maxLength: 6 }).map((p) => p.join('')), fc.constantFrom('..', '.', '%2e%2e', '%2F', 'a%2Fb', '%00'), fc.constant(LONG_300));
@@ -87,7 +88,7 @@ function pathFor(target: Target): fc.Arbitrary<string> {
     target === 'items' ? paramValue.map((id) => ['items', id]) : target === 'unmatched' ? fc.array(segment, { minLength: 1, maxLength: 3 }).map((s) => ['zz', ...s]) : fc.constant([target]);
   // Each spelling now and then: most requests still reach their route, so its limit is exercised.
   const spelling = fc.record({
-    letterCase: fc.constantFrom('as-is', 'as-is', 'as-is', 'as-is', 'upper', 'capital'),
+    letterCase: fc.constantFrom('as-is', 'as-is', 'as-is', 'as-is', 'as-is', 'as-is', 'as-is', 'as-is', 'upper', 'capital'),
     trailing: sometimes,
     leadingDouble: sometimes,
     innerDouble: sometimes,
@@ -165,12 +166,18 @@ const target = fc.oneof(
   { arbitrary: fc.constant<Target>('unmatched'), weight: 1 },
 );
 
-/** One run: 1 to 3 real callers and up to `maxRequests` requests among them, through one of `mountings` mountings. */
+/**
+ * One run: 1 to 3 real callers and up to `maxRequests` requests among them, through one of
+ * `mountings` mountings. Most requests go to the run's focus route, so that its callers pass its
+ * limit in many ways within one run; the rest anywhere.
+ */
 export function attackRun(mountings: number, maxRequests = 24): fc.Arbitrary<AttackRun> {
-  return fc.record({
-    callers: fc.array(fc.constantFrom<'v4' | 'v6'>('v4', 'v6'), { minLength: 1, maxLength: 3 }),
-    // size 'max': lengths spread up to maxRequests, so that a run often passes its callers' limits.
-    requests: fc.array(target.chain(requestFor), { minLength: 1, maxLength: maxRequests, size: 'max' }),
-    mounting: fc.nat(mountings - 1),
-  });
+  return target.chain((focus) =>
+    fc.record({
+      callers: fc.array(fc.constantFrom<'v4' | 'v6'>('v4', 'v6'), { minLength: 1, maxLength: 3 }),
+      // size 'max': lengths spread up to maxRequests, so that a run often passes its callers' limits.
+      requests: fc.array(fc.oneof({ arbitrary: requestFor(focus), weight: 3 }, { arbitrary: target.chain(requestFor), weight: 2 }), { minLength: 1, maxLength: maxRequests, size: 'max' }),
+      mounting: fc.nat(mountings - 1),
+    }),
+  );
 }

@@ -18,7 +18,7 @@
 // Replay and longer runs (docs/security.md#the-generated-attack-suite):
 //   FG_ATTACK_SEED=<seed> FG_ATTACK_PATH=<path> pnpm exec jest packages/koa/test/generated-attacks.test.ts -t 'memory'
 //   FG_ATTACK_RUNS=500 pnpm exec jest packages/hono/test/generated-attacks.test.ts
-// FG_ATTACK_RUNS sets the runs per adapter and store (default DEFAULT_RUNS).
+// FG_ATTACK_RUNS sets the runs per adapter and store (default DEFAULT_RUNS); FG_ATTACK_SHOW=1 prints every run.
 import { Agent } from 'node:http';
 import { MemoryStore, RedisStore, type HttpRateLimitOptions, type Store } from '@floodgate/core';
 import { runtimeFor } from '@floodgate/core/internal';
@@ -29,8 +29,8 @@ import { callerOf, ISSUED_KEY, poolsFor, sendRun, toWire, type RunPools, type Wi
 import type { AdapterHarness, AppSpec, RunningApp } from './harness';
 import { exactly, quietLogger, useRedisSuite } from './requests';
 
-/** Runs per adapter and store in `pnpm test`: about 4 s each on a 2-core machine (see the docs for the measure). */
-export const DEFAULT_RUNS = 12;
+/** Runs per adapter and store in `pnpm test` (docs/security.md#the-generated-attack-suite has the measured time). */
+export const DEFAULT_RUNS = 100;
 /** Store entries one bucket may hold (a gcra state is one key; slack for the extra key's refunds and the block record). */
 const ENTRIES_PER_BUCKET = 2;
 /** Bucket claims one store may hold: 4 routes and `<unmatched>`, and the account key's scope on /login, for each mounting's limiters. */
@@ -40,6 +40,9 @@ const CLAIMS_MAX = 8;
  * registration, one per method of an all-method route): `<unmatched>` and the account key's scope.
  */
 const LAZY_CLAIMS = 2;
+
+/** The time one property may take, shrinking included: far above a passing run's (about 0.1 s per run). */
+const timeLimitMs = (numRuns: number) => 30_000 + numRuns * 2_000;
 
 const envNumber = (name: string): number | undefined => (process.env[name] === undefined || process.env[name] === '' ? undefined : Number(process.env[name]));
 
@@ -134,6 +137,7 @@ async function checkRun(run: AttackRun, targets: readonly Target[], agent: Agent
     problems.push(`the store holds ${claims.length} bucket claims (at most ${bound} for this app's routes), ${claims.length - claimsBefore} new in this run: ${scopes.join('; ')}`);
   }
   for (const reason of rejections) problems.push(`unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`);
+  if (process.env.FG_ATTACK_SHOW === '1') console.log(`${target.label}, run ${id}:\n${describeRun(run, pools, wires, answers)}`);
   if (problems.length > 0) throw new Error(`${target.label}, run ${id}:\n- ${problems.join('\n- ')}\n${describeRun(run, pools, wires, answers)}`);
 }
 
@@ -164,12 +168,14 @@ export function runGeneratedAttackSuite(harnesses: readonly AdapterHarness[]): v
           const tally = new Map<string, number>();
           await fc.assert(
             fc.asyncProperty(attackRun(targets.length), (run) => checkRun(run, targets, agent, redisKeys, tally)),
-            { numRuns, seed, path, endOnFailure: path !== undefined },
+            // A bound on the whole property, shrinking included (each shrink step sends a run again): past it fast-check
+            // reports the failure with the smallest counterexample found so far.
+            { numRuns, seed, path, endOnFailure: path !== undefined, interruptAfterTimeLimit: timeLimitMs(numRuns) },
           );
           // What the runs met, so that a run that stops reaching the limiter shows (0 is a refused or cut-off request).
           const seen = [...tally].sort(([a], [b]) => a.localeCompare(b)).map(([status, n]) => `${n} x ${status}`);
           console.log(`generated | ${h.name} | ${kind} | ${numRuns} runs: ${seen.join(', ')}`);
-        }, 60_000 + numRuns * 5_000);
+        }, timeLimitMs(numRuns) + 30_000);
       }
     }
   });
