@@ -8,6 +8,7 @@ export const ROUTES = {
   items: { pattern: '/items/:id', limit: 3 },
   login: { pattern: '/login', limit: 4 },
   cost: { pattern: '/cost', limit: 5 },
+  rawcost: { pattern: '/rawcost', limit: 5 },
 } as const;
 export const UNMATCHED = '<unmatched>';
 export const UNMATCHED_LIMIT = 3;
@@ -18,6 +19,20 @@ export const ACCOUNT_LIMIT = 2;
 export function costOf(header: unknown): number {
   const n = Number.parseInt(String(header ?? '1'), 10);
   return Number.isInteger(n) && n >= 0 && n <= 6 ? n : 1;
+}
+
+/**
+ * The /rawcost route's cost function: the header as a number, unchecked, so that the limiter's own
+ * check of a cost (FG_INVALID_COST for anything but a whole number from 0 to 1e9) meets client input.
+ */
+export const rawCostOf = (header: unknown): number => Number(header ?? '1');
+
+/** The units a request to `target` costs as the model counts them: 0 for a cost the limiter refuses (it is never admitted). */
+function unitsOf(target: Target, header: string | null): number {
+  if (target === 'cost') return costOf(header);
+  if (target !== 'rawcost') return 1;
+  const c = rawCostOf(header);
+  return Number.isInteger(c) && c >= 0 && c <= 1e9 ? c : 0;
 }
 
 /**
@@ -71,7 +86,9 @@ function countedOf(requests: readonly AttackRequest[], answers: readonly WireAns
     const target: Target = r.target;
     const patterns = served ? [served] : [...new Set([target === 'unmatched' ? UNMATCHED : ROUTES[target].pattern, UNMATCHED])];
     const subjects = [subjectOf(r, pools), ...r.keys.map(([, v]) => fill(v, pools) as string).flatMap((v) => v.split(/[\s,]+/)).filter((k) => ISSUED_KEY.test(k)).map((k) => `key ${k}`)];
-    const weight = served === ROUTES.cost.pattern ? costOf(r.cost) : Math.min(1, costOf(r.cost));
+    // Its own cost where its route answered; where that is not known, at most 1 (the least it can have cost).
+    const own = target !== 'unmatched' && served === ROUTES[target].pattern;
+    const weight = own ? unitsOf(target, r.cost) : Math.min(1, unitsOf(target, r.cost));
     out.push({ index, buckets: patterns.flatMap((p) => subjects.map((s) => `${p} | ${s}`)), weight });
   });
   return out;
@@ -148,7 +165,7 @@ export function headerViolations(requests: readonly AttackRequest[], answers: re
       const reset = one('ratelimit-reset');
       // A cost above /cost's limit can never fit: its 429 has no Retry-After (docs/headers.md). Whether /cost decided
       // (and not `<unmatched>`, for a spelling no route serves) shows in the limit it names.
-      const neverFits = r.target === 'cost' && costOf(r.cost) > ROUTES.cost.limit && header(a, 'ratelimit-limit')[0] === String(ROUTES.cost.limit);
+      const neverFits = (r.target === 'cost' || r.target === 'rawcost') && unitsOf(r.target, r.cost) > ROUTES.cost.limit && header(a, 'ratelimit-limit')[0] === String(ROUTES.cost.limit);
       if (neverFits) {
         if (header(a, 'retry-after').length > 0) problems.push(`#${i} 429 for a cost above the limit carries Retry-After`);
       } else {

@@ -7,7 +7,7 @@
 // method, invented tokens), the path's spelling (case, trailing and duplicate slashes, a percent-encoded letter, dot
 // segments, parameters, queries), X-Forwarded-For (junk hops, its name's case, separate lines),
 // Forwarded and X-Real-IP, API key headers (Authorization: Bearer and X-Api-Key, issued or invented,
-// several at once, the scheme's case), the JSON body's `username` on /login, and `x-cost` on /cost.
+// several at once, the scheme's case), the JSON body's `username` on /login, and `x-cost` on /cost and /rawcost.
 //
 // Invariants, each run: (1) admitted at most the limit per real caller or issued key, per route
 // pattern (and per account on /login); (2) the store's entries and the store's bucket claims grow
@@ -25,7 +25,7 @@ import { MemoryStore, RedisStore, type HttpRateLimitOptions, type Store } from '
 import { runtimeFor } from '@floodgate/core/internal';
 import fc from 'fast-check';
 import { attackRun, KNOWN_OPEN, type AttackRequest, type AttackRun } from './attack-arbitraries';
-import { accountOf, costOf, headerViolations, limitViolations, ROUTES } from './attack-invariants';
+import { accountOf, costOf, headerViolations, limitViolations, rawCostOf, ROUTES } from './attack-invariants';
 import { callerOf, ISSUED_KEY, poolsFor, sendRun, toWire, type RunPools, type WireAnswer, type WireRequest } from './attack-wire';
 import type { AdapterHarness, AppSpec, RunningApp } from './harness';
 import { exactly, quietLogger, useRedisSuite } from './requests';
@@ -34,7 +34,7 @@ import { exactly, quietLogger, useRedisSuite } from './requests';
 export const DEFAULT_RUNS = 100;
 /** Store entries one bucket may hold (a gcra state is one key; slack for the extra key's refunds and the block record). */
 const ENTRIES_PER_BUCKET = 2;
-/** Bucket claims one store may hold: 4 routes and `<unmatched>`, and the account key's scope on /login, for each mounting's limiters. */
+/** Bucket claims one store may hold: 5 routes and `<unmatched>`, and the account key's scope on /login, for each mounting's limiters. */
 const CLAIMS_MAX = 8;
 /**
  * Claims a request may add to those the app made when it started (Fastify claims its routes at
@@ -47,7 +47,7 @@ const timeLimitMs = (numRuns: number) => 30_000 + numRuns * 2_000;
 
 const envNumber = (name: string): number | undefined => (process.env[name] === undefined || process.env[name] === '' ? undefined : Number(process.env[name]));
 
-/** The app every run goes through: four routes, an issued-key lookup, a body parser, one trusted proxy hop. */
+/** The app every run goes through: five routes, an issued-key lookup, a body parser, one trusted proxy hop. */
 function specFor(store: Store, mounting: AppSpec['mounting']): AppSpec {
   const username = (req: { body?: { username?: unknown }; request?: { body?: { username?: unknown } } }) => (req.body ?? req.request?.body)?.username as string | undefined;
   const options: HttpRateLimitOptions<any> = {
@@ -71,6 +71,7 @@ function specFor(store: Store, mounting: AppSpec['mounting']): AppSpec {
       { method: 'GET', path: ROUTES.items.pattern },
       { method: 'POST', path: ROUTES.login.pattern, options: { ...exactly(ROUTES.login.limit), extraKeys: [{ name: 'account', key: username, ...exactly(2) }] } },
       { method: 'POST', path: ROUTES.cost.pattern, options: { ...exactly(ROUTES.cost.limit), cost: (req: { headers: Record<string, unknown> }) => costOf(req.headers['x-cost']) } },
+      { method: 'POST', path: ROUTES.rawcost.pattern, options: { ...exactly(ROUTES.rawcost.limit), cost: (req: { headers: Record<string, unknown> }) => rawCostOf(req.headers['x-cost']) } },
     ],
   };
 }
@@ -131,7 +132,8 @@ async function checkRun(run: AttackRun, targets: readonly Target[], agent: Agent
   const problems = [...limitViolations(run.requests, answers, pools), ...headerViolations(run.requests, answers)];
   const issuedUsed = new Set(wires.flatMap((w) => w.headers.filter((_, k) => k % 2 === 1)).flatMap((v) => v.split(/[\s,]+/)).filter((v) => ISSUED_KEY.test(v)));
   const accounts = new Set(run.requests.map((r) => accountOf(r, pools)).filter((a) => a !== undefined));
-  const bound = ENTRIES_PER_BUCKET * ((pools.callers.length + issuedUsed.size) * 5 + accounts.size);
+  const patterns = Object.keys(ROUTES).length + 1; // and <unmatched>
+  const bound = ENTRIES_PER_BUCKET * ((pools.callers.length + issuedUsed.size) * patterns + accounts.size);
   const grown = (await entriesOf(target.store, redisKeys)) - entriesBefore;
   if (grown > bound) problems.push(`the store grew by ${grown} entries in this run; its bound for ${pools.callers.length} callers, ${issuedUsed.size} issued keys and ${accounts.size} accounts is ${bound}`);
   // Claims outlive a run: a run fails when it adds one past the bound (the scopes listed say what minted them).
