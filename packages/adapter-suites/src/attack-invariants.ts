@@ -133,9 +133,13 @@ export function limitViolations(requests: readonly AttackRequest[], answers: rea
   const problems: string[] = [];
   const items = countedOf(requests, answers, pools);
   if (!fits(items)) {
+    // Grouped by the buckets each may have counted in (an answer no handler gave may be its route's or `<unmatched>`).
     const byBucket = new Map<string, number[]>();
-    for (const item of items) byBucket.set(item.buckets[0], [...(byBucket.get(item.buckets[0]) ?? []), item.index]);
-    const lines = [...byBucket].map(([b, idx]) => `  ${b} (limit ${limitOf(b.split(' | ')[0])}): admitted #${idx.join(', #')}`);
+    for (const item of items) {
+      const where = item.buckets.map((b) => `${b} (limit ${limitOf(b.split(' | ')[0])})`).join(' or ');
+      byBucket.set(where, [...(byBucket.get(where) ?? []), item.index]);
+    }
+    const lines = [...byBucket].map(([where, idx]) => `  ${where}: admitted #${idx.join(', #')}`);
     problems.push(`more admitted than the limits allow, however the admitted requests are assigned to their callers' buckets:\n${lines.join('\n')}`);
   }
   const perAccount = new Map<string, number[]>();
