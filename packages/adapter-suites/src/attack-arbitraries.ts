@@ -67,9 +67,13 @@ const token = fc.stringMatching(/^[A-Z][A-Z-]{0,7}$/);
 // (Node's client upper-cases a method, and llhttp refuses lower case: no lower-case spelling is sent.)
 const anyMethod = fc.oneof({ arbitrary: fc.constantFrom(...LLHTTP_METHODS), weight: 6 }, { arbitrary: token, weight: 1 });
 
-function methodFor(target: Target): fc.Arbitrary<string> {
-  // On the all-method route, GET and HEAD first, so that a caller has used its GET budget when another method comes.
-  if (target === 'all') return KNOWN_OPEN.methodOnAllRoutes ? fc.constantFrom('GET', 'HEAD') : fc.oneof({ arbitrary: fc.constantFrom('GET', 'HEAD'), weight: 1 }, { arbitrary: anyMethod, weight: 1 });
+function methodFor(target: Target, favourites: Favourites): fc.Arbitrary<string> {
+  // On the all-method route, GET and HEAD first, so that a caller has used its GET budget when another method comes,
+  // and the run's favourite method again and again.
+  if (target === 'all') {
+    if (KNOWN_OPEN.methodOnAllRoutes) return fc.constantFrom('GET', 'HEAD');
+    return fc.oneof({ arbitrary: fc.constantFrom('GET', 'HEAD'), weight: 2 }, { arbitrary: fc.constant(favourites.method), weight: 2 }, { arbitrary: anyMethod, weight: 1 });
+  }
   const usual = target === 'items' ? fc.constantFrom('GET', 'HEAD') : target === 'unmatched' ? anyMethod : fc.constant('POST');
   return fc.oneof({ arbitrary: usual, weight: 4 }, { arbitrary: anyMethod, weight: 1 });
 }
@@ -135,28 +139,36 @@ const username: fc.Arbitrary<unknown> = KNOWN_OPEN.nonStringExtraKeys
   ? fc.oneof({ arbitrary: account, weight: 5 }, { arbitrary: fc.constantFrom(undefined, ''), weight: 1 })
   : fc.oneof({ arbitrary: account, weight: 4 }, { arbitrary: nonString, weight: 3 }, { arbitrary: fc.constantFrom(undefined, ''), weight: 1 });
 /** A request body: usually JSON with a username, sometimes malformed JSON (parsers answer 400 before any limiter). */
-const bodyOf = fc.record({
-  username,
-  contentType: fc.constantFrom('application/json', 'Application/JSON; charset=utf-8', 'application/json', null),
-  malformed: fc.nat(9).map((n) => n === 0),
-});
+/** A request body: usually JSON with a username (half the time the run's favourite), sometimes malformed JSON (parsers answer 400 before any limiter). */
+const bodyOf = (favourites: Favourites) =>
+  fc.record({
+    username: fc.oneof({ arbitrary: fc.constant(favourites.username), weight: 1 }, { arbitrary: username, weight: 1 }),
+    contentType: fc.constantFrom('application/json', 'Application/JSON; charset=utf-8', 'application/json', null),
+    malformed: fc.nat(9).map((n) => n === 0),
+  });
+
+/** A run's favourites: one method and one username it sends again and again, so that one of them passes a limit if it can. */
+interface Favourites {
+  readonly method: string;
+  readonly username: unknown;
+}
 
 const costHeader = fc.oneof(
   { arbitrary: fc.integer({ min: 0, max: 6 }).map(String), weight: 3 },
   fc.constantFrom('abc', '-1', '2.5', '1e3', ' 3', '3, 5', '', '0x5', '1e309', 'Infinity', '00004', '9007199254740993'),
 );
 
-function requestFor(target: Target): fc.Arbitrary<AttackRequest> {
+function requestFor(target: Target, favourites: Favourites): fc.Arbitrary<AttackRequest> {
   const posting = target === 'login' || target === 'cost' || target === 'rawcost';
   return fc.record({
     target: fc.constant(target),
     caller: fc.nat(2),
     spelling: fc.record({ mapped: fc.boolean(), iid: fc.nat(0xffff), full: fc.boolean(), upper: fc.boolean() }),
-    method: methodFor(target),
+    method: methodFor(target, favourites),
     path: pathFor(target),
     forwarded: forwardedArb,
     keys: fc.array(keyHeader, { maxLength: 3 }),
-    body: posting ? fc.option(bodyOf, { freq: 5, nil: null }) : fc.option(bodyOf, { freq: 1, nil: null }),
+    body: posting ? fc.option(bodyOf(favourites), { freq: 5, nil: null }) : fc.option(bodyOf(favourites), { freq: 1, nil: null }),
     cost: target === 'cost' || target === 'rawcost' ? fc.option(costHeader, { freq: 4, nil: null }) : fc.constant(null),
     // Often together: bursts of concurrent requests from one caller race in the limiter and the store.
     withPrevious: fc.nat(9).map((n) => n < 6),
@@ -175,11 +187,16 @@ const target = fc.oneof(
  * limit in many ways within one run; the rest anywhere.
  */
 export function attackRun(mountings: number, maxRequests = 24): fc.Arbitrary<AttackRun> {
-  return target.chain((focus) =>
+  const favouritesArb = fc.record({ method: anyMethod, username });
+  return fc.tuple(target, favouritesArb).chain(([focus, favourites]) =>
     fc.record({
       callers: fc.array(fc.constantFrom<'v4' | 'v6'>('v4', 'v6'), { minLength: 1, maxLength: 3, size: 'max' }),
       // size 'max': lengths spread up to maxRequests, so that a run often passes its callers' limits.
-      requests: fc.array(fc.oneof({ arbitrary: requestFor(focus), weight: 3 }, { arbitrary: target.chain(requestFor), weight: 2 }), { minLength: 1, maxLength: maxRequests, size: 'max' }),
+      requests: fc.array(fc.oneof({ arbitrary: requestFor(focus, favourites), weight: 3 }, { arbitrary: target.chain((t) => requestFor(t, favourites)), weight: 2 }), {
+        minLength: 1,
+        maxLength: maxRequests,
+        size: 'max',
+      }),
       mounting: fc.nat(mountings - 1),
     }),
   );
