@@ -70,6 +70,13 @@ export interface AppSpec {
    * reservation) to its JSON (settleAsked).
    */
   readonly settleFromHeader?: boolean;
+  /**
+   * Parse JSON request bodies before the limiter runs, the framework's usual way (Express
+   * `express.json()`, Koa and Hono a small parser middleware, Fastify its own parser with the
+   * limiter in `preHandler`, Nest its platform's default), so that a route's `extraKeys` can read
+   * `req.body`; Hono's key functions then get `{ headers, body }`. A body that is not JSON: 400.
+   */
+  readonly jsonBody?: boolean;
 }
 
 /** What a route answers under `settleFromHeader`: each settle's outcome, and the first one's charge and cap. */

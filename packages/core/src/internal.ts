@@ -14,3 +14,4 @@ export { TWINS, evaluateTwins } from './algorithms/evaluate';
 export { toDecision, bareDecision } from './decision';
 export { BlockCache } from './block-cache';
 export { withHotKeys } from './hot-keys/hot-key-store';
+export { runtimeFor } from './failure/store-runtime';

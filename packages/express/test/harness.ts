@@ -31,6 +31,8 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       // Express's own setting decides whether X-Forwarded-For is read: trust a proxy on loopback, or none.
       app.set('trust proxy', spec.trustProxy === 'all' ? true : spec.trustProxy ? 'loopback' : false);
       if (spec.sendPathMarkers) app.use(markSendPath(statuses));
+      // Before the limiter, so that extraKeys can read req.body; Express's own error handler answers bad JSON 400.
+      if (spec.jsonBody) app.use(express.json());
       const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
       if (limiter) app.use(limiter);
       const router = express.Router();

@@ -28,7 +28,8 @@ export const fastifyHarness: AdapterHarness = {
           statuses.push(reply.statusCode);
         });
       }
-      await app.register(rateLimit, spec.options);
+      // jsonBody: the limiter runs after Fastify's own body parser, so that extraKeys can read request.body.
+      await app.register(rateLimit, spec.jsonBody ? { ...spec.options, hook: 'preHandler' } : spec.options);
       for (const route of spec.routes) {
         app.route({
           method: route.method === 'ALL' ? app.supportedMethods : route.method, // ALL: what app.all() registers

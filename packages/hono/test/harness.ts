@@ -19,7 +19,7 @@ const clientIp = (spec: AppSpec): Pick<RateLimitOptions, 'getConnInfo' | 'trustP
  * `{ headers }` record made from the Web request's headers in its place.
  */
 function nodeShaped(options: RateLimitOptions): RateLimitOptions {
-  const view = (c: Context) => ({ headers: Object.fromEntries(c.req.raw.headers) }) as unknown as Context;
+  const view = (c: Context) => ({ headers: Object.fromEntries(c.req.raw.headers), body: c.get('jsonBody' as never) }) as unknown as Context;
   const wrap = <A extends unknown[], R>(fn: ((c: Context, ...rest: A) => R) | undefined) => (fn ? (c: Context, ...rest: A) => fn(view(c), ...rest) : undefined);
   const out: RateLimitOptions = { ...options };
   if (typeof options.cost === 'function') out.cost = wrap(options.cost);
@@ -49,6 +49,19 @@ export const honoHarness: AdapterHarness = {
         await next();
         statuses.push(c.res.status);
         c.header('X-After', 'yes');
+      });
+    }
+    if (spec.jsonBody) {
+      // Before the limiter, so that extraKeys can read the body (through nodeShaped's view).
+      app.use(async (c, next) => {
+        if (c.req.header('content-type')?.toLowerCase().startsWith('application/json')) {
+          try {
+            c.set('jsonBody' as never, (await c.req.json()) as never);
+          } catch {
+            return c.text('Bad Request', 400);
+          }
+        }
+        await next();
       });
     }
     const build = (options: RateLimitOptions) => rateLimit({ ...clientIp(spec), ...options });
