@@ -15,7 +15,7 @@ export const FLOODGATE_OPTIONS = Symbol.for('floodgate.nestjs.options');
 export interface FloodgateModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   /** Providers handed to `useFactory`, e.g. a ConfigService or your Redis client's token. */
   inject?: (InjectionToken | OptionalFactoryDependency)[];
-  /** Builds the options, e.g. `(config) => ({ store: new RedisStore({ client: new Redis(config.get('REDIS_URL')) }) })`. */
+  /** Builds the options, e.g. `(config) => ({ store: new RedisStore({ client: new Redis(config.getOrThrow('REDIS_URL')) }) })`. */
   useFactory: (...args: any[]) => FloodgateModuleOptions | Promise<FloodgateModuleOptions>;
 }
 
