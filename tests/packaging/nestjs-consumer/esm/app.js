@@ -37,6 +37,7 @@ async function serve(platform) {
 
 const report = {
   resolved: import.meta.resolve('@floodgate/nestjs'),
+  node: process.version,
   nest: JSON.parse((await import('node:fs')).readFileSync(new URL(import.meta.resolve('@nestjs/core/package.json')), 'utf8')).version,
   express: await serve('express'),
   fastify: await serve('fastify'),
