@@ -165,6 +165,8 @@ beforeAll(async () => {
     ioredis: devVersion('core', 'ioredis'),
     redis: devVersion('core', 'redis'),
     '@types/node': rootManifest.devDependencies['@types/node'],
+    // TypeScript 7 (the native compiler, `latest` on npm) beside the workspace's 5.9, under another name.
+    typescript7: 'npm:typescript@^7',
   };
   for (const pkg of PACKAGES) dependencies[`@floodgate/${pkg}`] = `file:${packed[pkg].tarball}`;
   writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'floodgate-consumer', private: true, dependencies }, null, 2)}\n`);
@@ -300,6 +302,13 @@ describe('a fresh app installing the tarballs', () => {
 
   it('TypeScript (node16): type-checks against the packed types', async () => {
     await timed('tsc node16', () => run(process.execPath, [TSC, '-p', 'tsconfig.node16.json'], consumer));
+  }, STEP_TIMEOUT_MS);
+
+  it('TypeScript 7: the same consumers type-check against the packed types (nodenext and node16)', async () => {
+    const tsc7 = join(consumer, 'node_modules', 'typescript7', 'bin', 'tsc');
+    expect((await run(process.execPath, [tsc7, '--version'], consumer)).trim()).toMatch(/^Version 7\./);
+    await timed('tsc7 nodenext', () => run(process.execPath, [tsc7, '-p', 'tsconfig.json', '--noEmit'], consumer));
+    await timed('tsc7 node16', () => run(process.execPath, [tsc7, '-p', 'tsconfig.node16.json'], consumer));
   }, STEP_TIMEOUT_MS);
 
   // The same installed app on each other Node line CI fetched: Express, Fastify, Koa and Hono to their 429, and RedisStore.

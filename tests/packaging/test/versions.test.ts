@@ -1,9 +1,10 @@
-// The versions a user installs today, from the packed tarballs in fresh apps: Hono at the peer range's lower bound and at `latest`, and the quickstart's tsconfig under TypeScript 5.9 and 7.
+// The versions a user installs today, from the packed tarballs in fresh apps: Hono at the peer range's lower bound and at `latest`, the quickstart's tsconfig under TypeScript 5.9 and 7, and two apps on one Redis with the default prefix.
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { startRedis, type RedisServer } from '@floodgate/testing';
 
 const exec = promisify(execFile);
 const ROOT = join(__dirname, '..', '..', '..');
@@ -36,6 +37,7 @@ const HONO_RANGE = manifestOf('hono').peerDependencies.hono;
 const PACKED = ['core', 'hono', 'client'] as const;
 
 let tmp: string;
+let redis: RedisServer | undefined;
 const tarballs: Record<string, string> = {};
 
 /** A fresh app in its own folder: the fixture, the tarballs and `dependencies`, installed by npm (which refuses a peer outside its range). */
@@ -58,7 +60,8 @@ beforeAll(async () => {
   }
 });
 
-afterAll(() => {
+afterAll(async () => {
+  await redis?.stop();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -102,15 +105,23 @@ function quickstartTsconfig(): string {
   return block;
 }
 
+let typescriptApp: Promise<string> | undefined;
+/** The app with TypeScript 5.9 and 7, Hono, the client and ioredis, installed once for the tests that need it. */
+function typescriptAppDir(): Promise<string> {
+  typescriptApp ??= app('typescript', {
+    hono: manifestOf('hono').devDependencies.hono,
+    '@types/node': ROOT_DEV['@types/node'],
+    typescript: ROOT_DEV.typescript,
+    typescript7: 'npm:typescript@^7',
+    ioredis: manifestOf('core').devDependencies.ioredis,
+  });
+  return typescriptApp;
+}
+
 describe("TypeScript 5.9 and 7: the quickstart's tsconfig and a newcomer's file that reads process.env", () => {
   let dir: string;
   beforeAll(async () => {
-    dir = await app('typescript', {
-      hono: manifestOf('hono').devDependencies.hono,
-      '@types/node': ROOT_DEV['@types/node'],
-      typescript: ROOT_DEV.typescript,
-      typescript7: 'npm:typescript@^7',
-    });
+    dir = await typescriptAppDir();
     writeFileSync(join(dir, 'tsconfig.json'), quickstartTsconfig());
   });
 
@@ -125,3 +136,19 @@ describe("TypeScript 5.9 and 7: the quickstart's tsconfig and a newcomer's file 
     expect(readFileSync(join(dir, 'dist', 'server.js'), 'utf8')).toContain('@floodgate/hono');
   });
 });
+
+it('two apps on one Redis with the default prefix and different limits: each writes FG_PREFIX_SHARED, naming the prefix option', async () => {
+  const dir = await typescriptAppDir();
+  redis = await startRedis();
+  // Each app exits after its first warning: both exiting is the proof (a missing warning fails on the test's time limit).
+  const outputs = await Promise.all(
+    ['100', '5'].map((limit) =>
+      exec(process.execPath, ['shared-prefix.mjs', limit], { cwd: dir, env: { ...process.env, REDIS_URL: redis!.url } }).then(({ stdout }) => JSON.parse(stdout.trim()) as { limit: number; warning: string }),
+    ),
+  );
+  console.log(`packaging | two apps, one Redis, prefix 'fg': ${JSON.stringify(outputs)}`);
+  for (const out of outputs) {
+    expect(out.warning).toMatch(/^\[floodgate\] FG_PREFIX_SHARED: another app uses the prefix 'fg'/);
+    expect(out.warning).toContain('`prefix` option');
+  }
+}, 120_000);

@@ -130,7 +130,7 @@ export class Fleet implements FleetView {
       if (!other || this.warned) return;
       this.warned = true;
       this.shared?.(
-        `another app uses the prefix '${this.prefix}' on this Redis with limiters configured otherwise (${other.length} configuration(s), none of them all this app's ${own.length}): the two share every bucket their keys have in common and count each other's instances, so each instance's share in an outage is too small. Give each app its own prefix (the \`prefix\` option, e.g. prefix: 'fg-billing'; docs/errors.md#fg-prefix-shared)`,
+        `another app uses the prefix '${this.prefix}' on this Redis with limiters configured otherwise (limiter configurations: theirs ${other.length}, this app's ${own.length}, neither set holding the other): the two share every bucket their keys have in common and count each other's instances, so each instance's share in an outage is too small. Give each app its own prefix (the \`prefix\` option, e.g. prefix: 'fg-billing'; docs/errors.md#fg-prefix-shared)`,
       );
     }, () => undefined);
   }
