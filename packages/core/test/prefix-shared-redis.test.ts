@@ -3,6 +3,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { startRedis, waitFor, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
+import { createLimiter, RedisStore } from '../src';
+import { limiterFrom, type EngineLimiter } from '../src/limiter';
 import type { PrefixWorkerSetup } from './prefix-worker';
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -93,4 +95,21 @@ it('the same configuration twice (scaled instances of one app): counted as 2, no
   const reports = await Promise.all(instances.map(report));
   expect(reports.map((r) => r.instances)).toEqual([2, 2]);
   expect(reports.map(codes)).toEqual([[], []]);
+}, 60_000);
+
+it("a limiter made for a request (an API key's plan) is left out of the configuration an instance records", async () => {
+  const { client } = await redis();
+  const store = new RedisStore({ client, announceMs: ANNOUNCE_MS });
+  const quiet = { warn() {}, error() {} };
+  const route = createLimiter({ store, prefix: 'pl', limit: 10, windowMs: '1m', logger: quiet }) as EngineLimiter;
+  // What http/plans.ts builds at a plan's first request: the route's options with the plan's limits.
+  const planLimits = (createLimiter({ store, prefix: 'other', limit: 999, windowMs: '1h', logger: quiet }) as EngineLimiter).options;
+  const plan = limiterFrom({ ...route.options, limits: planLimits.limits, maxCost: planLimits.maxCost, madeForRequest: true });
+  const record = async () => (await client.hvals('pl.configs'))[0]?.split('|');
+  await waitFor('the instance to record its configuration', async () => (await record()) !== undefined);
+  const first = Number((await record())![0]);
+  await waitFor('another announcement', async () => Number((await record())![0]) > first);
+  // One digest: the route's. Traffic-made plans differ between instances of one app, and would read as another app.
+  expect((await record())![2].split(',')).toHaveLength(1);
+  expect(plan.options.madeForRequest).toBe(true);
 }, 60_000);

@@ -64,8 +64,9 @@ export function linkStore(
   // The instances sharing the limit: fixed, or learned through the store ('auto', the default).
   const fleet: FleetView =
     (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
-  // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the first.
-  if (fleet instanceof Fleet) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
+  // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the
+  // first. A limiter made by traffic (a plan) is no part of the app's configuration.
+  if (fleet instanceof Fleet && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
   // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
   const fleetGauge = { store: shared.name, fleet };
   meter.fleets.add(fleetGauge);
