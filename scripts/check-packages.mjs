@@ -1,13 +1,12 @@
-// Builds the five published packages, then checks each as pnpm packs it: publint, and attw on that very tarball.
+// Builds the published packages (every package.json of packages/ that is not private: scripts/packages.mjs), then checks each as pnpm packs it: publint, and attw on that very tarball.
 // `attw --pack .` packs with npm, which ignores publishConfig; the tarball pnpm publishes is the one to judge.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { publishedPackages, ROOT } from './packages.mjs';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGES = ['core', 'express', 'fastify', 'koa', 'client'];
+const PACKAGES = publishedPackages().map((p) => p.dir);
 const BIN = (name) => join(ROOT, 'node_modules', '.bin', name);
 
 function run(cmd, args, cwd) {

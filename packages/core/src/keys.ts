@@ -54,3 +54,12 @@ export function subjectKey(prefix: string, scope: string, identity: string): str
 export function fleetKey(prefix: string): string {
   return `${prefix}.instances`;
 }
+
+/**
+ * Where the instances of a prefix's fleet record what their limiters are configured with:
+ * `<prefix>.configs`, a hash beside `<prefix>.instances` (failure/fleet.ts: two apps on one prefix
+ * are told so, FG_PREFIX_SHARED). Named by the ACL rule likewise.
+ */
+export function fleetConfigsKey(prefix: string): string {
+  return `${prefix}.configs`;
+}

@@ -116,6 +116,12 @@ export interface ResolvedLimiterOptions {
   readonly meterProvider: MeterProvider | undefined;
   /** The warnings switched on. */
   readonly warnings: ReadonlySet<WarningCode>;
+  /**
+   * Built at a request, by traffic (an API key's plan): not part of the app's configuration that
+   * instances compare for FG_PREFIX_SHARED, since two instances of one app see different plans.
+   * Undefined (false) for a limiter the app builds.
+   */
+  readonly madeForRequest?: boolean;
 }
 
 /** The names of one limit's options. */

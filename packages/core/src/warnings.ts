@@ -31,6 +31,8 @@ export const WARNING_CODES = [
   'FG_ROUTE_NOT_LIMITED',
   /** A request held its in-flight slot for `concurrency.maxHoldMs` (a hung handler?): its lease is no longer renewed. */
   'FG_LEASE_MAX_HOLD',
+  /** Another app's limiters, configured otherwise, use the same prefix on the same Redis: shared buckets and instance counts. */
+  'FG_PREFIX_SHARED',
 ] as const;
 
 export type WarningCode = (typeof WARNING_CODES)[number];

@@ -17,14 +17,16 @@ describe('aclRule', () => {
   it("grants the prefix's keys, no channel, and exactly the scripts' commands plus RedisStore's own", () => {
     const rule = aclRule({ prefix: 'fg' });
     const tokens = rule.split(' ');
-    expect(tokens.slice(0, 5)).toEqual(['resetkeys', '~fg:*', '~fg.instances', 'resetchannels', '-@all']);
+    expect(tokens.slice(0, 6)).toEqual(['resetkeys', '~fg:*', '~fg.instances', '~fg.configs', 'resetchannels', '-@all']);
     const granted = new Set(tokens.filter((t) => t.startsWith('+')).map((t) => t.slice(1)));
     const scripts = commandsInScripts();
     expect(scripts.has('time')).toBe(true);
     expect(scripts.has('zadd')).toBe(true);
     expect(scripts.has('zcard')).toBe(false); // only the fleet announcement counts a ZSET whole
-    // RedisStore's own: the decisions' EVALSHA (EVAL after NOSCRIPT), reset's DEL, PING, and the fleet announcement's plain commands.
-    expect([...granted].sort()).toEqual([...new Set([...scripts, 'evalsha', 'eval', 'del', 'ping', 'time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire'])].sort());
+    // RedisStore's own: the decisions' EVALSHA (EVAL after NOSCRIPT), reset's DEL, PING, and the fleet announcement's plain commands
+    // (its configurations record: HSET, HVALS, HDEL; never HGETALL, which would read a limiter key's fields).
+    expect([...granted].sort()).toEqual([...new Set([...scripts, 'evalsha', 'eval', 'del', 'ping', 'time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire', 'hset', 'hvals', 'hdel'])].sort());
+    expect(granted.has('hgetall')).toBe(false);
     expect(aclRule()).toBe(rule);
   });
 
@@ -34,7 +36,7 @@ describe('aclRule', () => {
   });
 
   it('takes several prefixes, each its own key pattern', () => {
-    expect(aclRule({ prefix: ['fg', 'api.v2', 'fg'] })).toMatch(/^resetkeys ~fg:\* ~fg\.instances ~api\.v2:\* ~api\.v2\.instances resetchannels -@all \+/);
+    expect(aclRule({ prefix: ['fg', 'api.v2', 'fg'] })).toMatch(/^resetkeys ~fg:\* ~fg\.instances ~fg\.configs ~api\.v2:\* ~api\.v2\.instances ~api\.v2\.configs resetchannels -@all \+/);
   });
 
   it.each([

@@ -8,9 +8,11 @@ export interface ClientIpOptions {
   /**
    * Hono's connection-info helper for the runtime the app runs on: `getConnInfo` from
    * '@hono/node-server/conninfo', 'hono/bun', 'hono/deno', 'hono/cloudflare-workers', ... Its
-   * `remote.address` is the client IP. Without it (or when it cannot tell), requests have no client
-   * IP and share the one 'ip:unknown' bucket, with the FG_IP_MISSING warning written once
-   * (docs/identity.md). Default: none.
+   * `remote.address` is the client IP. Without it, on @hono/node-server the connection's own
+   * address (`c.env.incoming.socket.remoteAddress`, what its getConnInfo reads); on any other
+   * runtime (or when the helper cannot tell) requests have no client IP and share the one
+   * 'ip:unknown' bucket, with the FG_IP_MISSING warning written once (docs/identity.md).
+   * Default: none (the Node socket's address where there is one).
    */
   getConnInfo?: (c: Context) => ConnInfo;
   /**
@@ -38,6 +40,18 @@ export function trustOf(options: ClientIpOptions): 'none' | 'some' | 'all' {
   return list.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) ? 'all' : 'some';
 }
 
+/**
+ * The peer address of the Node connection under @hono/node-server, which passes `{ incoming,
+ * outgoing }` as `c.env`: the address its own getConnInfo reports, read without that import, so an
+ * app that leaves getConnInfo out is still keyed per client. Undefined on every other runtime.
+ */
+function nodeSocketAddress(c: Context): string | undefined {
+  const env: unknown = c.env;
+  if (env === null || typeof env !== 'object') return undefined;
+  const address = (env as { incoming?: { socket?: { remoteAddress?: unknown } } }).incoming?.socket?.remoteAddress;
+  return typeof address === 'string' && address !== '' ? address : undefined;
+}
+
 /** Builds the IP reader once, from parsed options; FG_INVALID_OPTION for a bad one. */
 export function clientIpReader(options: ClientIpOptions): (c: Context) => string | undefined {
   const { getConnInfo } = options;
@@ -45,8 +59,8 @@ export function clientIpReader(options: ClientIpOptions): (c: Context) => string
     invalidOption('getConnInfo', getConnInfo, "a function such as getConnInfo from '@hono/node-server/conninfo'");
   }
   const trusted = createAllowList(options.trustProxy, 'trustProxy');
-  if (!getConnInfo) return () => undefined;
   const remote = (c: Context): string | undefined => {
+    if (!getConnInfo) return nodeSocketAddress(c);
     try {
       const address = getConnInfo(c).remote.address;
       return typeof address === 'string' && address !== '' ? address : undefined;

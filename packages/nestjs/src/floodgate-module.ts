@@ -1,6 +1,6 @@
 // FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built, 404s are limited and a missing guard is reported.
 import { Inject, Module, type DynamicModule, type InjectionToken, type ModuleMetadata, type OnModuleInit, type OptionalFactoryDependency } from '@nestjs/common';
-import { PATH_METADATA } from '@nestjs/common/constants';
+import { PATH_METADATA } from './nest-metadata';
 import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
 import { FloodgateGuard } from './floodgate-guard';
 import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
@@ -15,7 +15,7 @@ export const FLOODGATE_OPTIONS = Symbol.for('floodgate.nestjs.options');
 export interface FloodgateModuleAsyncOptions extends Pick<ModuleMetadata, 'imports'> {
   /** Providers handed to `useFactory`, e.g. a ConfigService or your Redis client's token. */
   inject?: (InjectionToken | OptionalFactoryDependency)[];
-  /** Builds the options, e.g. `(config) => ({ store: new RedisStore({ client: new Redis(config.get('REDIS_URL')) }) })`. */
+  /** Builds the options, e.g. `(config) => ({ store: new RedisStore({ client: new Redis(config.getOrThrow('REDIS_URL')) }) })`. */
   useFactory: (...args: any[]) => FloodgateModuleOptions | Promise<FloodgateModuleOptions>;
 }
 

@@ -1,7 +1,7 @@
 // What differs between Nest's Express and Fastify platforms: the request's facts, setting headers, the raw response, a direct write.
 import type { ServerResponse } from 'node:http';
 import { RequestMethod } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { METHOD_METADATA, PATH_METADATA } from './nest-metadata';
 import { PROBLEM_CONTENT_TYPE, type HttpResult, type RequestFacts } from '@floodgate/core/http';
 
 /** The platform request: Express `req` or Fastify `request`, read structurally. */

@@ -1,6 +1,6 @@
 // FG_ROUTE_NOT_LIMITED for Nest: FloodgateModule imported but FloodgateGuard registered nowhere (not APP_GUARD, not in @UseGuards()), checked once at init.
 import { RequestMethod } from '@nestjs/common';
-import { GUARDS_METADATA, METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { GUARDS_METADATA, METHOD_METADATA, PATH_METADATA } from './nest-metadata';
 import { APP_GUARD, type DiscoveryService } from '@nestjs/core';
 import { warnRouteNotLimited } from '@floodgate/core/http';
 import { FloodgateGuard } from './floodgate-guard';

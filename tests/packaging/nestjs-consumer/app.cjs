@@ -37,7 +37,7 @@ async function serve(platform) {
 }
 
 (async () => {
-  const report = { resolved: require.resolve('@floodgate/nestjs'), express: await serve('express'), fastify: await serve('fastify') };
+  const report = { resolved: require.resolve('@floodgate/nestjs'), nest: require('@nestjs/core/package.json').version, node: process.version, express: await serve('express'), fastify: await serve('fastify') };
   process.stdout.write(`${JSON.stringify(report)}\n`);
 })().catch((error) => {
   console.error(error);

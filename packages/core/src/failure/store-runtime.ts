@@ -138,7 +138,8 @@ export class ConnectionRuntime {
     if (typeof store.announce !== 'function') return undefined;
     const known = this.fleets.get(prefix)?.deref();
     if (known) return known;
-    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS, this.lastCounts.get(prefix), (n) => this.lastCounts.set(prefix, n));
+    const peers = typeof store.peers === 'function' ? store.peers.bind(store) : undefined;
+    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS, this.lastCounts.get(prefix), (n) => this.lastCounts.set(prefix, n), peers);
     this.fleets.set(prefix, new WeakRef(fleet));
     return fleet;
   }

@@ -1,7 +1,7 @@
 // The least-privilege Redis ACL rule for Floodgate's scripts, derived from the commands the Lua files run (generated with them, so it cannot drift).
 import { LUA_COMMANDS } from '../lua/scripts.generated';
 import { invalidOption } from '../errors';
-import { fleetKey } from '../keys';
+import { fleetConfigsKey, fleetKey } from '../keys';
 import { checkOptionNames, keyPrefix, optionNames } from '../validate';
 
 export interface AclRuleOptions {
@@ -22,11 +22,11 @@ const ACL_RULE_OPTION_NAMES = optionNames<AclRuleOptions>()(['prefix']);
 const CLIENT_COMMANDS = ['evalsha', 'eval', 'del', 'ping'] as const;
 
 /**
- * The fleet announcement (RedisStore.announce, failure/fleet.ts), plain commands on
- * `<prefix>.instances` (a key pattern of its own in the rule): how the default
- * `instances: 'auto'` learns how many instances share a limit.
+ * The fleet announcement (RedisStore.announce and peers, failure/fleet.ts), plain commands on
+ * `<prefix>.instances` and `<prefix>.configs` (key patterns of their own in the rule): how the
+ * default `instances: 'auto'` learns how many instances share a limit, and whether two apps do.
  */
-export const FLEET_COMMANDS = ['time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire'] as const;
+export const FLEET_COMMANDS = ['time', 'zadd', 'zremrangebyscore', 'zcard', 'pexpire', 'hset', 'hvals', 'hdel'] as const;
 
 /**
  * Every command a script may run, whichever algorithms a limiter uses: Redis 7 checks each
@@ -52,7 +52,7 @@ export function aclRule(options: AclRuleOptions = {}): string {
   const given = options.prefix ?? 'fg';
   const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
   // Each prefix's keys, and its fleet's one key (failure/fleet.ts).
-  const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].flatMap((p) => [`~${p}:*`, `~${fleetKey(p)}`]);
+  const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].flatMap((p) => [`~${p}:*`, `~${fleetKey(p)}`, `~${fleetConfigsKey(p)}`]);
   const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
   return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');
 }

@@ -643,6 +643,33 @@ export class RedisStore implements Store {
     return Number(replies[2]);
   }
 
+  /**
+   * One record in the fleet's configurations hash (failure/fleet.ts), by Redis's clock: the field
+   * `member` holds `<expiry ms>|<member>|<value>` (HVALS, not HGETALL: the ACL rule grants no read of
+   * a limiter key's fields); the expired records this call sees are deleted (a dead
+   * instance's record leaves within one period of its expiry), and the hash expires with the last
+   * record. Plain commands, named by the ACL rule. Bounded by one period.
+   */
+  async peers(key: string, member: string, value: string, ttlMs: number): Promise<readonly string[]> {
+    this.checkConnection();
+    const keyed = this.client.keyed;
+    if (!keyed) throw new FloodgateError('FG_STORE_UNAVAILABLE', 'The Redis client has no way to send a plain command.');
+    const bound = Math.min(this.announceMs, 5_000);
+    const now = redisTimeMs(await withDeadline(keyed(key, ['TIME']), bound, 'Redis TIME'));
+    const sent = [keyed(key, ['HSET', key, member, `${now + ttlMs}|${member}|${value}`]), keyed(key, ['PEXPIRE', key, String(ttlMs)]), keyed(key, ['HVALS', key])];
+    const replies = await withDeadline(Promise.all(sent), bound, 'Redis fleet configurations');
+    const records = Array.isArray(replies[2]) ? (replies[2] as unknown[]).map(String) : [];
+    const live: string[] = [];
+    const dead: string[] = [];
+    for (const record of records) {
+      const [expiry, field, ...rest] = record.split('|');
+      if (Number(expiry) > now) live.push(rest.join('|'));
+      else if (field) dead.push(field);
+    }
+    if (dead.length > 0) void keyed(key, ['HDEL', key, ...dead]).catch(() => undefined);
+    return live;
+  }
+
   async reset(keys: readonly string[]): Promise<void> {
     this.checkConnection();
     // One DEL per key: on a Cluster all keys of a subject share a slot, but be safe across subjects.

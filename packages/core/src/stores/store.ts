@@ -116,6 +116,13 @@ export interface Store {
    * without it (MemoryStore, a custom store) learns nothing, and its limiters count 1 instance.
    */
   announce?(key: string, member: string, ttlMs: number): Promise<number>;
+  /**
+   * Records `value` for this instance (`member`) under `key` for `ttlMs`, by the store's clock, and
+   * resolves with the values of every instance whose record has not expired, this one's included
+   * (failure/fleet.ts: the configurations of the apps on a prefix, compared for FG_PREFIX_SHARED).
+   * Optional: without it, sharing a prefix goes unnoticed.
+   */
+  peers?(key: string, member: string, value: string, ttlMs: number): Promise<readonly string[]>;
   /** How often (ms) a limiter on this store announces its instance through `announce`. Optional (default 5 s). */
   readonly announceMs?: number;
   /** Resolves with the store's decision; rejects only when the store itself failed. */
