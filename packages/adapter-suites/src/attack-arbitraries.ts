@@ -5,19 +5,20 @@ import fc from 'fast-check';
 export type Target = 'all' | 'items' | 'login' | 'cost' | 'rawcost' | 'unmatched';
 
 /**
- * Dimensions of a known open row of issue 40 the generator leaves out until its fix is merged. The
- * lead sets each to false once the fix has landed on main; every one set to true is listed in the
- * closing report of the branch that added it. FG_ATTACK_ALL=1 puts them all back in (to check a
- * fix), FG_ATTACK_ALL=methodOnAllRoutes (a comma-separated list) only those named.
+ * Dimensions of a known open weakness the generator leaves out until its fix is merged: none today
+ * (issue 40's rows 2, methods on an all-method route, and 8, non-string extra keys, were left out
+ * here until their fixes landed). A new entry is `name: leaveOut('name')`, listed in the closing
+ * note of the change that adds it; FG_ATTACK_ALL=1 puts them all back in (to check a fix),
+ * FG_ATTACK_ALL=name (a comma-separated list) only those named.
  */
 const putBack = (process.env.FG_ATTACK_ALL ?? '').split(',');
-const leaveOut = (name: string) => !putBack.includes('1') && !putBack.includes(name);
-export const KNOWN_OPEN = {
-  /** Row 2: a method other than GET/HEAD on an all-method route buys a fresh budget. */
-  methodOnAllRoutes: leaveOut('methodOnAllRoutes'),
-  /** Row 8: a non-string `username` (array, object, number, boolean) skips the per-account key. */
-  nonStringExtraKeys: leaveOut('nonStringExtraKeys'),
-} as const;
+export const leaveOut = (name: string) => !putBack.includes('1') && !putBack.includes(name);
+export const KNOWN_OPEN: Readonly<Record<'methodOnAllRoutes' | 'nonStringExtraKeys', boolean>> = {
+  /** Row 2 (fixed): a method other than GET/HEAD on an all-method route bought a fresh budget. */
+  methodOnAllRoutes: false,
+  /** Row 8 (fixed): a non-string `username` (array, object, number, boolean) skipped the per-account key. */
+  nonStringExtraKeys: false,
+};
 
 /** One generated request. Callers and keys are indices into the run's own pools (fresh per run), so runs never share state. */
 export interface AttackRequest {
