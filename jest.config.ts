@@ -81,6 +81,11 @@ if (orphans.length > 0) {
 const config: Config = {
   projects: dirs.map(project),
   testTimeout: 30_000,
+  // A summary, the slowest files, and each failing file in full with its console output
+  // (scripts/quiet-reporter.cjs); `--reporters=default` brings Jest's own output back.
+  reporters: [[join(__dirname, 'scripts', 'quiet-reporter.cjs'), { slowest: 10 }]],
+  // Jest turns verbose on for a run of one file, which prints console output as it comes, bypassing the reporter.
+  verbose: false,
 };
 
 export default config;
