@@ -172,7 +172,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await redis?.stop();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
-  process.stderr.write(`packaging test phases (ms): ${JSON.stringify(timings)}\n`);
+  // Through the console Jest buffers: shown beside a failure (or with FLOODGATE_TEST_CONSOLE=1).
+  console.log(`packaging test phases (ms): ${JSON.stringify(timings)}`);
 });
 
 async function runConsumer(file: string): Promise<ConsumerReport> {
