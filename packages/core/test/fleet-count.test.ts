@@ -50,3 +50,21 @@ it('keeps the last count through failed announcements, and counts at least itsel
   await jest.advanceTimersByTimeAsync(250);
   expect({ instances: fleet.instances, failures: fleet.failures }).toEqual({ instances: 1, failures: 1 });
 });
+
+it('after an outage longer than a lifetime, a Redis restarted without data answering 1 is still not believed at once', async () => {
+  let answer: number | 'down' = 3;
+  const fleet = new Fleet('fc', async () => (answer === 'down' ? Promise.reject(new Error('down')) : answer), PERIOD_MS);
+  await jest.advanceTimersByTimeAsync(0);
+  expect(fleet.instances).toBe(3);
+  // Redis away for two lifetimes: every announcement fails, the count of 3 is kept.
+  answer = 'down';
+  await jest.advanceTimersByTimeAsync(2 * LIFETIME_MS);
+  expect(fleet.instances).toBe(3);
+  // Back, without its data: only this instance has announced yet.
+  answer = 1;
+  await jest.advanceTimersByTimeAsync(PERIOD_MS);
+  expect(fleet.instances).toBe(3);
+  // The drop is believed once it has lasted a lifetime of answers.
+  await jest.advanceTimersByTimeAsync(LIFETIME_MS + PERIOD_MS);
+  expect(fleet.instances).toBe(1);
+});
