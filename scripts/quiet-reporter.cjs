@@ -58,6 +58,7 @@ class QuietReporter {
 
   onRunStart(results) {
     this.startedAt = Date.now();
+    this.total = results.numTotalTestSuites;
     process.stderr.write(`jest: ${results.numTotalTestSuites} test files\n`);
   }
 
@@ -70,6 +71,11 @@ class QuietReporter {
     const added = Object.entries(now).filter(([type, n]) => n > (this.lastResources[type] ?? 0));
     if (added.length > 0) this.grew.push([path, Object.fromEntries(added.map(([type, n]) => [type, n - (this.lastResources[type] ?? 0)]))]);
     this.lastResources = now;
+    // A long run says it is alive: one line per 20 files.
+    if (this.files.length % 20 === 0 && this.files.length < this.total) {
+      const failedSoFar = this.files.filter((f) => f.failed).length;
+      process.stderr.write(`  ${this.files.length}/${this.total} files, ${failedSoFar} failed, ${seconds(Date.now() - this.startedAt)}\n`);
+    }
     if (failed) {
       const out = [`\nFAIL ${path} (${seconds(durationMs)})`];
       if (result.failureMessage) out.push(result.failureMessage);
