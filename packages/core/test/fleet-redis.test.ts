@@ -23,6 +23,11 @@ beforeAll(async () => {
   await client.ping();
 }, 30_000);
 
+// A test's workers end with it, failed or not: left running, they would announce into the next test's counts.
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill('SIGKILL');
+});
+
 afterAll(async () => {
   for (const child of children) child.kill('SIGKILL');
   client?.disconnect();
@@ -75,6 +80,8 @@ it('3 limiter processes learn 3; with Redis SIGKILLed, then SIGSTOPped, a floodi
   }
   // The restarted Redis kept no data: each instance announces itself again.
   await waitFor('every instance to count 3 again', async () => (await client.zcard(key)) === 3, 15_000);
+  // And none believed the smaller counts its first answers after the restart found (1 or 2).
+  expect(await instancesOf(workers)).toEqual([3, 3, 3]);
 
   // One instance SIGKILLed: its announcement is never withdrawn, it ages out (3 periods).
   const killedAt = Date.now();

@@ -3,6 +3,7 @@ import { MemoryStore } from '../src';
 import { createHttpLimiter, type HttpLimiter } from '../src/http';
 import type { RateLimitEvent } from '../src';
 import { pollUntil } from '@floodgate/testing';
+import { LoadShedder, PRIORITIES, resolveShedding } from '../src/shedding/load-shedder';
 
 const silent = { warn() {}, error() {} };
 const facts = { ip: '127.0.0.1', headers: {}, method: 'GET', route: '/r' };
@@ -80,4 +81,47 @@ it('refuses shedding on a route and a priority it does not know, naming the opti
   expect(() => createHttpLimiter({ priority: 'low' as never })).toThrow(/`priority`: got "low"; expected one of 'critical', 'default', 'background'/);
   expect(() => createHttpLimiter({ shedding: { utilization: 2 } })).toThrow(/`shedding.utilization`: got 2; expected a number from 0.5 to 1/);
   expect(() => createHttpLimiter({ shedding: { util: 0.8 } as never })).toThrow(/util/);
+});
+
+describe('the hysteresis, sample by sample (the samples fed by the test: no clock)', () => {
+  // Thresholds: overloaded at utilisation 0.9 or a timer 200 ms late; calm under 0.72 and 100 ms.
+  const busy = { utilization: 0.95, delayMs: 0 };
+  const late = { utilization: 0.1, delayMs: 250 };
+  const calm = { utilization: 0.1, delayMs: 0 };
+  const between = { utilization: 0.8, delayMs: 0 }; // neither overloaded nor calm
+  let shedder: LoadShedder;
+  beforeEach(() => {
+    shedder = new LoadShedder(resolveShedding({ utilization: 0.9, delayMs: 200, sampleMs: 10_000 })!);
+    shedder.stop(); // only the samples below count
+  });
+  const levels = (samples: { utilization: number; delayMs: number }[]) =>
+    samples.map((s) => {
+      shedder.observe(s);
+      return shedder.stats.level;
+    });
+
+  it('rises one level per overloaded sample (busy or late), up to 2', () => {
+    expect(levels([busy, late, busy])).toEqual([1, 2, 2]);
+  });
+
+  it('steps down one level only after 3 calm samples in a row, and never straight to 0', () => {
+    levels([busy, busy]);
+    expect(levels([calm, calm, calm, calm, calm, calm])).toEqual([2, 2, 1, 1, 1, 0]);
+  });
+
+  it('starts the calm count again after an overloaded or an in-between sample', () => {
+    levels([busy]);
+    expect(levels([calm, calm, between, calm, calm, calm])).toEqual([1, 1, 1, 1, 1, 0]);
+    levels([busy]);
+    expect(levels([calm, calm, late, calm, calm, calm, calm, calm])).toEqual([1, 1, 2, 2, 2, 1, 1, 1]);
+  });
+
+  it('sheds by level: background at 1, default too at 2, critical never', () => {
+    const shed = () => PRIORITIES.filter((p) => shedder.sheds(p));
+    expect(shed()).toEqual([]);
+    levels([busy]);
+    expect(shed()).toEqual(['background']);
+    levels([busy]);
+    expect(shed()).toEqual(['default', 'background']);
+  });
 });

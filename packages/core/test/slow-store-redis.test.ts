@@ -107,7 +107,13 @@ describe('slow is not down', () => {
   it('a store that keeps answering late never opens the breaker; the same load on a paused store does', async () => {
     const c = await client();
     const side = await client();
-    const store = new RedisStore({ client: c, timeoutMs: TIMEOUT_MS, coalesce: false });
+    // A timeout is slowness when the connection answered within 2 deadlines before the call. Each
+    // call waits behind a DEBUG SLEEP of 1.2 deadlines: about one in six times out, and answers
+    // come 1.2 deadlines apart, 0.8 deadline (200 ms) inside the window, room for a busy machine's
+    // stalls (with 100 ms and 150 ms the room was 50 ms, and a loaded run saw one timeout of 53
+    // counted as an outage).
+    const deadlineMs = 250;
+    const store = new RedisStore({ client: c, timeoutMs: deadlineMs, coalesce: false });
     const events: StoreErrorEvent[] = [];
     const limiter = createLimiter({
       store,
@@ -128,8 +134,8 @@ describe('slow is not down', () => {
       return Promise.all(answers);
     };
     await limiter.consume('warm-up');
-    // Every call waits behind a 150 ms DEBUG SLEEP: most pass the 100 ms deadline, and are answered late.
-    const busy = busyRedis(side, 150);
+    // Every call waits behind a 300 ms DEBUG SLEEP: some pass the 250 ms deadline, and are answered late.
+    const busy = busyRedis(side, deadlineMs * 1.2);
     const slow = await load(1_500);
     await busy.stop();
     await waitFor('the late answers', () => limiter.health().stores[0].lateAnswers > 0);

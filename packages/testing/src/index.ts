@@ -15,5 +15,5 @@ export * from './faults';
 export { CountingStore } from './counting-store';
 export { runCommand, isProcessAlive, freshMachineEnv, startExample, type RunningCommand, type StartedExample } from './child-process';
 export { prng, type Prng } from './prng';
-export { raceMessages, forkRaceChildren, stopRaceChildren, raceRound, inFlightTogetherMs, type RaceMessage, type RaceTimes, type ForkRaceOptions, type Pausable } from './race';
+export { raceMessages, forkRaceChildren, stopRaceChildren, raceRound, inFlightTogetherMs, allInFlightTogether, type RaceMessage, type RaceTimes, type ForkRaceOptions, type Pausable } from './race';
 export { leasesHeld } from './leases';

@@ -1,5 +1,6 @@
 // The parent's side of a race between processes: fork the children, read their typed messages, hold Redis still until all have sent, stop them.
 import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { whilePaused } from './faults';
 
 /** What every race child answers with: a typed message, 'error' carrying a message. */
@@ -92,6 +93,28 @@ export async function stopRaceChildren(children: readonly ChildProcess[]): Promi
 export interface Pausable {
   pause(): void;
   resume(): void;
+  /** Its process id, when it runs here: the barrier then checks that it really stood still. */
+  readonly pid?: number;
+}
+
+/** The process's state letter from /proc (Linux): 'T' is stopped by a signal; undefined where /proc is not readable. */
+function processState(pid: number): string | undefined {
+  try {
+    // The state follows the command name, which is in parentheses and may itself hold spaces.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resolves once `pid` is stopped (SIGSTOP takes effect when the kernel next schedules it), checked every turn of the event loop. */
+async function untilStopped(pid: number, timeoutMs = 10_000): Promise<void> {
+  const started = performance.now();
+  for (let state = processState(pid); state !== undefined && state !== 'T'; state = processState(pid)) {
+    if (performance.now() - started > timeoutMs) throw new Error(`race barrier: process ${pid} is still '${state}' ${timeoutMs} ms after SIGSTOP`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 /**
@@ -99,7 +122,9 @@ export interface Pausable {
  * its requests (their script calls wait, written, in Redis' sockets), and only when every child
  * has said 'sent' does Redis run again (SIGCONT) and meet them all at once. Without the barrier,
  * on a machine with fewer cores than children, one child can send and be answered before another
- * has started, and the "race" is a queue. Resolves with every child's 'done'.
+ * has started, and the "race" is a queue. Where `redis.pid` is known, the barrier is checked, not
+ * assumed: `go` goes out only once the process is seen stopped, and the round fails unless it is
+ * still stopped when the last 'sent' arrives (no clock is compared). Resolves with every child's 'done'.
  */
 export async function raceRound<R extends RaceMessage>(
   children: readonly ChildProcess[],
@@ -108,19 +133,37 @@ export async function raceRound<R extends RaceMessage>(
   timeouts: { sentMs: number; doneMs: number } = { sentMs: 40_000, doneMs: 60_000 },
 ): Promise<Extract<R, { type: 'done' }>[]> {
   const next = raceMessages<R>();
-  const replies = children.map((child) => ({ sent: next(child, 'sent', timeouts.sentMs), done: next(child, 'done', timeouts.doneMs) }));
-  // A child that fails before 'sent' fails both; the first rejection is the one reported.
-  for (const r of replies) r.done.catch(() => undefined);
+  const pid = redis.pid;
+  let done: Promise<Extract<R, { type: 'done' }>>[] = [];
   await whilePaused(redis, async () => {
+    if (pid !== undefined) await untilStopped(pid);
+    const replies = children.map((child) => ({ sent: next(child, 'sent', timeouts.sentMs), done: next(child, 'done', timeouts.doneMs) }));
+    // A child that fails before 'sent' fails both; the first rejection is the one reported.
+    for (const r of replies) r.done.catch(() => undefined);
     for (const child of children) child.send(go);
     await Promise.all(replies.map((r) => r.sent));
+    const state = pid === undefined ? undefined : processState(pid);
+    if (state !== undefined && state !== 'T') throw new Error(`race barrier: process ${pid} was running ('${state}') before every child had sent`);
+    done = replies.map((r) => r.done);
   });
-  return Promise.all(replies.map((r) => r.done));
+  return Promise.all(done);
 }
 
 /**
- * How long every request of every child was in flight at once: from the last child's last send to
- * the first answer any child got. Positive only if no child had an answer before all had sent.
+ * Whether every request of every process was in flight at once: behind raceRound's barrier (Redis
+ * held stopped until every child had sent), no answer can come before the last send anywhere, and
+ * each child confirms it on its own clock: its first answer came after its own last send. Nothing
+ * here compares one process's clock with another's.
+ */
+export function allInFlightTogether(done: readonly RaceTimes[]): boolean {
+  return done.length > 0 && done.every((d) => d.firstReplyAt >= d.lastSentAt);
+}
+
+/**
+ * For the report only, never asserted: from the last child's last send to the first answer any
+ * child got, in ms on each process's own epoch clock (performance.timeOrigin + now()). Processes'
+ * time origins agree only to within a scheduling delay, so on a busy machine this can come out
+ * below zero while the barrier held; allInFlightTogether is the check.
  */
 export function inFlightTogetherMs(done: readonly RaceTimes[]): number {
   return Math.min(...done.map((d) => d.firstReplyAt)) - Math.max(...done.map((d) => d.lastSentAt));

@@ -32,7 +32,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(() => {
-  if (counts) process.stderr.write(`doc snippets: ${JSON.stringify(counts)}\n`);
+  if (counts) console.log(`doc snippets: ${JSON.stringify(counts)}`); // buffered: shown beside a failure
 });
 
 it('type-checks every snippet not marked a fragment, strict, as nodenext ESM and CommonJS (ESM only where it awaits at the top level)', async () => {

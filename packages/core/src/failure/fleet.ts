@@ -166,6 +166,10 @@ export class Fleet implements FleetView {
       () => {
         this.busy = false;
         this.failures++;
+        // The count is kept while the store is away, and counts as learned now: after an outage
+        // longer than a lifetime, a Redis back without its data must not be believed at its first
+        // answer either (the old count would otherwise be a lifetime old and dropped at once).
+        this.recent.splice(0, this.recent.length, { count: this.instances, at: performance.now() });
       },
     );
   }

@@ -118,6 +118,14 @@ export class LoadShedder {
     const current = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(current, this.previous).utilization;
     this.previous = current;
+    this.observe({ utilization, delayMs });
+  }
+
+  /**
+   * One sample's effect on the level (the hysteresis above). Called by the sampler's timer; the
+   * tests call it with the samples they choose, so the steps are checked without a clock.
+   */
+  observe({ utilization, delayMs }: { utilization: number; delayMs: number }): void {
     this.last = { utilization, delayMs };
     if (utilization >= this.o.utilization || delayMs >= this.o.delayMs) {
       this.level = Math.min(2, this.level + 1);

@@ -21,7 +21,14 @@ export class InFlightLane {
   private readonly waiting: Waiting[] = [];
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(readonly max: number) {}
+  /**
+   * `now`: the monotonic clock in ms (performance.now); the tests give their own, to reach what a
+   * late timer reaches (a release after a waiting call's deadline, before its timer ran).
+   */
+  constructor(
+    readonly max: number,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
   /** True when nothing is in flight nor waiting: the lane may be dropped. */
   get idle(): boolean {
@@ -37,14 +44,14 @@ export class InFlightLane {
 
   /** Waits for a place within `budgetMs`: `go` with the place taken and what is left of the budget, else `refuse`. */
   wait(budgetMs: number, go: (budgetMs: number) => void, refuse: () => void): void {
-    this.waiting.push({ until: performance.now() + budgetMs, go, refuse });
+    this.waiting.push({ until: this.now() + budgetMs, go, refuse });
     if (this.waiting.length === 1) this.arm();
   }
 
   /** A call left Redis (answered or failed): the first waiting call that still has time takes its place. */
   readonly release = (): void => {
     this.inFlight--;
-    const now = performance.now();
+    const now = this.now();
     while (this.inFlight < this.max && this.waiting.length > 0) {
       const next = this.waiting.shift()!;
       if (next.until > now) {
@@ -66,9 +73,9 @@ export class InFlightLane {
     if (!head) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      const now = performance.now();
+      const now = this.now();
       while (this.waiting.length > 0 && this.waiting[0].until <= now) this.waiting.shift()!.refuse();
       this.arm();
-    }, Math.max(0, head.until - performance.now()));
+    }, Math.max(0, head.until - this.now()));
   }
 }

@@ -1,5 +1,5 @@
 // One process of the race test: on 'go', fires N requests at once on one shared subject, says when all are sent, and reports how many were admitted.
-import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
+import { GlideClient, GlideClusterClient, Logger as GlideLogger } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
 import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
 import { createClient, createCluster } from 'redis';
@@ -94,6 +94,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
     client = nodeRedis as unknown as typeof client;
     closeClient = () => void (nodeRedis.isOpen && nodeRedis.destroy());
   } else if (message.client === 'glide') {
+    GlideLogger.setLoggerConfig('off'); // its core writes to stdout (a warning per NOSCRIPT); the parent reads the results
     const addresses = message.cluster ?? [{ host: '127.0.0.1', port: message.port }];
     const glide = message.cluster
       ? await GlideClusterClient.createClient({ addresses, requestTimeout: 20_000 })

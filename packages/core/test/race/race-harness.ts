@@ -1,7 +1,7 @@
 // The core's race children (race-child.ts, over every Redis client) on the shared race protocol of @floodgate/testing, which the adapters' race tests use too.
 import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import { forkRaceChildren, inFlightTogetherMs, raceRound as sharedRound, stopRaceChildren, type Pausable } from '@floodgate/testing';
+import { allInFlightTogether, forkRaceChildren, inFlightTogetherMs, raceRound as sharedRound, stopRaceChildren, type Pausable } from '@floodgate/testing';
 import type { RaceGo, RaceReply, RaceSetup } from './race-child';
 
 const REPO = join(__dirname, '..', '..', '..', '..');
@@ -20,7 +20,7 @@ export const stopChildren = stopRaceChildren;
 /** One round behind the start barrier (see raceRound in @floodgate/testing), with the core child's messages. */
 export const raceRound = (children: readonly ChildProcess[], go: RaceGo, redis: Pausable) => sharedRound<RaceReply>(children, go, redis);
 
-export { inFlightTogetherMs, type Pausable };
+export { allInFlightTogether, inFlightTogetherMs, type Pausable };
 
 /** Script calls a coalesced child makes for `inFlight` requests made in one turn (RedisStore sends at most 64 per call). */
 export const TURN_BATCH = 64;
