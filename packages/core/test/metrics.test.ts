@@ -115,7 +115,10 @@ describe('decisions on a real redis-server that is killed', () => {
 
   it('counts allowed and limited, then fail-open, store errors and the breaker opening; health says why', async () => {
     const { meterProvider, points } = setup();
-    const store = new RedisStore({ client, coalesce: false });
+    // A deadline no busy machine misses (the default 100 ms is not what this checks: a late third
+    // answer read as fail-open, not limited, in a CI run); once the server is killed, ioredis fails
+    // each call after its one retry, not at a deadline.
+    const store = new RedisStore({ client, coalesce: false, timeoutMs: 30_000 });
     const limiter = createLimiter({ store, prefix: 'otel18', limit: 2, blockCacheSize: 0, meterProvider, logger: quiet, failMode: 'open', breaker: { failureThreshold: 2, coolDownMs: 60_000 } });
     for (let i = 0; i < 3; i++) await limiter.consume('k1', { scope: 'r' });
     expect(await points('floodgate.store.script_calls')).toEqual({ 'floodgate.store=redis': 3 });
