@@ -68,6 +68,8 @@ const FLOOD_ROUTES: readonly SoakRoute[] = ['closed', 'local', 'default', 'hot']
 const WARM_UP_MS = 1_500;
 /** Issue 24: a fail-closed route serves from the store again within this long of the store answering. */
 export const RECOVERY_MS = 1_000;
+/** Scans for keys to check for a TTL, 100 ms apart, until one finds some: 10 s while the load runs. */
+const KEY_SCAN_PASSES = 100;
 
 /**
  * The most one caller may be admitted on a route in one window: its limit plus the documented
@@ -105,6 +107,15 @@ export interface SoakOptions {
    * and `pnpm test`'s short soak, run beside the other suites, uses fewer.
    */
   floodInFlight?: number;
+  /**
+   * Milliseconds of latency allowed past the strict bounds: each answer's deadline (store deadline
+   * + DEADLINE_MARGIN_MS + its loop's stall) and the closed routes' recovery (RECOVERY_MS). Default 0
+   * (`pnpm soak`: the strict bounds). `pnpm test`'s short soak runs beside other suites on a loaded
+   * machine, where every process can stand still at once (loop stall allowance included: another
+   * process holds the core), so it passes a few seconds: still "never a hang", while every
+   * count-based invariant (admissions per window, failMode answers, TTLs) stays strict.
+   */
+  latencyAllowanceMs?: number;
 }
 
 export interface SoakReport {
@@ -132,6 +143,8 @@ export interface SoakReport {
   floodRequests: number;
   /** Requests each flood kept in flight. */
   floodInFlight: number;
+  /** The latencyAllowanceMs the run was judged with (0: the strict bounds). */
+  latencyAllowanceMs: number;
   /** ms from Redis answering again to every closed route serving from the store, worst of all faults. */
   worstRecoveryMs: number;
   heapStartMb: number;
@@ -277,6 +290,7 @@ async function flood(
 export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const log = opts.log ?? (() => undefined);
   const overload = opts.overload ?? true;
+  const allowanceMs = opts.latencyAllowanceMs ?? 0;
   const routes = overload ? [...ROUTES, ...OVERLOAD_ROUTES] : ROUTES;
   const kinds: readonly FaultKind[] = overload ? [...FAULT_KINDS, ...FLOOD_KINDS] : FAULT_KINDS;
   const rnd = prng(opts.seed).next;
@@ -365,9 +379,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const stalled = loop.stalledWithin(s.firedAt, answeredAt);
       const excess = over - stalled;
       worstOver = Math.max(worstOver, excess);
-      if (excess > 0) {
+      if (excess > allowanceMs) {
         violate(
-          `${s.route}${s.caller ? ` (${s.caller})` : ''}: ${kind} in ${s.ms.toFixed(0)} ms, ${((s.firedAt - soakStart) / 1000).toFixed(1)} s in, past ${STORE_TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms plus the loop's stall (${stalled.toFixed(0)} ms)`,
+          `${s.route}${s.caller ? ` (${s.caller})` : ''}: ${kind} in ${s.ms.toFixed(0)} ms, ${((s.firedAt - soakStart) / 1000).toFixed(1)} s in, past ${STORE_TIMEOUT_MS} + ${DEADLINE_MARGIN_MS} ms plus the loop's stall (${stalled.toFixed(0)} ms)${allowanceMs ? ` plus the allowance (${allowanceMs} ms)` : ''}`,
         );
       }
       // Each route answers only as its failMode allows: closed never admits without the store, open never refuses.
@@ -469,8 +483,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         // The first store answer on the last closed route to get one: when limiting resumed.
         const resumed = recovered.size === apps.length ? Math.max(...recovered.values()) : back;
         worstRecoveryMs = Math.max(worstRecoveryMs, resumed - answeringAt);
-        if (overload && resumed - answeringAt > RECOVERY_MS) {
-          violate(`closed routes decided by the store again ${(resumed - answeringAt).toFixed(0)} ms after the ${kind} ended (Redis answering), past ${RECOVERY_MS} ms`);
+        if (overload && resumed - answeringAt > RECOVERY_MS + allowanceMs) {
+          violate(`closed routes decided by the store again ${(resumed - answeringAt).toFixed(0)} ms after the ${kind} ended (Redis answering), past ${RECOVERY_MS + allowanceMs} ms`);
         }
         unhealthy.push([from, back]);
       }
@@ -478,17 +492,22 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       if (left > 0) await sleep(left);
       // No key without a TTL: looked at while the load still runs. Its windows are 1 s long, so
       // once it stops every key expires within a second, and a loaded machine takes longer than
-      // that to get through what follows (seen: none left to check).
-      let cursor = '0';
-      do {
-        const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
-        cursor = next;
-        for (const key of keys) {
-          keysChecked++;
-          const ttl = await client.pttl(key);
-          if (ttl === -1) violate(`key ${key} has no TTL`);
-        }
-      } while (cursor !== '0');
+      // that to get through what follows (seen: none left to check). Scanned again until it finds
+      // keys (the load writes them again within its next requests; seen: none, right after a
+      // restart without data on a loaded machine), for at most KEY_SCAN_PASSES passes.
+      for (let pass = 0; keysChecked === 0 && pass < KEY_SCAN_PASSES; pass++) {
+        if (pass > 0) await sleep(100);
+        let cursor = '0';
+        do {
+          const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
+          cursor = next;
+          for (const key of keys) {
+            keysChecked++;
+            const ttl = await client.pttl(key);
+            if (ttl === -1) violate(`key ${key} has no TTL`);
+          }
+        } while (cursor !== '0');
+      }
       await running.stop().catch((error: Error) => violate(error.message));
     } finally {
       clearInterval(judging);
@@ -547,6 +566,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       violationCount,
       worstMs,
       worstOverDeadlineMs: worstOver,
+      latencyAllowanceMs: allowanceMs,
       lateWithoutStallAllowance: lateStrict,
       worstLoopStallMs: loop.worst,
       healthyWindowsChecked,
@@ -584,8 +604,8 @@ export function formatReport(r: SoakReport): string {
       (r.overload
         ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${r.floodInFlight} in flight)`
         : ''),
-    `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
-    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= the route's limit, ${LIMIT} or ${OVERLOAD_LIMIT}, per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS} ms)` : ''}`,
+    `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall${r.latencyAllowanceMs ? ` + an allowance of ${r.latencyAllowanceMs} ms` : ''}: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
+    `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= the route's limit, ${LIMIT} or ${OVERLOAD_LIMIT}, per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS + r.latencyAllowanceMs} ms)` : ''}`,
     `caller windows checked: ${r.callerWindowsChecked} (all admissions <= the limit plus the bound, src/bounds.ts); most admitted in one: ${w ? `${w.admitted} of ${w.ceiling} (${w.key})` : 'none'}`,
     `keys checked for a TTL: ${r.keysChecked}; heap ${r.heapStartMb.toFixed(0)} MB -> ${r.heapEndMb.toFixed(0)} MB; log lines ${r.logLines} (first-failure ${r.firstFailureLines})`,
     `violations: ${r.violationCount}`,
