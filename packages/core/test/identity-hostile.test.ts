@@ -2,7 +2,7 @@
 import { runInThisContext } from 'node:vm';
 import { prng, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { createLimiter, type Limiter } from '../src/limiter';
+import { createLimiter, type Limiter } from '../src/engine/limiter';
 import { RedisStore } from '../src/stores/redis-store';
 import { createIdentify, type Identify, type Identity, type RequestFacts, type ResolveKey } from '../src/identity';
 

@@ -1,9 +1,9 @@
 // The guard every call to a shared store passes (consume, peek, refund, reset): the breaker's admission, the deadline, the counts.
 import type { Attributes } from '@opentelemetry/api';
-import { lateAnswer, withDeadline } from '../deadline';
-import { FloodgateError, withoutStack } from '../errors';
-import { recordFailure } from '../health';
-import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../metrics';
+import { lateAnswer, withDeadline } from '../base/deadline';
+import { FloodgateError, withoutStack } from '../base/errors';
+import { recordFailure } from '../observe/health';
+import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../observe/metrics';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 import type { Admission } from './breaker';
 import type { FailMode } from './policy';

@@ -1,7 +1,7 @@
 // One runtime per store: its breakers, call counts, health monitor, reporters, bucket claims and ready listener, found or made in one place.
-import type { Logger } from '../logger';
-import type { FloodgateMetrics, StoreMonitor } from '../metrics';
-import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../metrics';
+import type { Logger } from '../base/logger';
+import type { FloodgateMetrics, StoreMonitor } from '../observe/metrics';
+import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../observe/metrics';
 import { DEFAULT_ANNOUNCE_MS, type Store } from '../stores/store';
 import { CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
 import { Fleet } from './fleet';

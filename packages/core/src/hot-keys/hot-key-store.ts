@@ -2,11 +2,11 @@
 import { LRUCache } from 'lru-cache';
 import { ALGORITHM, periodOf, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { parseDuration, type Duration } from '../duration';
-import { FloodgateError, invalidOption } from '../errors';
-import { withDeadline } from '../deadline';
-import type { HotKeyCounts } from '../metrics';
-import { checkOptionNames, clockOption, MAX_INSTANCES, MAX_UNITS, optionNames, optionsObject, wholeNumber } from '../validate';
+import { parseDuration, type Duration } from '../base/duration';
+import { FloodgateError, invalidOption } from '../base/errors';
+import { withDeadline } from '../base/deadline';
+import type { HotKeyCounts } from '../observe/metrics';
+import { checkOptionNames, clockOption, MAX_INSTANCES, MAX_UNITS, optionNames, optionsObject, wholeNumber } from '../base/validate';
 import { storeOption, type Store, type StoreRequest, type StoreResult } from '../stores/store';
 
 /**

@@ -1,6 +1,6 @@
 // The pipeline's order, in one place: exemption, cost, scope, identity, decision (then extra keys and the response).
 import type { Identity, RequestFacts } from '../identity';
-import { isThenable } from '../maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import { costOf } from './cost';
 import { decide } from './decide';
 import { exemptionOf } from './exemption';

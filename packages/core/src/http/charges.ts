@@ -1,5 +1,5 @@
 // Step: the units a request drew, given back when it should not count (a denial after others admitted, `countOnly`), and `resetOnSuccess`.
-import type { Logger } from '../logger';
+import type { Logger } from '../base/logger';
 import type { Charge, Identified, ResetReport } from './types';
 
 /** Gives every charge of a request back (best effort: a store failure keeps the unit charged, the safe side). */

@@ -1,5 +1,5 @@
 // Step: the extra keys of an admitted request, one after another: all admit, or the ones charged are given back and the denial answers; a key the request makes malformed answers 400.
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import { PROBLEM_CONTENT_TYPE } from '../headers/problem-details';
 import { refundAll, settlerOf } from './charges';
 import { respond } from './responses';

@@ -1,8 +1,8 @@
 // Every limiter and key cache built from one createHttpLimiter (routes, groups, plans, extra keys), for one health snapshot.
-import { healthOf, type Health, type HealthOptions, type HealthSource } from '../health';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
 import { identifyFrom, type Identify } from '../identity';
-import type { EngineLimiter } from '../limiter';
-import { metricsFor, type KeyLookupCounts } from '../metrics';
+import type { EngineLimiter } from '../engine/limiter';
+import { metricsFor, type KeyLookupCounts } from '../observe/metrics';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import type { LoadShedder } from '../shedding/load-shedder';
 import type { Fleet } from '../shedding/fleet';

@@ -1,12 +1,12 @@
 // createHttpLimiter: the framework-free request pipeline the adapters share (facts in; decision, status, headers and body out), and its routes.
 import type { ServerResponse } from 'node:http';
-import { limiterFrom } from '../limiter';
+import { limiterFrom } from '../engine/limiter';
 import { callSite } from './bucket-claims';
 import { handleNow } from './chain';
 import { Family } from './family';
 import { LoadShedder } from '../shedding/load-shedder';
 import { Fleet } from '../shedding/fleet';
-import { metricsFor } from '../metrics';
+import { metricsFor } from '../observe/metrics';
 import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';

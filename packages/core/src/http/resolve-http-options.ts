@@ -1,14 +1,14 @@
 // HTTP options: every adapter option parsed once, and per-route overrides merged with the global ones, here only.
-import type { Decision } from '../decision';
-import { invalidOption } from '../errors';
+import type { Decision } from '../model/decision';
+import { invalidOption } from '../base/errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
 import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet';
 import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
-import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
-import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
+import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../base/validate';
 
 /** A response is a failure when its status is 400 or above, or when it never finished. */
 const defaultIsFailure = ({ status }: { status: number | undefined }) => status === undefined || status >= 400;

@@ -1,8 +1,8 @@
 // Step: a decision as the adapter's answer: hooks, headers, status and body (the default problem+json rendered once per distinct body).
-import { bareDecision, type Decision } from '../decision';
+import { bareDecision, type Decision } from '../model/decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
-import { Memo } from '../memo';
+import { Memo } from '../base/memo';
 import type { RequestFacts } from '../identity';
 import type { RateLimitEvent } from './resolve-http-options';
 import type { HttpResult, Identified, Pipeline } from './types';

@@ -1,7 +1,7 @@
 // The warnings adapters raise about how limiters are mounted on routes (FG_ROUTE_OWN_LIMITER, FG_ROUTE_NOT_LIMITED): their words, once.
 import type { ResolvedHttpOptions } from './resolve-http-options';
-import { warnOnce } from '../warnings';
-import { windowWords } from '../limit';
+import { warnOnce } from '../base/warnings';
+import { windowWords } from '../model/limit';
 
 interface Described {
   readonly options: ResolvedHttpOptions<any>;

@@ -2,8 +2,8 @@
 import { createHash } from 'node:crypto';
 import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { FloodgateError, withoutStack } from '../errors';
-import { leaseToken, refundAt } from '../validate';
+import { FloodgateError, withoutStack } from '../base/errors';
+import { leaseToken, refundAt } from '../base/validate';
 import { SETTLE_OUTCOMES } from './store';
 import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from './store';

@@ -1,10 +1,10 @@
 // RedisStore: every decision is one EVALSHA of one atomic script, on an ioredis, iovalkey, node-redis or Valkey GLIDE client or cluster (coalescing, deadlines, refusals named).
-import { FloodgateError, invalidOption, withoutStack } from '../errors';
-import { storeErrorKind } from '../metrics';
+import { FloodgateError, invalidOption, withoutStack } from '../base/errors';
+import { storeErrorKind } from '../observe/metrics';
 import { aclRule } from './redis-acl';
-import { parseDuration } from '../duration';
-import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../validate';
-import { StoreTimeout, withDeadline } from '../deadline';
+import { parseDuration } from '../base/duration';
+import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../base/validate';
+import { StoreTimeout, withDeadline } from '../base/deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './redis-clients';
 import { encodeGroupsOf, parseReply, runScript, scriptFor, type ReplyEntry, type ScriptCall } from './redis-protocol';
 import { InFlightLane } from './in-flight';

@@ -1,8 +1,8 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
 import type { StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { invalidOption } from '../errors';
-import type { ResolvedLockout } from '../lockout';
+import { invalidOption } from '../base/errors';
+import type { ResolvedLockout } from '../model/lockout';
 
 /** Progressive lock-out for one subject: its lock key (same {hash tag} as the limits' keys) and its rules. */
 export interface StoreLockout extends ResolvedLockout {

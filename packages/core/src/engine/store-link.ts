@@ -1,16 +1,17 @@
 // A limiter's link to its shared store: every call guarded (breaker, deadline, counts), hot-key mode above it, and a store failure turned into the failure mode's decision.
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import { HotKeyStore, withHotKeys } from '../hot-keys/hot-key-store';
-import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../metrics';
-import type { ResolvedLimit } from '../limit';
-import type { ResolvedLimiterOptions } from '../options';
+import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../observe/metrics';
+import type { ResolvedLimit } from '../model/limit';
+import type { ResolvedLimiterOptions } from './options';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
-import { lateAnswer } from '../deadline';
-import { CallBook, guarded, guardedSync, isOverload, isScriptError } from './guard';
-import { createFallback, type Fallback } from './policy';
-import { runtimeFor } from './store-runtime';
-import { configDigest, Fleet, fixedFleet, type FleetView } from './fleet';
-import { warnOnce } from '../warnings';
+import { lateAnswer } from '../base/deadline';
+import { CallBook, guarded, guardedSync, isOverload, isScriptError } from '../failure/guard';
+import { createFallback, type Fallback } from '../failure/policy';
+import { runtimeFor } from '../failure/store-runtime';
+import { configDigest, Fleet, fixedFleet } from '../failure/fleet';
+import type { FleetView } from '../observe/states';
+import { warnOnce } from '../base/warnings';
 
 /** What the limiter hears from its link besides answers. */
 export interface LinkHooks {

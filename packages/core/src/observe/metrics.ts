@@ -1,7 +1,7 @@
 // Floodgate's OpenTelemetry instruments, defined once: names, units, bounded attributes, and the live counts they read.
 import { createNoopMeter, metrics, type Attributes, type Counter, type Histogram, type MeterProvider, type ObservableResult } from '@opentelemetry/api';
-import type { BreakerState } from './failure/breaker';
-import type { DecisionReason } from './decision';
+import type { BreakerState } from './states';
+import type { DecisionReason } from '../model/decision';
 
 /** The meter's name: what an exporter shows as the instrumentation scope. */
 export const METER_NAME = '@floodgate/core';

@@ -1,20 +1,21 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
-import { isThenable } from './maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import { BlockCache } from './block-cache';
-import { lockedDecision, toDecision, type Decision } from './decision';
-import { linkStore, type StoreLink } from './failure/store-link';
-import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
-import { subjectKey } from './keys';
-import { NestedMemo } from './memo';
+import { lockedDecision, toDecision, type Decision } from '../model/decision';
+import { linkStore, type StoreLink } from './store-link';
+import { newLeaseToken } from '../model/concurrency';
+import { LeaseBook, type LeaseSite } from './lease-book';
+import { subjectKey } from '../base/keys';
+import { NestedMemo } from '../base/memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
-import type { ResolvedLimit } from './limit';
-import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
-import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from './validate';
-import { healthOf, type Health, type HealthOptions, type HealthSource } from './health';
-import { DecisionTally, metricsFor } from './metrics';
-import { warnOnce } from './warnings';
-import { newSettleToken, type Reservation, type SettleResult } from './settle';
-import { usageOf, type Usage } from './usage';
+import type { ResolvedLimit } from '../model/limit';
+import type { StoreLockout, StoreRequest, StoreResult } from '../stores/store';
+import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
+import { DecisionTally, metricsFor } from '../observe/metrics';
+import { warnOnce } from '../base/warnings';
+import { newSettleToken, type Reservation, type SettleResult } from '../model/settle';
+import { usageOf, type Usage } from '../model/usage';
 
 export type { CreateLimiterOptions } from './options';
 
