@@ -14,11 +14,11 @@ export type { AlgorithmName, RateAlgorithmName, StoreLimit, WindowAlgorithmName 
 export type { LimitResult } from './algorithms/types';
 export { MemoryStore } from './stores/memory-store';
 export type { MemoryStoreOptions } from './stores/memory-store';
-export { RedisStore } from './stores/redis-store';
-export type { RedisStoreOptions, CoalesceMode } from './stores/redis-store';
-export type { RedisClient, IoredisClient, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel, GlideClient } from './stores/redis-clients';
-export { aclRule } from './stores/redis-acl';
-export type { AclRuleOptions } from './stores/redis-acl';
+export { RedisStore } from './stores/redis/redis-store';
+export type { RedisStoreOptions, CoalesceMode } from './stores/redis/redis-store';
+export type { RedisClient, IoredisClient, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel, GlideClient } from './stores/redis/clients';
+export { aclRule } from './stores/redis/acl';
+export type { AclRuleOptions } from './stores/redis/acl';
 export type { Store, StoreRequest, StoreResult, StoreLockout, StoreSettle, SettleOutcome } from './stores/store';
 export { FloodgateError, invalidOption } from './base/errors';
 export type { FloodgateErrorCode } from './base/errors';

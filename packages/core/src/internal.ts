@@ -1,6 +1,6 @@
 // @floodgate/core/internal: core's machinery for Floodgate's own tools (benchmarks, a second Redis client); no semver promise.
-export { SCRIPTS, scriptFor, encodeCall, encodeGroups, encodeGroupsOf, evalArgs, parseReply, runScript } from './stores/redis-protocol';
-export type { Script, ScriptName, ScriptCall, EvalArgs, SendCommand } from './stores/redis-protocol';
+export { SCRIPTS, scriptFor, encodeCall, encodeGroups, encodeGroupsOf, evalArgs, parseReply, runScript } from './stores/redis/protocol';
+export type { Script, ScriptName, ScriptCall, EvalArgs, SendCommand } from './stores/redis/protocol';
 export { ALGORITHM } from './algorithms/registry';
 export type { RegisteredAlgorithm } from './algorithms/registry';
 export type { AlgorithmDescriptor, AlgorithmFamily, FamilyLimit, RateLimit, Twin, TwinCheck, TwinLimit, WindowLimit } from './algorithms/types';

@@ -48,7 +48,7 @@ export function subjectKey(prefix: string, scope: string, identity: string): str
 /**
  * The fleet's key for a limiter prefix: `<prefix>.instances`, beside the limiters' `<prefix>:*`
  * keys rather than among them, so that a SCAN of a prefix's keys finds subjects' state only; the
- * ACL rule names it (stores/redis-acl.ts). No subject key can equal it (every one has a ':'), and
+ * ACL rule names it (stores/redis/acl.ts). No subject key can equal it (every one has a ':'), and
  * every command on it names it alone: on a Cluster it lives in its own slot.
  */
 export function fleetKey(prefix: string): string {

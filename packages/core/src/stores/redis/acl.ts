@@ -1,8 +1,8 @@
 // The least-privilege Redis ACL rule for Floodgate's scripts, derived from the commands the Lua files run (generated with them, so it cannot drift).
-import { LUA_COMMANDS } from '../lua/scripts.generated';
-import { invalidOption } from '../base/errors';
-import { fleetConfigsKey, fleetKey } from '../base/keys';
-import { checkOptionNames, keyPrefix, optionNames } from '../base/validate';
+import { LUA_COMMANDS } from '../../lua/scripts.generated';
+import { invalidOption } from '../../base/errors';
+import { fleetConfigsKey, fleetKey } from '../../base/keys';
+import { checkOptionNames, keyPrefix, optionNames } from '../../base/validate';
 
 export interface AclRuleOptions {
   /**
