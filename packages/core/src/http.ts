@@ -1,5 +1,5 @@
 // @floodgate/core/http: the entry for adapter authors (the framework-free request pipeline); app authors use '@floodgate/core'.
-export { createHttpLimiter, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
+export { createHttpLimiter, finishOnResponse, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
 export { isThenable } from './base/maybe-promise';
 export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
 export { DEFAULT_LIMIT } from './http/resolve-http-options';

@@ -2,7 +2,7 @@
 import {
   createHttpLimiter,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type Health,
@@ -128,7 +128,7 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
   if (result.status === 'next') {
     const headers = result.headers;
     for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
-    settleOnFinish(res, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }
   if (result.direct) {

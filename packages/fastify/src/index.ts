@@ -3,7 +3,7 @@ import {
   createHttpLimiter,
   invalidOption,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type HttpResult,
@@ -107,7 +107,7 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
     return done(error as Error);
   }
   if (result.status === 'next') {
-    settleOnFinish(reply.raw, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(reply.raw, result); // countOnly: the outcome decides whether the request counts
     return done();
   }
   reply.code(result.status);

@@ -160,21 +160,21 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   const headers = result.headers;
   // On the Node response they survive whatever Response the handler returns: nothing to check after it.
   const kept = headers.length === 0 || setHeaders(c, headers);
-  const settle = result.settle;
-  if (!settle) return kept ? next() : next().then(() => keepHeaders(c, headers));
-  // A client that goes away mid-handler settles at once (an in-flight slot is freed then, not when
-  // the handler ends); settle runs once, so the handler's end changes nothing after.
+  const finish = result.finish;
+  if (!finish) return kept ? next() : next().then(() => keepHeaders(c, headers));
+  // A client that goes away mid-handler finishes at once (an in-flight slot is freed then, not when
+  // the handler ends); finish runs once, so the handler's end changes nothing after.
   const signal = c.req.raw.signal;
-  if (signal?.aborted) settle(undefined);
-  else signal?.addEventListener('abort', () => settle(undefined), { once: true });
+  if (signal?.aborted) finish(undefined);
+  else signal?.addEventListener('abort', () => finish(undefined), { once: true });
   return next().then(
     () => {
       if (!kept) keepHeaders(c, headers);
       // countOnly: the returned response's status decides, or a client that went away (a failure).
-      settle!(c.req.raw.signal?.aborted ? undefined : c.res.status);
+      finish(c.req.raw.signal?.aborted ? undefined : c.res.status);
     },
     (error: unknown) => {
-      settle!(undefined);
+      finish(undefined);
       throw error;
     },
   );

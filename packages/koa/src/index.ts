@@ -2,7 +2,7 @@
 import {
   createHttpLimiter,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type Health,
@@ -132,7 +132,7 @@ function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> 
   const headers = result.headers;
   for (let i = 0; i < headers.length; i++) ctx.set(headers[i][0], headers[i][1]);
   if (result.status === 'next') {
-    settleOnFinish(ctx.res, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(ctx.res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }
   ctx.status = result.status;

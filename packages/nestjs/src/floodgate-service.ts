@@ -5,7 +5,7 @@ import {
   FloodgateError,
   invalidOption,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   withoutStack,
   type Health,
   type HealthOptions,
@@ -138,7 +138,7 @@ function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse):
   }
   setHeaders(res, result.headers);
   if (result.status === 'next') {
-    settleOnFinish(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
     return true;
   }
   const plain = problemOnReply(res, result);

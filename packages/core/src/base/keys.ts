@@ -57,7 +57,7 @@ export function fleetKey(prefix: string): string {
 
 /**
  * Where the instances of a prefix's fleet record what their limiters are configured with:
- * `<prefix>.configs`, a hash beside `<prefix>.instances` (failure/fleet.ts: two apps on one prefix
+ * `<prefix>.configs`, a hash beside `<prefix>.instances` (failure/fleet-count.ts: two apps on one prefix
  * are told so, FG_PREFIX_SHARED). Named by the ACL rule likewise.
  */
 export function fleetConfigsKey(prefix: string): string {

@@ -344,12 +344,12 @@ class Engine {
       } catch (error) {
         decision = link.degraded(request, error);
       }
-      return this.settled(decision, base, cost, scope, consume, drew);
+      return this.tallied(decision, base, cost, scope, consume, drew);
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
-      (result) => this.settled(this.fromResult(request, result), base, cost, scope, consume, drew),
-      (error: unknown) => this.settled(link.degraded(request, error), base, cost, scope, consume, drew),
+      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew),
+      (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew),
     );
   }
 
@@ -358,7 +358,7 @@ class Engine {
     const book = this.leases!;
     const link = this.link;
     const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
-      decision = this.settled(decision, base, cost, scope, true, true);
+      decision = this.tallied(decision, base, cost, scope, true, true);
       if (!decision.allowed || !site) return decision;
       return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
     };
@@ -397,7 +397,7 @@ class Engine {
   }
 
   /** Counts a consume's decision and caches the shared store's denials. */
-  private settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
+  private tallied(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
     if (consume) this.counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
     if (this.blocks && drew && this.blockable(decision)) {

@@ -3,7 +3,7 @@ import { ALGORITHM, ALGORITHMS, isRateAlgorithm, type AlgorithmName } from '../a
 import { MAX_WINDOW_MS, parseDuration, type Duration } from '../base/duration';
 import { invalidOption } from '../base/errors';
 import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from '../failure/policy';
-import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from '../hot-keys/hot-key-store';
+import { resolveLimiterHotKeys, type HotKeyOptions, type ResolvedHotKeyOptions } from '../hot-keys/hot-key-store';
 import { resolveLockout, type LockoutOptions, type ResolvedLockout } from '../model/lockout';
 import { resolveConcurrency, type ConcurrencyOptions, type ResolvedConcurrency } from '../model/concurrency';
 import { resolveSettle, type ResolvedSettle, type SettleOptions } from '../model/settle';
@@ -282,7 +282,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     blockCacheSize,
     clock,
     // A learned count changes while leases are out: hot-key mode takes a fixed one (its own, the limiter's, else 1).
-    hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
+    hotKeys: resolveLimiterHotKeys(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
     concurrency,
     settle: resolveSettle(options.settle, limits),

@@ -9,7 +9,7 @@ import { lateAnswer } from '../base/deadline';
 import { CallBook, guarded, guardedSync, isOverload, isScriptError } from '../failure/guard';
 import { createFallback, type Fallback } from '../failure/policy';
 import { runtimeFor } from '../failure/store-runtime';
-import { configDigest, Fleet, fixedFleet } from '../failure/fleet';
+import { configDigest, FleetCount, fixedFleet } from '../failure/fleet-count';
 import type { FleetView } from '../observe/states';
 import { warnOnce } from '../base/warnings';
 
@@ -67,7 +67,7 @@ export function linkStore(
     (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
   // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the
   // first. A limiter made by traffic (a plan) is no part of the app's configuration.
-  if (fleet instanceof Fleet && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
+  if (fleet instanceof FleetCount && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
   // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
   const fleetGauge = { store: shared.name, fleet };
   meter.fleets.add(fleetGauge);

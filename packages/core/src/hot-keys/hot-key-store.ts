@@ -83,7 +83,7 @@ export function resolveHotKeyOptions(
 }
 
 /** A limiter's `hotKeys` option, parsed with its other options: undefined when hot-key mode is off. */
-export function resolveHotKeysOption(value: unknown, defaults: { clock?: () => number; instances?: number }): ResolvedHotKeyOptions | undefined {
+export function resolveLimiterHotKeys(value: unknown, defaults: { clock?: () => number; instances?: number }): ResolvedHotKeyOptions | undefined {
   if (value === undefined) return undefined;
   const options = optionsObject<HotKeyOptions>('hotKeys', value as HotKeyOptions, 'an object such as { instances: 4 }');
   checkOptionNames('hotKeys', options, HOT_KEY_OPTION_NAMES);

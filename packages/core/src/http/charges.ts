@@ -33,11 +33,11 @@ export class ResetLog implements ResetReport {
 }
 
 /**
- * `countOnly`: the settle function of one request. Once the response is known it gives the units
+ * `countOnly`: the finish hook of one request (its verdict). Once the response is known it gives the units
  * back when the request should not count, and on a success clears the `resetOnSuccess` keys.
  * Runs once however often it is called; never throws.
  */
-export function settlerOf<Req>(ctx: Identified<Req>, charges: readonly Charge[]): (status: number | undefined) => void {
+export function countOnlyVerdictOf<Req>(ctx: Identified<Req>, charges: readonly Charge[]): (status: number | undefined) => void {
   const { pipe, request, cost } = ctx;
   const o = pipe.o;
   let settled = false;

@@ -3,7 +3,7 @@ import type { Decision } from '../model/decision';
 import { invalidOption } from '../base/errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
-import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet';
+import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet-shedder';
 import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';

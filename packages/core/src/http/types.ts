@@ -50,6 +50,8 @@ export interface HttpResult {
    * it once, when the response has finished, with its status code (undefined when the connection
    * closed before the response finished, which counts as a failure). Never throws.
    */
+  readonly finish?: (status: number | undefined) => void;
+  /** @deprecated Renamed `finish` (the same function; `settle` names reserve-then-settle only). */
   readonly settle?: (status: number | undefined) => void;
   /**
    * Set for an admitted request whose limiter has the `settle` option: its reserved cost (the

@@ -215,7 +215,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One fleet announcement (failure/fleet.ts), by Redis's clock: the ZSET at `key` scores each
+   * One fleet announcement (failure/fleet-count.ts), by Redis's clock: the ZSET at `key` scores each
    * instance with the Redis-clock ms its announcement expires; this one's is set, expired ones are
    * removed, the rest counted, and the key expires with the last announcement. Plain commands, not
    * a script: a decision's EVALSHA is never shared with it, and the ACL rule lists each
@@ -239,7 +239,7 @@ export class RedisStore implements Store {
   }
 
   /**
-   * One record in the fleet's configurations hash (failure/fleet.ts), by Redis's clock: the field
+   * One record in the fleet's configurations hash (failure/fleet-count.ts), by Redis's clock: the field
    * `member` holds `<expiry ms>|<member>|<value>` (HVALS, not HGETALL: the ACL rule grants no read of
    * a limiter key's fields); the expired records this call sees are deleted (a dead
    * instance's record leaves within one period of its expiry), and the hash expires with the last

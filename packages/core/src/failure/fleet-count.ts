@@ -44,7 +44,7 @@ function within(a: readonly string[], b: ReadonlySet<string>): boolean {
  * that prefix on it (failure/store-runtime.ts): one timer, one count. The timer is unref'd and
  * holds the fleet weakly: when no limiter holds it any more, it stops.
  */
-export class Fleet implements FleetView {
+export class FleetCount implements FleetView {
   instances = 1;
   readonly learning = true;
   learnedAt: number | undefined;

@@ -61,7 +61,7 @@ const SCOPE = '<fleet>';
  * One lease limiter per class over the same key: each counts every request in flight (every
  * class's), and admits only while the total stays within its class's share of the budget.
  */
-export class Fleet {
+export class FleetShedder {
   private readonly byClass: Readonly<Record<Priority, EngineLimiter>>;
 
   constructor(fleet: ResolvedFleet, base: ResolvedLimiterOptions) {
