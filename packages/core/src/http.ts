@@ -2,7 +2,7 @@
 export { createHttpLimiter, finishOnResponse, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
 export { isThenable } from './base/maybe-promise';
 export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
-export { DEFAULT_LIMIT } from './http/resolve-http-options';
+export { DEFAULT_LIMIT, mergeRouteOptions } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export type { RequestFacts } from './identity';
 export type { Decision } from './model/decision';
