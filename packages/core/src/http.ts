@@ -15,6 +15,7 @@ export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings'
 export type { WarningCode } from './base/warnings';
 // For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
 export { createAllowList } from './identity/allow-list';
+export { trustProxyOf } from './identity/trust-proxy';
 export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';

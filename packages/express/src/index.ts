@@ -13,6 +13,7 @@ import {
   type Reservation,
   type UsageAnswer,
   warnRouteOwnLimiter,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { FLOODGATE, answersEveryMethod, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
@@ -70,7 +71,7 @@ function send(res: Response, result: HttpResult): void {
 /** How Express's `trust proxy` makes req.ip: true trusts every hop; false (the default) and 0 none. */
 function trustOf(req: Request): RequestFacts['trustProxy'] {
   const setting: unknown = req.app?.settings?.['trust proxy'];
-  return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 function facts(req: Request, route: string | undefined, allMethods = false): RequestFacts {

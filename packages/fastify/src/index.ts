@@ -13,6 +13,7 @@ import {
   type RequestFacts,
   type Reservation,
   warnRouteNotLimited,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -82,7 +83,7 @@ function trustOf(fastify: FastifyInstance): RequestFacts['trustProxy'] {
   const options = key ? (fastify as unknown as Record<symbol, { trustProxy?: unknown } | undefined>)[key] : undefined;
   if (!options) return undefined;
   const setting = options.trustProxy;
-  return setting === true ? 'all' : setting === undefined || setting === false || setting === 0 ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 /** The hook for one route: the pattern is fixed at registration, never looked up per request. */

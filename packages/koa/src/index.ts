@@ -12,6 +12,7 @@ import {
   type RequestFacts,
   type Reservation,
   warnRouteOwnLimiter,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import { METHODS } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
@@ -109,7 +110,7 @@ function locate(ctx: RoutedContext, mw: unknown): { layer?: RouterLayer; own: bo
 /** How Koa's proxy settings make ctx.ip: app.proxy with maxIpsCount 0 (the default) takes the first X-Forwarded-For entry. */
 function trustOf(ctx: Context): RequestFacts['trustProxy'] {
   const app = ctx.app;
-  return !app.proxy ? 'none' : app.maxIpsCount > 0 ? 'some' : 'all';
+  return trustProxyOf(app.proxy ? app.maxIpsCount || true : false);
 }
 
 function facts(ctx: Context, layer: RouterLayer | undefined): RequestFacts {
