@@ -11,7 +11,8 @@ export type { UsageAnswer, UsageRoute, RouteUsage } from './http/types';
 export type { Health, HealthOptions } from './observe/health';
 export { invalidOption, FloodgateError, withoutStack } from './base/errors';
 export { warnOnce } from './base/warnings';
-export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
+export { stepAside, warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
+export type { LimiterMark } from './http/route-warnings';
 export type { WarningCode } from './base/warnings';
 // For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
 export { createAllowList } from './identity/allow-list';

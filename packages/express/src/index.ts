@@ -12,7 +12,7 @@ import {
   type RequestFacts,
   type Reservation,
   type UsageAnswer,
-  warnRouteOwnLimiter,
+  stepAside,
   trustProxyOf,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
@@ -96,13 +96,7 @@ function middleware(http: HttpLimiter<Request> | null, health: (options?: Health
       // Mounted app-wide: Express has not routed yet, so read its routers for the route it will reach.
       const found = firstRoute(req, handler);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      const own = found ? ownLimiters<Mark>(found.route) : undefined;
-      if (own && own.length > 0) {
-        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-        const apart = own.find((m) => m.root !== root && m.http);
-        if (apart) warnRouteOwnLimiter(http, apart.http!, `${req.method} ${found!.pattern}`);
-        return next();
-      }
+      if (found && stepAside(http, root, ownLimiters<Mark>(found.route), `${req.method} ${found.pattern}`)) return next();
       pattern = found?.pattern;
       allMethods = answersEveryMethod(found?.route);
     }

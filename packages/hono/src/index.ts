@@ -10,7 +10,7 @@ import {
   type HttpResult,
   type RequestFacts,
   type Reservation,
-  warnRouteOwnLimiter,
+  stepAside,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { CLIENT_IP_OPTIONS, clientIpReader, trustOf, type ClientIpOptions } from './client-ip';
@@ -197,8 +197,8 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
     try {
       const { route, allMethods, deferred, own } = locate(c);
       if (deferred) {
-        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-        if (own && own.mark.root !== root && own.mark.http) warnRouteOwnLimiter(http, own.mark.http as HttpLimiter<Context>, own.route);
+        // The route's own limiter decides it (stepAside warns when another top-level rateLimit() made it).
+        if (own) stepAside(http, root, [{ root: own.mark.root, http: own.mark.http as HttpLimiter<Context> | null }], own.route);
         return next();
       }
       const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, allMethods, trustProxy };

@@ -11,7 +11,7 @@ import {
   type HttpResult,
   type RequestFacts,
   type Reservation,
-  warnRouteOwnLimiter,
+  stepAside,
   trustProxyOf,
 } from '@floodgate/core/http';
 import { METHODS } from 'node:http';
@@ -152,15 +152,7 @@ function middleware(http: HttpLimiter<Context> | null, health: (options?: Health
     try {
       const { layer, own } = locate(ctx, mw);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      if (!own && layer) {
-        const marks = ownLimiters(layer);
-        if (marks.length > 0) {
-          // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-          const apart = marks.find((m) => m.root !== root && m.http);
-          if (apart) warnRouteOwnLimiter(http, apart.http!, `${ctx.method} ${layer.path}`);
-          return next();
-        }
-      }
+      if (!own && layer && stepAside(http, root, ownLimiters(layer), `${ctx.method} ${layer.path}`)) return next();
       const pending = http.handleNow(facts(ctx, layer), ctx);
       if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);
