@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Dependency check for `pnpm test`: no import cycle inside the packages' sources, and no adapter reaching into core's files or internal entry.
+// Dependency check for `pnpm test`: no import cycle inside the packages' sources, core's layers imported only downward, and no adapter reaching into core's files or internal entry.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,28 @@ import ts from 'typescript';
 const NOT_ADAPTERS = ['core', 'testing', 'adapter-suites'];
 // What an adapter may import of core: the app author's entry and the adapter author's.
 const ADAPTER_ENTRIES = ['@floodgate/core', '@floodgate/core/http'];
+
+// Core's floors, bottom first: the one place the layer order is written (docs/architecture.md
+// explains each). A file of core/src may import (values or types) from its own floor and the floors
+// below, never from a floor above; folders on one floor must not import each other both ways (the
+// folder-cycle check below). Every folder of core/src sits on a floor; the root holds the public
+// entries only (the top floor).
+export const CORE_LAYERS = [
+  ['lua'], // the generated Lua module
+  ['base'], // errors, validation, durations, deadlines, keys, logging: no project types
+  ['algorithms'], // each algorithm's twin and script, the registry
+  ['calendar'], // calendar windows and zoned time
+  ['model'], // limits, decisions, usage, settle, lockout, the concurrency option
+  ['observe', 'headers'], // metrics, health and the states they report; the header dialects
+  ['stores'], // the store contract, the memory store, the Redis store
+  ['hot-keys'], // hot-key mode over a store
+  ['failure'], // breaker, store runtime, fleet, the failure modes
+  ['engine'], // options, the limiter, block cache, lease book, the link to the store runtime
+  ['shedding', 'identity'], // load shedding and fleets of limiters; who the request is
+  ['http'], // the framework-free HTTP pipeline
+];
+const CORE_ENTRIES = ['index.ts', 'http.ts', 'internal.ts'];
+const ENTRY_FLOOR = CORE_LAYERS.length;
 
 function sourceFiles(dir) {
   const out = [];
@@ -70,6 +92,34 @@ function cycles(graph) {
   return found;
 }
 
+/** The floor of a file of core/src (its first folder's floor; the root's entries on top), or a problem. */
+function floorOf(coreSrc, file) {
+  const parts = relative(coreSrc, file).split(/[\\/]/);
+  if (parts.length === 1) return CORE_ENTRIES.includes(parts[0]) ? { floor: ENTRY_FLOOR, room: '(entries)' } : { problem: `the root of core/src holds only the public entries (${CORE_ENTRIES.join(', ')}): move ${parts[0]} into a floor's folder` };
+  const floor = CORE_LAYERS.findIndex((rooms) => rooms.includes(parts[0]));
+  return floor < 0 ? { problem: `core/src/${parts[0]} sits on no floor: add it to CORE_LAYERS in scripts/check-deps.mjs` } : { floor, room: parts[0] };
+}
+
+/** Core's imports that go up a floor, and files or folders of core/src on no floor. */
+function layerProblems(root, graph) {
+  const coreSrc = join(root, 'core', 'src');
+  const problems = new Set();
+  for (const [file, edges] of graph) {
+    if (!file.startsWith(coreSrc)) continue;
+    const from = floorOf(coreSrc, file);
+    if (from.problem) {
+      problems.add(from.problem);
+      continue;
+    }
+    for (const target of edges) {
+      if (!target.startsWith(coreSrc)) continue;
+      const to = floorOf(coreSrc, target);
+      if (to.floor > from.floor) problems.add(`${relative(root, file)} imports ${relative(root, target)}: ${from.room} (floor ${from.floor}) may import only its own floor and below, and ${to.room} is on floor ${to.floor}`);
+    }
+  }
+  return [...problems];
+}
+
 /**
  * Checks the packages under `root` (a folder holding one folder per package, each with src/).
  * Returns the problems found, as lines; none means the check passes.
@@ -117,6 +167,7 @@ export function checkDependencies(root) {
     }
   }
   for (const component of cycles(folders)) problems.push(`folder cycle: ${component.join(' <-> ')}`);
+  problems.push(...layerProblems(root, graph));
   return problems;
 }
 
@@ -127,5 +178,5 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     for (const p of problems) console.error(`check-deps: ${p}`);
     process.exit(1);
   }
-  console.log(`check-deps: no import cycles; adapters import only ${ADAPTER_ENTRIES.join(' and ')} (${root})`);
+  console.log(`check-deps: no import cycles; core's ${CORE_LAYERS.length} floors imported only downward; adapters import only ${ADAPTER_ENTRIES.join(' and ')} (${root})`);
 }

@@ -3,7 +3,7 @@ import type { AlgorithmName } from '@floodgate/core';
 import type { Framework } from './frameworks';
 import type { MicroJob } from './micro-worker';
 
-/** Floodgate's default algorithm (packages/core/src/options.ts): what an app that names none runs. */
+/** Floodgate's default algorithm (packages/core/src/engine/options.ts): what an app that names none runs. */
 export const DEFAULT_ALGORITHM: AlgorithmName = 'sliding-window-counter';
 
 // The list of frameworks and everything known about each lives in one registry (frameworks.ts).

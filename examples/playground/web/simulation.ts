@@ -1,7 +1,7 @@
 // The playground's simulation: request streams for each preset, run through core's own MemoryStore on a simulated clock.
 // Imports only browser-safe core modules (never index.ts: keys.ts and redis-store.ts need node:crypto).
 import { ALGORITHMS, type AlgorithmName, type StoreLimit } from '../../../packages/core/src/algorithms/registry';
-import { resolveLimiterOptions } from '../../../packages/core/src/options';
+import { resolveLimiterOptions } from '../../../packages/core/src/engine/options';
 import { MemoryStore } from '../../../packages/core/src/stores/memory-store';
 
 export const PRESETS = ['steady', 'burst', 'boundary', 'quiet-then-burst'] as const;

@@ -1,20 +1,22 @@
 // @floodgate/core/http: the entry for adapter authors (the framework-free request pipeline); app authors use '@floodgate/core'.
-export { createHttpLimiter, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
-export { isThenable } from './maybe-promise';
+export { createHttpLimiter, finishOnResponse, settleOnFinish, UNMATCHED_SCOPE } from './http/http-limiter';
+export { isThenable } from './base/maybe-promise';
 export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
-export { DEFAULT_LIMIT } from './http/resolve-http-options';
+export { DEFAULT_LIMIT, mergeRouteOptions } from './http/resolve-http-options';
 export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
 export type { RequestFacts } from './identity';
-export type { Decision } from './decision';
-export type { Reservation, SettleResult } from './settle';
+export type { Decision } from './model/decision';
+export type { Reservation, SettleResult } from './model/settle';
 export type { UsageAnswer, UsageRoute, RouteUsage } from './http/types';
-export type { Health, HealthOptions } from './health';
-export { invalidOption, FloodgateError, withoutStack } from './errors';
-export { warnOnce } from './warnings';
-export { warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
-export type { WarningCode } from './warnings';
+export type { Health, HealthOptions } from './observe/health';
+export { invalidOption, FloodgateError, withoutStack } from './base/errors';
+export { warnOnce } from './base/warnings';
+export { stepAside, warnRouteOwnLimiter, warnRouteNotLimited } from './http/route-warnings';
+export type { LimiterMark } from './http/route-warnings';
+export type { WarningCode } from './base/warnings';
 // For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
 export { createAllowList } from './identity/allow-list';
+export { trustProxyOf } from './identity/trust-proxy';
 export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';

@@ -3,7 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { keySlot, startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
 import type { Cluster } from 'ioredis';
 import { createLimiter, RedisStore, subjectKey, type AlgorithmName } from '../src';
-import { SCRIPTS } from '../src/stores/redis-protocol';
+import { SCRIPTS } from '../src/stores/redis/protocol';
 import { modePrefix, RACE_CLIENTS, type RaceClient, type RaceCoalesce, type RaceReply, type RaceSetup } from './race/race-child';
 import { allInFlightTogether, inFlightTogetherMs, raceRound, startChildren, stopChildren, TURN_BATCH } from './race/race-harness';
 

@@ -1,4 +1,4 @@
-// The dependency check that `pnpm test` runs first (scripts/check-deps.mjs): it passes on the tree, and fails on a planted cycle or an adapter reaching into core.
+// The dependency check that `pnpm test` runs first (scripts/check-deps.mjs): it passes on the tree, and fails on a planted cycle, an upward import between core's floors, or an adapter reaching into core.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -34,15 +34,15 @@ it('passes on the packages as they are', () => {
 
 it('fails on a planted cycle, a type-only one included, naming its files', () => {
   const root = plant({
-    'core/src/a.ts': "import { b } from './b';\nexport const a = () => b;\n",
-    'core/src/b.ts': "import type { A } from './c';\nexport const b = 1;\n",
-    'core/src/c.ts': "import { a } from './a';\nexport type A = ReturnType<typeof a>;\n",
-    'core/src/d.ts': 'export const d = 1;\n',
+    'core/src/base/a.ts': "import { b } from './b';\nexport const a = () => b;\n",
+    'core/src/base/b.ts': "import type { A } from './c';\nexport const b = 1;\n",
+    'core/src/base/c.ts': "import { a } from './a';\nexport type A = ReturnType<typeof a>;\n",
+    'core/src/base/d.ts': 'export const d = 1;\n',
   });
   roots.push(root);
   const result = check(root);
   expect(result.ok).toBe(false);
-  expect(result.output).toContain('import cycle: core/src/a.ts <-> core/src/b.ts <-> core/src/c.ts');
+  expect(result.output).toContain('import cycle: core/src/base/a.ts <-> core/src/base/b.ts <-> core/src/base/c.ts');
   expect(result.output).not.toContain('d.ts');
 });
 
@@ -60,4 +60,26 @@ it('fails on two folders that import each other, and on an adapter importing cor
   expect(result.output).toContain("express/src/index.ts imports @floodgate/core/internal: an adapter imports only @floodgate/core and @floodgate/core/http");
   expect(result.output).toContain('express/src/index.ts imports ../../core/src/failure/t');
   expect(result.output).not.toContain('import cycle');
+});
+
+it('fails on an import, value or type, that goes up a floor of core, and on a root file or folder on no floor', () => {
+  const root = plant({
+    'core/src/base/low.ts': "import { high } from '../engine/high';\nexport const low = high;\n",
+    'core/src/model/shape.ts': "import type { High } from '../engine/high';\nexport type Shape = High;\n",
+    'core/src/engine/high.ts': "import { b } from '../base/b';\nexport const high = b;\nexport type High = number;\n",
+    'core/src/base/b.ts': 'export const b = 1;\n',
+    'core/src/index.ts': "export { high } from './engine/high';\n",
+    'core/src/loose.ts': 'export const loose = 1;\n',
+    'core/src/attic/x.ts': 'export const x = 1;\n',
+  });
+  roots.push(root);
+  const result = check(root);
+  expect(result.ok).toBe(false);
+  expect(result.output).toContain('core/src/base/low.ts imports core/src/engine/high.ts: base (floor 1) may import only its own floor and below, and engine is on floor 9');
+  expect(result.output).toContain('core/src/model/shape.ts imports core/src/engine/high.ts: model (floor 4)');
+  expect(result.output).toContain('move loose.ts into a floor');
+  expect(result.output).toContain('core/src/attic sits on no floor');
+  // Downward imports and the entries are fine.
+  expect(result.output).not.toContain('core/src/engine/high.ts imports');
+  expect(result.output).not.toContain('core/src/index.ts imports');
 });

@@ -2,7 +2,7 @@
 import { startRedis, type RedisServer, prng } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHMS, MemoryStore, RedisStore } from '../src';
-import { resolveLimiterOptions } from '../src/options';
+import { resolveLimiterOptions } from '../src/engine/options';
 import type { LimiterOptions, StoreLimit, StoreRequest, StoreResult } from '../src';
 import { FakeClock } from './conformance/fake-clock';
 

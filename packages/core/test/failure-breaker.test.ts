@@ -13,7 +13,7 @@ import {
 import { Redis } from 'ioredis';
 import { CircuitBreaker, resolveBreakerOptions, type BreakerTransition } from '../src/failure/breaker';
 import { localLimits } from '../src/failure/policy';
-import { resolveLimiterOptions } from '../src/options';
+import { resolveLimiterOptions } from '../src/engine/options';
 
 /** A store whose backend can be switched off: calls then reject, as a RedisStore does during an outage. */
 class SwitchStore implements Store {

@@ -1,8 +1,8 @@
 // Header formatting and problem bodies: every dialect, degraded decisions, Retry-After jitter bounds.
-import { bareDecision, toDecision, type Decision } from '../src/decision';
+import { bareDecision, toDecision, type Decision } from '../src/model/decision';
 import { formatHeaders, retryAfterSeconds } from '../src/headers/format-headers';
 import { problemDetails, QUOTA_EXCEEDED_TYPE } from '../src/headers/problem-details';
-import { resolveLimiterOptions } from '../src/options';
+import { resolveLimiterOptions } from '../src/engine/options';
 import { createLimiter, MemoryStore } from '../src';
 
 const limits = resolveLimiterOptions({

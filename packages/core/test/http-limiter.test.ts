@@ -146,7 +146,7 @@ describe('count by outcome, several keys, reset on success', () => {
   /** One request through the pipeline, then its response: `status` settles it as the adapter would. */
   async function attempt(http: ReturnType<typeof createHttpLimiter<Login>>, user: string | undefined, status: number | undefined, ip?: string) {
     const result = await http.handle(login(user, ip), { user });
-    if (result.status === 'next') result.settle?.(status);
+    if (result.status === 'next') result.finish?.(status);
     await new Promise((r) => setImmediate(r)); // the refund is a store call of its own
     return result.status;
   }
@@ -157,7 +157,7 @@ describe('count by outcome, several keys, reset on success', () => {
     // 10 at once, none answered yet: only 3 get through to the handler.
     const parallel = await Promise.all(Array.from({ length: 10 }, () => http.handle(login('u'), { user: 'u' })));
     expect(parallel.filter((r) => r.status === 'next')).toHaveLength(3);
-    for (const r of parallel) r.settle?.(401);
+    for (const r of parallel) r.finish?.(401);
     await new Promise((r) => setImmediate(r));
     expect(await attempt(http, 'u', 200)).toBe(429);
   });
@@ -196,7 +196,7 @@ describe('count by outcome, several keys, reset on success', () => {
     });
     const send = async (username: unknown, ip: string) => {
       const result = await http.handle(login(undefined, ip), { username });
-      if (result.status === 'next') result.settle?.(401); // the handler refuses the guess
+      if (result.status === 'next') result.finish?.(401); // the handler refuses the guess
       await new Promise((r) => setImmediate(r));
       return result;
     };

@@ -3,7 +3,7 @@ import { bucketClaimsHeld, claimBuckets, CLAIMS_MAX } from '../src/http/bucket-c
 import { createHttpLimiter } from '../src/http/http-limiter';
 import { claimsOnce } from '../src/http/scope';
 import type { RequestFacts } from '../src/identity';
-import { resolveLimits } from '../src/options';
+import { resolveLimits } from '../src/engine/options';
 import { MemoryStore } from '../src/stores/memory-store';
 
 const silent = { warn: () => undefined, error: () => undefined };

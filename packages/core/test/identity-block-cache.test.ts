@@ -1,5 +1,5 @@
 // The block cache identity relies on: a denied subject is answered locally until T, by consume and by blocked().
-import { createLimiter } from '../src/limiter';
+import { createLimiter } from '../src/engine/limiter';
 import { MemoryStore } from '../src/stores/memory-store';
 import type { Store, StoreRequest } from '../src/stores/store';
 

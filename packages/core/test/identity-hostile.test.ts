@@ -2,8 +2,8 @@
 import { runInThisContext } from 'node:vm';
 import { prng, startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import { createLimiter, type Limiter } from '../src/limiter';
-import { RedisStore } from '../src/stores/redis-store';
+import { createLimiter, type Limiter } from '../src/engine/limiter';
+import { RedisStore } from '../src/stores/redis/redis-store';
 import { createIdentify, type Identify, type Identity, type RequestFacts, type ResolveKey } from '../src/identity';
 
 const SEED = Number(process.env.FG_FUZZ_SEED ?? 0x5eed);

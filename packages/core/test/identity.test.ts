@@ -1,6 +1,6 @@
 // Identity without lookups: API key first (hashed), IP normalisation, the missing-IP fallback, option validation.
 import { createHash } from 'node:crypto';
-import { FloodgateError } from '../src/errors';
+import { FloodgateError } from '../src/base/errors';
 import { createIdentify, UNKNOWN_IP_SUBJECT, type Identity, type IdentityOptions, type RequestFacts } from '../src/identity';
 
 function facts(ip: string | undefined, headers: RequestFacts['headers'] = {}): RequestFacts {

@@ -1,5 +1,5 @@
 // Subject keys: fixed length, one hash tag, no raw identity, and no two (scope, identity) pairs share one.
-import { subjectKey } from '../src/keys';
+import { subjectKey } from '../src/base/keys';
 
 it('gives a bounded key with one hash tag, never containing the identity', () => {
   const secret = `sk_live_${'x'.repeat(10_000)}{}:`;

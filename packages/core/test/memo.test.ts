@@ -1,5 +1,5 @@
 // Memo and NestedMemo: one- and two-level lookups by the caller's own strings, bounded by starting over.
-import { Memo, NestedMemo } from '../src/memo';
+import { Memo, NestedMemo } from '../src/base/memo';
 
 it('finds a value by its two strings, and no other', () => {
   const memo = new NestedMemo<number>(10);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { startRedis, waitFor, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { createLimiter, RedisStore } from '../src';
-import { limiterFrom, type EngineLimiter } from '../src/limiter';
+import { limiterFrom, type EngineLimiter } from '../src/engine/limiter';
 import type { PrefixWorkerSetup } from './prefix-worker';
 
 const ROOT = join(__dirname, '..', '..', '..');

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { aclRule, FloodgateError } from '../src';
-import { SCRIPTS } from '../src/stores/redis-protocol';
+import { SCRIPTS } from '../src/stores/redis/protocol';
 
 /** Every command the composed scripts run, read from their source here, apart from the generator's reading. */
 function commandsInScripts(): Set<string> {

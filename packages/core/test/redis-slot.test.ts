@@ -1,6 +1,6 @@
 // slotOf agrees with Redis Cluster's own CLUSTER KEYSLOT, key for key: the grouping of subjects per slot depends on it.
 import { startRedisCluster, type RedisClusterHandle } from '@floodgate/testing';
-import { slotOf } from '../src/stores/redis-slot';
+import { slotOf } from '../src/stores/redis/slot';
 import { subjectKey } from '../src';
 
 let cluster: RedisClusterHandle;

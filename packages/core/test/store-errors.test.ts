@@ -1,7 +1,7 @@
 // The failure path's store errors: made without a stack where they come by the hundreds (a timeout per call under a flood), and still the same FloodgateErrors.
 import { FloodgateError } from '../src';
-import { StoreTimeout, withDeadline } from '../src/deadline';
-import { withoutStack } from '../src/errors';
+import { StoreTimeout, withDeadline } from '../src/base/deadline';
+import { withoutStack } from '../src/base/errors';
 
 describe('withoutStack', () => {
   it('makes an error whose stack is its first line only, and restores the stack trace limit', () => {

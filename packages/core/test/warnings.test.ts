@@ -1,6 +1,6 @@
 // The warnings' own rules: names checked where they enter, windowMs that reads as seconds, written once per logger, off by name.
 import { createIdentify, createLimiter, FloodgateError, WARNING_CODES } from '../src';
-import { looksLikeSeconds, resolveWarnings, warnOnce } from '../src/warnings';
+import { looksLikeSeconds, resolveWarnings, warnOnce } from '../src/base/warnings';
 
 function recorder() {
   const lines: string[] = [];

@@ -2,7 +2,7 @@
 import {
   createHttpLimiter,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type Health,
@@ -12,7 +12,8 @@ import {
   type RequestFacts,
   type Reservation,
   type UsageAnswer,
-  warnRouteOwnLimiter,
+  stepAside,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { FLOODGATE, answersEveryMethod, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
@@ -70,7 +71,7 @@ function send(res: Response, result: HttpResult): void {
 /** How Express's `trust proxy` makes req.ip: true trusts every hop; false (the default) and 0 none. */
 function trustOf(req: Request): RequestFacts['trustProxy'] {
   const setting: unknown = req.app?.settings?.['trust proxy'];
-  return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 function facts(req: Request, route: string | undefined, allMethods = false): RequestFacts {
@@ -95,13 +96,7 @@ function middleware(http: HttpLimiter<Request> | null, health: (options?: Health
       // Mounted app-wide: Express has not routed yet, so read its routers for the route it will reach.
       const found = firstRoute(req, handler);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      const own = found ? ownLimiters<Mark>(found.route) : undefined;
-      if (own && own.length > 0) {
-        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-        const apart = own.find((m) => m.root !== root && m.http);
-        if (apart) warnRouteOwnLimiter(http, apart.http!, `${req.method} ${found!.pattern}`);
-        return next();
-      }
+      if (found && stepAside(http, root, ownLimiters<Mark>(found.route), `${req.method} ${found.pattern}`)) return next();
       pattern = found?.pattern;
       allMethods = answersEveryMethod(found?.route);
     }
@@ -128,7 +123,7 @@ function apply(result: HttpResult, req: Request, res: Response, next: NextFuncti
   if (result.status === 'next') {
     const headers = result.headers;
     for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
-    settleOnFinish(res, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }
   if (result.direct) {

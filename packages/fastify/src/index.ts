@@ -3,7 +3,7 @@ import {
   createHttpLimiter,
   invalidOption,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type HttpResult,
@@ -13,6 +13,7 @@ import {
   type RequestFacts,
   type Reservation,
   warnRouteNotLimited,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -82,7 +83,7 @@ function trustOf(fastify: FastifyInstance): RequestFacts['trustProxy'] {
   const options = key ? (fastify as unknown as Record<symbol, { trustProxy?: unknown } | undefined>)[key] : undefined;
   if (!options) return undefined;
   const setting = options.trustProxy;
-  return setting === true ? 'all' : setting === undefined || setting === false || setting === 0 ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 /** The hook for one route: the pattern is fixed at registration, never looked up per request. */
@@ -107,7 +108,7 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
     return done(error as Error);
   }
   if (result.status === 'next') {
-    settleOnFinish(reply.raw, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(reply.raw, result); // countOnly: the outcome decides whether the request counts
     return done();
   }
   reply.code(result.status);

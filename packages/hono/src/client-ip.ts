@@ -1,5 +1,5 @@
 // The client IP for Hono, which has no trust-proxy setting: the runtime's connection info, and X-Forwarded-For only through proxies the app names.
-import { createAllowList, invalidOption } from '@floodgate/core/http';
+import { createAllowList, invalidOption, trustProxyOf } from '@floodgate/core/http';
 import type { Context } from 'hono';
 import type { ConnInfo } from 'hono/conninfo';
 
@@ -36,8 +36,7 @@ const EVERY_ADDRESS = new Set(['0.0.0.0/0', '::/0']);
  */
 export function trustOf(options: ClientIpOptions): 'none' | 'some' | 'all' {
   const list = options.trustProxy;
-  if (!list || list.length === 0) return 'none';
-  return list.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) ? 'all' : 'some';
+  return trustProxyOf(list?.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) || list) ?? 'none';
 }
 
 /**

@@ -10,7 +10,7 @@ import {
   type HttpResult,
   type RequestFacts,
   type Reservation,
-  warnRouteOwnLimiter,
+  stepAside,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { CLIENT_IP_OPTIONS, clientIpReader, trustOf, type ClientIpOptions } from './client-ip';
@@ -160,21 +160,21 @@ function finish(c: Context, result: HttpResult, next: Next): Response | Promise<
   const headers = result.headers;
   // On the Node response they survive whatever Response the handler returns: nothing to check after it.
   const kept = headers.length === 0 || setHeaders(c, headers);
-  const settle = result.settle;
-  if (!settle) return kept ? next() : next().then(() => keepHeaders(c, headers));
-  // A client that goes away mid-handler settles at once (an in-flight slot is freed then, not when
-  // the handler ends); settle runs once, so the handler's end changes nothing after.
+  const finish = result.finish;
+  if (!finish) return kept ? next() : next().then(() => keepHeaders(c, headers));
+  // A client that goes away mid-handler finishes at once (an in-flight slot is freed then, not when
+  // the handler ends); finish runs once, so the handler's end changes nothing after.
   const signal = c.req.raw.signal;
-  if (signal?.aborted) settle(undefined);
-  else signal?.addEventListener('abort', () => settle(undefined), { once: true });
+  if (signal?.aborted) finish(undefined);
+  else signal?.addEventListener('abort', () => finish(undefined), { once: true });
   return next().then(
     () => {
       if (!kept) keepHeaders(c, headers);
       // countOnly: the returned response's status decides, or a client that went away (a failure).
-      settle!(c.req.raw.signal?.aborted ? undefined : c.res.status);
+      finish(c.req.raw.signal?.aborted ? undefined : c.res.status);
     },
     (error: unknown) => {
-      settle!(undefined);
+      finish(undefined);
       throw error;
     },
   );
@@ -197,8 +197,8 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
     try {
       const { route, allMethods, deferred, own } = locate(c);
       if (deferred) {
-        // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-        if (own && own.mark.root !== root && own.mark.http) warnRouteOwnLimiter(http, own.mark.http as HttpLimiter<Context>, own.route);
+        // The route's own limiter decides it (stepAside warns when another top-level rateLimit() made it).
+        if (own) stepAside(http, root, [{ root: own.mark.root, http: own.mark.http as HttpLimiter<Context> | null }], own.route);
         return next();
       }
       const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, allMethods, trustProxy };

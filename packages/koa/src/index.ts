@@ -2,7 +2,7 @@
 import {
   createHttpLimiter,
   isThenable,
-  settleOnFinish,
+  finishOnResponse,
   type Decision,
   type HttpLimiter,
   type Health,
@@ -11,7 +11,8 @@ import {
   type HttpResult,
   type RequestFacts,
   type Reservation,
-  warnRouteOwnLimiter,
+  stepAside,
+  trustProxyOf,
 } from '@floodgate/core/http';
 import { METHODS } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
@@ -109,7 +110,7 @@ function locate(ctx: RoutedContext, mw: unknown): { layer?: RouterLayer; own: bo
 /** How Koa's proxy settings make ctx.ip: app.proxy with maxIpsCount 0 (the default) takes the first X-Forwarded-For entry. */
 function trustOf(ctx: Context): RequestFacts['trustProxy'] {
   const app = ctx.app;
-  return !app.proxy ? 'none' : app.maxIpsCount > 0 ? 'some' : 'all';
+  return trustProxyOf(app.proxy ? app.maxIpsCount || true : false);
 }
 
 function facts(ctx: Context, layer: RouterLayer | undefined): RequestFacts {
@@ -132,7 +133,7 @@ function finish(ctx: Context, result: HttpResult, next: Next): Promise<unknown> 
   const headers = result.headers;
   for (let i = 0; i < headers.length; i++) ctx.set(headers[i][0], headers[i][1]);
   if (result.status === 'next') {
-    settleOnFinish(ctx.res, result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(ctx.res, result); // countOnly: the outcome decides whether the request counts
     return next();
   }
   ctx.status = result.status;
@@ -151,15 +152,7 @@ function middleware(http: HttpLimiter<Context> | null, health: (options?: Health
     try {
       const { layer, own } = locate(ctx, mw);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
-      if (!own && layer) {
-        const marks = ownLimiters(layer);
-        if (marks.length > 0) {
-          // Made by another top-level rateLimit(), it drops this limiter's store and limits: say so.
-          const apart = marks.find((m) => m.root !== root && m.http);
-          if (apart) warnRouteOwnLimiter(http, apart.http!, `${ctx.method} ${layer.path}`);
-          return next();
-        }
-      }
+      if (!own && layer && stepAside(http, root, ownLimiters(layer), `${ctx.method} ${layer.path}`)) return next();
       const pending = http.handleNow(facts(ctx, layer), ctx);
       if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);

@@ -5,7 +5,8 @@ import {
   FloodgateError,
   invalidOption,
   isThenable,
-  settleOnFinish,
+  mergeRouteOptions,
+  finishOnResponse,
   withoutStack,
   type Health,
   type HealthOptions,
@@ -27,17 +28,6 @@ export interface FloodgateModuleOptions<Req = any> extends RateLimitOptions<Req>
    * minting buckets. Default true.
    */
   unmatched?: boolean;
-}
-
-/** The options a single limit is made of: a handler that sets `limits` drops its controller's (and the reverse). */
-const SINGLE_LIMIT = ['limit', 'burst', 'refillPerSecond', 'name'] as const;
-
-/** The handler's options over its controller's, as core merges a route's over the global ones. */
-function mergeLevels(controller: RateLimitOptions, handler: RateLimitOptions): RateLimitOptions {
-  const merged: Record<string, unknown> = { ...controller };
-  if (handler.limits !== undefined) for (const k of SINGLE_LIMIT) delete merged[k];
-  if (handler.limit !== undefined || handler.burst !== undefined) delete merged.limits;
-  return { ...merged, ...handler } as RateLimitOptions;
 }
 
 const DECIDED = Symbol('floodgate.decided');
@@ -101,7 +91,8 @@ export class FloodgateService {
     if (Reflect.getMetadata(SKIP_RATE_LIMIT, handler) === true) return null;
     if (own === undefined && Reflect.getMetadata(SKIP_RATE_LIMIT, controller) === true) return null;
     const shared = Reflect.getMetadata(RATE_LIMIT_OPTIONS, controller) as RateLimitOptions | undefined;
-    const options = mergeLevels(shared ?? {}, own ?? {});
+    // The handler's options over its controller's, by core's one merge rule (as a route's over the app's).
+    const options = mergeRouteOptions(shared ?? {}, own ?? {});
     // No options of its own: the module's limiter itself (one block cache, one bucket definition).
     if (Object.keys(options).length === 0) return this.http;
     const label = `@RateLimit() on ${controller.name}.${handler.name}`;
@@ -138,7 +129,7 @@ function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse):
   }
   setHeaders(res, result.headers);
   if (result.status === 'next') {
-    settleOnFinish(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
+    finishOnResponse(rawResponse(res), result); // countOnly: the outcome decides whether the request counts
     return true;
   }
   const plain = problemOnReply(res, result);

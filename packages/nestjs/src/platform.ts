@@ -2,7 +2,7 @@
 import type { ServerResponse } from 'node:http';
 import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from './nest-metadata';
-import { PROBLEM_CONTENT_TYPE, type HttpResult, type RequestFacts } from '@floodgate/core/http';
+import { PROBLEM_CONTENT_TYPE, trustProxyOf, type HttpResult, type RequestFacts } from '@floodgate/core/http';
 
 /** The platform request: Express `req` or Fastify `request`, read structurally. */
 export interface PlatformRequest {
@@ -59,7 +59,7 @@ export type TrustProxy = RequestFacts['trustProxy'];
 /** Express's `trust proxy`, read from the request's app as @floodgate/express does: true trusts every hop; false (the default) and 0 none. */
 function expressTrust(app: { settings?: Record<string, unknown> }): TrustProxy {
   const setting = app.settings?.['trust proxy'];
-  return setting === true ? 'all' : setting === false || setting === 0 || setting === undefined ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 /**
@@ -71,7 +71,7 @@ export function fastifyTrust(instance: object): TrustProxy {
   const options = key ? (instance as Record<symbol, { trustProxy?: unknown } | undefined>)[key] : undefined;
   if (!options) return undefined;
   const setting = options.trustProxy;
-  return setting === true ? 'all' : setting === undefined || setting === false || setting === 0 ? 'none' : 'some';
+  return trustProxyOf(setting);
 }
 
 /** The request's facts; `fastify` is the Fastify platform's trust setting (Express's is read from the request's app, where it can change after init). */

@@ -212,6 +212,38 @@ describe.each(PLATFORMS)('a Nest app on %s', (platform) => {
     ]);
   });
 
+  it("merges controller and handler options by core's rule: a handler's calendar window replaces its controller's windowMs (no FG_INVALID_OPTION)", async () => {
+    @Controller('calendar')
+    @RateLimit({ windowMs: '1m', limit: 5 })
+    class CalendarController {
+      @Get('daily')
+      @RateLimit({ window: { every: 'day' }, limit: 2 })
+      daily() {
+        return {};
+      }
+      @Get('minute')
+      minute() {
+        return {};
+      }
+    }
+    @Module({
+      imports: [FloodgateModule.forRoot({ store: new MemoryStore(), limit: 100 })],
+      controllers: [CalendarController],
+      providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
+    })
+    class AppModule {}
+    const get = await serve(AppModule, platform);
+    const daily = [await get('/calendar/daily'), await get('/calendar/daily'), await get('/calendar/daily')];
+    expect(daily.map((r) => [r.status, r.headers.get('ratelimit-limit')])).toEqual([
+      [200, '2'],
+      [200, '2'],
+      [429, '2'],
+    ]);
+    // The controller's own windowMs still holds for its other handlers.
+    const minute = await get('/calendar/minute');
+    expect([minute.status, minute.headers.get('ratelimit-limit')]).toEqual([200, '5']);
+  });
+
   it('hands a 429 to the exception filters users register, before Floodgate renders it; interceptors never run for it', async () => {
     const seen: { status: number; decision: string | undefined; type: unknown }[] = [];
     const intercepted: string[] = [];

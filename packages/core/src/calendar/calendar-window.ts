@@ -1,7 +1,7 @@
 // Calendar windows: a limit's `window` option (a day, week, month or year in a named time zone, or from a per-subject anchor), parsed once into its periods.
 import type { CalendarPeriods, CalendarSpan } from '../algorithms/types';
-import { invalidOption } from '../errors';
-import { checkOptionNames, distance, optionNames } from '../validate';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, distance, optionNames } from '../base/validate';
 import { knownZone, dateOfDay, dayNumber, daysInMonth, instantOf, wallTimeAt, weekdayOf, type WallTime } from './zoned-time';
 
 /** The calendar units a window can follow. */

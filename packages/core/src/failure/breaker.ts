@@ -1,10 +1,9 @@
 // Circuit breaker for one store: after repeated failures the store is skipped for a cool-down, then probed by one call.
-import type { Duration } from '../duration';
-import { parseDuration } from '../duration';
-import { invalidOption } from '../errors';
-import { checkOptionNames, optionNames, wholeNumber } from '../validate';
-
-export type BreakerState = 'closed' | 'open' | 'half-open';
+import type { Duration } from '../base/duration';
+import { parseDuration } from '../base/duration';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, optionNames, wholeNumber } from '../base/validate';
+import type { BreakerState } from '../observe/states';
 
 export interface BreakerOptions {
   /** Consecutive failed store calls that open the breaker. A whole number from 1 to 1000. Default 5. */

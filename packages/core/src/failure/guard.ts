@@ -1,16 +1,16 @@
 // The guard every call to a shared store passes (consume, peek, refund, reset): the breaker's admission, the deadline, the counts.
 import type { Attributes } from '@opentelemetry/api';
-import { lateAnswer, withDeadline } from '../deadline';
-import { FloodgateError, withoutStack } from '../errors';
-import { recordFailure } from '../health';
-import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../metrics';
+import { lateAnswer, withDeadline } from '../base/deadline';
+import { FloodgateError, withoutStack } from '../base/errors';
+import { recordFailure } from '../observe/health';
+import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../observe/metrics';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 import type { Admission } from './breaker';
 import type { FailMode } from './policy';
 import type { StoreChannel } from './store-runtime';
 
 /** Thrown, never logged, for a call the open breaker skips: the failure mode answers it. */
-export const SKIPPED = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
+export const BREAKER_SKIP = new FloodgateError('FG_STORE_UNAVAILABLE', 'Store skipped: circuit breaker open.');
 
 const ignore = (): void => undefined;
 
@@ -51,13 +51,13 @@ export class CallBook {
   }
 
   /**
-   * The breaker's admission for a call about to be made, counted; throws SKIPPED when it skips the
+   * The breaker's admission for a call about to be made, counted; throws BREAKER_SKIP when it skips the
    * call. The caller keeps when it began (performance.now()) and the connection's answer count then
    * (`answers`) in locals: no object per call.
    */
   begin(): Admission {
     const admission = this.channel.breaker.admit();
-    if (admission === 'skip') throw SKIPPED;
+    if (admission === 'skip') throw BREAKER_SKIP;
     this.channel.monitor.calls++;
     return admission;
   }
@@ -139,7 +139,7 @@ export class CallBook {
     this.channel.breaker.success();
   }
 
-  /** `run(arg)` as one guarded call: skipped by the open breaker (rejects SKIPPED), else counted and bounded. */
+  /** `run(arg)` as one guarded call: skipped by the open breaker (rejects BREAKER_SKIP), else counted and bounded. */
   call<A, T>(run: (arg: A) => Promise<T>, arg: A): Promise<T> {
     let admission: Admission;
     let pending: Promise<T>;

@@ -1,15 +1,15 @@
 // Failure policy: what a request gets when the store cannot decide (open, closed, local), and how it is reported.
 import type { StoreLimit } from '../algorithms/registry';
-import { bareDecision, toDecision, type Decision } from '../decision';
-import { parseDuration, type Duration } from '../duration';
-import { invalidOption } from '../errors';
-import type { ResolvedLimit } from '../limit';
-import type { Logger } from '../logger';
-import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../validate';
+import { bareDecision, toDecision, type Decision } from '../model/decision';
+import { parseDuration, type Duration } from '../base/duration';
+import { invalidOption } from '../base/errors';
+import type { ResolvedLimit } from '../model/limit';
+import type { Logger } from '../base/logger';
+import { loggerOption, MAX_INSTANCES, optionNames, wholeNumber } from '../base/validate';
 import { MemoryStore } from '../stores/memory-store';
 import type { Store, StoreRequest } from '../stores/store';
-import type { FleetView } from './fleet';
-import { resolveBreakerOptions, type BreakerOptions, type BreakerState, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
+import type { BreakerState, FleetView } from '../observe/states';
+import { resolveBreakerOptions, type BreakerOptions, type CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
 
 export const FAIL_MODES = ['open', 'closed', 'local'] as const;
 
@@ -25,7 +25,7 @@ export const DEFAULT_FAIL_MODE = 'local';
  */
 export type FailMode = (typeof FAIL_MODES)[number];
 
-export type { Logger } from '../logger';
+export type { Logger } from '../base/logger';
 
 /** Passed to `onStoreError` once per change of the circuit breaker's state, never once per request. */
 export interface StoreErrorEvent {

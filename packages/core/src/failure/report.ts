@@ -1,6 +1,6 @@
 // Reporting a store's failures: one line at the first failed call of an outage, then one per breaker state change, to each logger and hook once.
-import type { Logger } from '../logger';
-import { isThenable } from '../maybe-promise';
+import type { Logger } from '../base/logger';
+import { isThenable } from '../base/maybe-promise';
 import type { BreakerTransition, CircuitBreaker } from './breaker';
 import type { FailMode, StoreErrorEvent } from './policy';
 

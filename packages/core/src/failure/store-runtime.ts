@@ -1,10 +1,10 @@
 // One runtime per store: its breakers, call counts, health monitor, reporters, bucket claims and ready listener, found or made in one place.
-import type { Logger } from '../logger';
-import type { FloodgateMetrics, StoreMonitor } from '../metrics';
-import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../metrics';
+import type { Logger } from '../base/logger';
+import type { FloodgateMetrics, StoreMonitor } from '../observe/metrics';
+import { ATTR, STORE_ERROR_KINDS, type StoreErrorKind } from '../observe/metrics';
 import { DEFAULT_ANNOUNCE_MS, type Store } from '../stores/store';
 import { CircuitBreaker, type ResolvedBreakerOptions } from './breaker';
-import { Fleet } from './fleet';
+import { FleetCount } from './fleet-count';
 import { Reporters } from './report';
 
 /** One limiter's definition of a bucket on this store (see http/bucket-claims.ts). */
@@ -107,7 +107,7 @@ export class ConnectionRuntime {
   lastAnswerAt = -Infinity;
   private readonly stores = new WeakMap<Store, StoreRuntime>();
   /** Each limiter prefix's fleet on this connection, held weakly: the limiters that use it hold it. */
-  private readonly fleets = new Map<string, WeakRef<Fleet>>();
+  private readonly fleets = new Map<string, WeakRef<FleetCount>>();
   /** Each prefix's last count, kept when its fleet is collected: a limiter made later starts from it, not from 1. */
   private readonly lastCounts = new Map<string, number>();
   // Held weakly: the client may outlive its stores' limiters.
@@ -134,12 +134,12 @@ export class ConnectionRuntime {
    * sets the period): one announcement per prefix and connection, however many limiters and stores
    * of this process use it. Undefined for a store that cannot announce.
    */
-  fleet(prefix: string, store: Store): Fleet | undefined {
+  fleet(prefix: string, store: Store): FleetCount | undefined {
     if (typeof store.announce !== 'function') return undefined;
     const known = this.fleets.get(prefix)?.deref();
     if (known) return known;
     const peers = typeof store.peers === 'function' ? store.peers.bind(store) : undefined;
-    const fleet = new Fleet(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS, this.lastCounts.get(prefix), (n) => this.lastCounts.set(prefix, n), peers);
+    const fleet = new FleetCount(prefix, store.announce.bind(store), store.announceMs ?? DEFAULT_ANNOUNCE_MS, this.lastCounts.get(prefix), (n) => this.lastCounts.set(prefix, n), peers);
     this.fleets.set(prefix, new WeakRef(fleet));
     return fleet;
   }

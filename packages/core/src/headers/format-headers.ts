@@ -1,5 +1,5 @@
 // Rate-limit response headers: one function per dialect, plus Retry-After with jitter. Pure formatting.
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 
 /** 'draft-6': RateLimit-Limit/-Remaining/-Reset. 'draft-10': RateLimit-Policy + RateLimit. 'legacy': X-RateLimit-*. */
 export const HEADER_DIALECTS = ['draft-6', 'draft-10', 'legacy'] as const;

@@ -1,6 +1,6 @@
 // The default 429 and 503 bodies: RFC 9457 problem details, with the draft's quota-exceeded type.
-import type { Decision } from '../decision';
-import { MAX_LEASE_COST } from '../validate';
+import type { Decision } from '../model/decision';
+import { MAX_LEASE_COST } from '../base/validate';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 /** draft-ietf-httpapi-ratelimit-headers-10 s5.1. */

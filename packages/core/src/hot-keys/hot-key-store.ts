@@ -2,11 +2,11 @@
 import { LRUCache } from 'lru-cache';
 import { ALGORITHM, periodOf, type StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { parseDuration, type Duration } from '../duration';
-import { FloodgateError, invalidOption } from '../errors';
-import { withDeadline } from '../deadline';
-import type { HotKeyCounts } from '../metrics';
-import { checkOptionNames, clockOption, MAX_INSTANCES, MAX_UNITS, optionNames, optionsObject, wholeNumber } from '../validate';
+import { parseDuration, type Duration } from '../base/duration';
+import { FloodgateError, invalidOption } from '../base/errors';
+import { withDeadline } from '../base/deadline';
+import type { HotKeyCounts } from '../observe/metrics';
+import { checkOptionNames, clockOption, MAX_INSTANCES, MAX_UNITS, optionNames, optionsObject, wholeNumber } from '../base/validate';
 import { storeOption, type Store, type StoreRequest, type StoreResult } from '../stores/store';
 
 /**
@@ -83,7 +83,7 @@ export function resolveHotKeyOptions(
 }
 
 /** A limiter's `hotKeys` option, parsed with its other options: undefined when hot-key mode is off. */
-export function resolveHotKeysOption(value: unknown, defaults: { clock?: () => number; instances?: number }): ResolvedHotKeyOptions | undefined {
+export function resolveLimiterHotKeys(value: unknown, defaults: { clock?: () => number; instances?: number }): ResolvedHotKeyOptions | undefined {
   if (value === undefined) return undefined;
   const options = optionsObject<HotKeyOptions>('hotKeys', value as HotKeyOptions, 'an object such as { instances: 4 }');
   checkOptionNames('hotKeys', options, HOT_KEY_OPTION_NAMES);

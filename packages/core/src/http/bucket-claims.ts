@@ -1,7 +1,7 @@
 // One definition per bucket: two limiters that would count in the same keys with different limits fail loudly instead of resetting each other.
-import { FloodgateError } from '../errors';
+import { FloodgateError } from '../base/errors';
 import { periodOf } from '../algorithms/registry';
-import { windowWords, type ResolvedLimit } from '../limit';
+import { windowWords, type ResolvedLimit } from '../model/limit';
 import type { Store } from '../stores/store';
 import { runtimeFor, type BucketClaim } from '../failure/store-runtime';
 

@@ -1,11 +1,11 @@
 // The pipeline's order, in one place: exemption, cost, scope, identity, decision (then extra keys and the response).
 import type { Identity, RequestFacts } from '../identity';
-import { isThenable } from '../maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import { costOf } from './cost';
 import { decide } from './decide';
 import { exemptionOf } from './exemption';
 import { identityOf } from './request-identity';
-import { shed, SKIPPED } from './responses';
+import { finishing, shed, EXEMPT_RESULT } from './responses';
 import type { HttpResult, Identified, Pipeline, RequestContext } from './types';
 
 /**
@@ -16,9 +16,9 @@ import type { HttpResult, Identified, Pipeline, RequestContext } from './types';
 export function handleNow<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req): HttpResult | Promise<HttpResult> {
   try {
     const exempt = exemptionOf(pipe.o, facts, request);
-    if (exempt === true) return SKIPPED;
+    if (exempt === true) return EXEMPT_RESULT;
     if (exempt === false) return shedOrCounted(pipe, facts, request);
-    return exempt.then((yes) => (yes ? SKIPPED : shedOrCounted(pipe, facts, request)));
+    return exempt.then((yes) => (yes ? EXEMPT_RESULT : shedOrCounted(pipe, facts, request)));
   } catch (error) {
     return Promise.reject(error);
   }
@@ -37,10 +37,10 @@ function shedOrCounted<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: R
     const release = () => void lease.release();
     return Promise.resolve(counted(contextOf(pipe, facts, request))).then(
       (result) => {
-        // The fleet's slot is held while the request is served, like the caller's own (settleOnFinish).
+        // The fleet's slot is held while the request is served, like the caller's own (finishOnResponse).
         if (result.status !== 'next') return release(), result;
-        const settle = result.settle;
-        return { ...result, settle: settle ? (status: number | undefined) => (settle(status), release()) : release };
+        const finish = result.finish;
+        return { ...result, ...finishing(finish ? (status: number | undefined) => (finish(status), release()) : release) };
       },
       (error: unknown) => {
         release();

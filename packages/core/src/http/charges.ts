@@ -1,5 +1,5 @@
 // Step: the units a request drew, given back when it should not count (a denial after others admitted, `countOnly`), and `resetOnSuccess`.
-import type { Logger } from '../logger';
+import type { Logger } from '../base/logger';
 import type { Charge, Identified, ResetReport } from './types';
 
 /** Gives every charge of a request back (best effort: a store failure keeps the unit charged, the safe side). */
@@ -33,11 +33,11 @@ export class ResetLog implements ResetReport {
 }
 
 /**
- * `countOnly`: the settle function of one request. Once the response is known it gives the units
+ * `countOnly`: the finish hook of one request (its verdict). Once the response is known it gives the units
  * back when the request should not count, and on a success clears the `resetOnSuccess` keys.
  * Runs once however often it is called; never throws.
  */
-export function settlerOf<Req>(ctx: Identified<Req>, charges: readonly Charge[]): (status: number | undefined) => void {
+export function countOnlyVerdictOf<Req>(ctx: Identified<Req>, charges: readonly Charge[]): (status: number | undefined) => void {
   const { pipe, request, cost } = ctx;
   const o = pipe.o;
   let settled = false;

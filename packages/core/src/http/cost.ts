@@ -1,6 +1,6 @@
 // Step: the units this request draws, from the route's `cost` (a number, or a function of the request).
-import { isThenable } from '../maybe-promise';
-import { requestCost } from '../validate';
+import { isThenable } from '../base/maybe-promise';
+import { requestCost } from '../base/validate';
 import type { RequestContext } from './types';
 
 const FROM_FUNCTION = 'the cost function returned';

@@ -1,6 +1,6 @@
 // FG_COUNTED_TWICE: the same request counted by two limiters (two app-level rateLimit()s), seen on each route's first requests.
-import type { Logger } from '../logger';
-import { warnOnce, type WarningCode } from '../warnings';
+import type { Logger } from '../base/logger';
+import { warnOnce, type WarningCode } from '../base/warnings';
 
 /** Requests a limiter counted, with the label of the first limiter that did: held only as long as the request lives. */
 const countedBy = new WeakMap<object, { readonly label: string }>();

@@ -1,7 +1,7 @@
 // Step: the decision for an identified request: an unknown key's 401 (counted on its IP), the block cache, or one consume.
-import type { Decision } from '../decision';
-import type { EngineLimiter } from '../limiter';
-import { isThenable } from '../maybe-promise';
+import type { Decision } from '../model/decision';
+import type { EngineLimiter } from '../engine/limiter';
+import { isThenable } from '../base/maybe-promise';
 import { checkExtraKeys } from './extra-key-checks';
 import { respond, unauthorized } from './responses';
 import type { Charge, HttpResult, Identified } from './types';

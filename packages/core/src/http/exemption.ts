@@ -1,6 +1,6 @@
 // Step: is this request exempt (allowList, `skip`)? An exempt request is served as if no limiter ran.
 import type { RequestFacts } from '../identity';
-import { isThenable } from '../maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 
 /**

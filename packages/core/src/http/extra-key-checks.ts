@@ -1,8 +1,8 @@
 // Step: the extra keys of an admitted request, one after another: all admit, or the ones charged are given back and the denial answers; a key the request makes malformed answers 400.
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import { PROBLEM_CONTENT_TYPE } from '../headers/problem-details';
-import { refundAll, settlerOf } from './charges';
-import { respond } from './responses';
+import { refundAll, countOnlyVerdictOf } from './charges';
+import { finishing, respond } from './responses';
 import type { Charge, HttpResult, Identified } from './types';
 
 /** Longest extra key, in characters: an account name or an email is far shorter; a longer one is a 400. */
@@ -33,7 +33,7 @@ export function extraKeySubject(raw: unknown): string | undefined | typeof MALFO
  */
 function badRequest<Req>(ctx: Identified<Req>, main: Decision, charges: Charge[], name: string): HttpResult {
   void main.lease?.release(); // the handler does not run: no in-flight slot
-  if (ctx.pipe.o.countOnly) settlerOf(ctx, charges)(400);
+  if (ctx.pipe.o.countOnly) countOnlyVerdictOf(ctx, charges)(400);
   const body = JSON.stringify({
     type: 'about:blank',
     title: 'Bad Request',
@@ -77,8 +77,8 @@ export async function checkExtraKeys<Req>(ctx: Identified<Req>, main: Decision, 
   }
   const result = await respond(ctx, main);
   if (!pipe.o.countOnly || charges.length === 0) return result;
-  // countOnly's settle, and the in-flight slot's release (respond's settle) when the request holds one.
-  const counting = settlerOf(ctx, charges);
-  const releasing = result.settle;
-  return { ...result, settle: releasing ? (status) => (counting(status), releasing(status)) : counting };
+  // countOnly's verdict, and the in-flight slot's release (respond's finish hook) when the request holds one.
+  const counting = countOnlyVerdictOf(ctx, charges);
+  const releasing = result.finish;
+  return { ...result, ...finishing(releasing ? (status) => (counting(status), releasing(status)) : counting) };
 }

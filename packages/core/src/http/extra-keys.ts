@@ -1,7 +1,7 @@
 // Several keys per request: more subjects a request is counted against (an account name beside the IP), each with its own limits.
-import { invalidOption } from '../errors';
-import { LIMIT_OPTION_NAMES, maxCostOf, resolveLimit, resolveLimits, type LimitOptions, type ResolvedLimiterOptions } from '../options';
-import { checkOptionNames, optionNames } from '../validate';
+import { invalidOption } from '../base/errors';
+import { LIMIT_OPTION_NAMES, maxCostOf, resolveLimit, resolveLimits, type LimitOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { checkOptionNames, optionNames } from '../base/validate';
 
 /** One more subject to count a request against. */
 export interface ExtraKeyOptions<Req = unknown> extends Omit<LimitOptions, 'name'> {

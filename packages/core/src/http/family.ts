@@ -1,11 +1,11 @@
 // Every limiter and key cache built from one createHttpLimiter (routes, groups, plans, extra keys), for one health snapshot.
-import { healthOf, type Health, type HealthOptions, type HealthSource } from '../health';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
 import { identifyFrom, type Identify } from '../identity';
-import type { EngineLimiter } from '../limiter';
-import { metricsFor, type KeyLookupCounts } from '../metrics';
+import type { EngineLimiter } from '../engine/limiter';
+import { metricsFor, type KeyLookupCounts } from '../observe/metrics';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import type { LoadShedder } from '../shedding/load-shedder';
-import type { Fleet } from '../shedding/fleet';
+import type { FleetShedder } from '../shedding/fleet-shedder';
 
 /** Most scopes a family remembers the pipeline of (for usage routes); scopes come from the app's routes. */
 const SCOPES_MAX = 10_000;
@@ -20,7 +20,7 @@ export class Family {
   constructor(
     readonly shedder?: LoadShedder,
     /** `fleet`: the fleet's in-flight budget, shared the same way. */
-    readonly fleet?: Fleet,
+    readonly fleet?: FleetShedder,
   ) {}
 
   /** Counts this limiter in the snapshot; returns it. */

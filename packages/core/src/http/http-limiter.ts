@@ -1,12 +1,12 @@
 // createHttpLimiter: the framework-free request pipeline the adapters share (facts in; decision, status, headers and body out), and its routes.
 import type { ServerResponse } from 'node:http';
-import { limiterFrom } from '../limiter';
+import { limiterFrom } from '../engine/limiter';
 import { callSite } from './bucket-claims';
 import { handleNow } from './chain';
 import { Family } from './family';
 import { LoadShedder } from '../shedding/load-shedder';
-import { Fleet } from '../shedding/fleet';
-import { metricsFor } from '../metrics';
+import { FleetShedder } from '../shedding/fleet-shedder';
+import { metricsFor } from '../observe/metrics';
 import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
@@ -16,20 +16,23 @@ export { UNMATCHED_SCOPE } from './scope';
 export type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
 
 /**
- * Hands `result.settle` the response's outcome (`countOnly`): its status once it has finished,
+ * Hands `result.finish` the response's outcome (`countOnly`): its status once it has finished,
  * undefined when the connection closed before it did. Adapters call it with Node's response.
  */
-export function settleOnFinish(res: ServerResponse, result: HttpResult): void {
-  const settle = result.settle;
-  if (!settle) return;
+export function finishOnResponse(res: ServerResponse, result: HttpResult): void {
+  const finish = result.finish;
+  if (!finish) return;
   // The client may have gone while the decision was made (a store round trip): 'close' has been
   // and will not come again, so the outcome is known now (an in-flight slot must not stay held).
-  if (res.destroyed || res.socket?.destroyed) return settle(undefined);
-  res.once('finish', () => settle(res.statusCode));
+  if (res.destroyed || res.socket?.destroyed) return finish(undefined);
+  res.once('finish', () => finish(res.statusCode));
   res.once('close', () => {
-    if (!res.writableFinished) settle(undefined);
+    if (!res.writableFinished) finish(undefined);
   });
 }
+
+/** @deprecated Renamed `finishOnResponse` (`settle` names reserve-then-settle only). */
+export const settleOnFinish = finishOnResponse;
 
 /**
  * Builds the pipeline once from the global options. The default MemoryStore is made here, once, so
@@ -41,7 +44,7 @@ export function createHttpLimiter<Req = unknown>(options: HttpRateLimitOptions<R
   const global = options.store === undefined ? { ...options, store: resolved.limiter.store } : options;
   const label = context.label ?? `rateLimit() at ${callSite() ?? 'an unknown place'}`;
   const shedder = resolved.shedding && new LoadShedder(resolved.shedding);
-  const fleet = resolved.fleet && new Fleet(resolved.fleet, resolved.limiter);
+  const fleet = resolved.fleet && new FleetShedder(resolved.fleet, resolved.limiter);
   for (const s of [shedder, fleet]) if (s) metricsFor(resolved.limiter.meterProvider).shedders.add(s);
   const family = new Family(shedder, fleet);
   return build(global, resolved, { limiter: family.join(limiterFrom(resolved.limiter)), identify: family.identify(resolved), family }, label);

@@ -1,6 +1,6 @@
 // One limiter's pipeline, built once from its parsed options: the route's limiter, identity, plans, extra keys, scopes and claims.
 import type { Identify } from '../identity';
-import { limiterFrom, type EngineLimiter } from '../limiter';
+import { limiterFrom, type EngineLimiter } from '../engine/limiter';
 import { claimBuckets } from './bucket-claims';
 import { ResetLog } from './charges';
 import type { Family } from './family';

@@ -1,7 +1,7 @@
 // Step: the limiter an identity is counted by: its API key's plan (resolveKey's `limits`) or the route's.
 import type { Identity } from '../identity';
-import { limiterFrom, type EngineLimiter } from '../limiter';
-import { maxCostOf } from '../options';
+import { limiterFrom, type EngineLimiter } from '../engine/limiter';
+import { maxCostOf } from '../engine/options';
 import type { Family } from './family';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 

@@ -1,6 +1,6 @@
 // Step: who the request is counted as: the `key` function's subject, else the built-in identity (API key, else IP).
 import type { Identity } from '../identity';
-import { isThenable } from '../maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import type { RequestContext } from './types';
 
 /** A key function's answer that names a subject: a non-empty string or a finite number (else: fall back / skip). */

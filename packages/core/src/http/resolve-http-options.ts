@@ -1,14 +1,14 @@
 // HTTP options: every adapter option parsed once, and per-route overrides merged with the global ones, here only.
-import type { Decision } from '../decision';
-import { invalidOption } from '../errors';
+import type { Decision } from '../model/decision';
+import { invalidOption } from '../base/errors';
 import { HEADER_DIALECTS, type HeaderDialect } from '../headers/format-headers';
 import { createAllowList, type AllowList } from '../identity/allow-list';
-import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet';
+import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding/fleet-shedder';
 import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
-import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../options';
-import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../validate';
+import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../base/validate';
 
 /** A response is a failure when its status is 400 or above, or when it never finished. */
 const defaultIsFailure = ({ status }: { status: number | undefined }) => status === undefined || status >= 400;
@@ -234,6 +234,23 @@ function pick(from: Record<string, unknown>, names: readonly string[]): Record<s
 }
 
 /**
+ * A route's options over the ones it inherits (the app's, or a NestJS controller's): the route's
+ * own values win; a route's `limits` drops the inherited single limit and the reverse; a route's
+ * window of one kind (a calendar `window` or a `windowMs`) replaces the inherited one of the other.
+ * Undefined values are ignored. Every adapter merges its levels with this one rule.
+ */
+export function mergeRouteOptions<O extends object>(inherited: O, route: O): O {
+  const merged: Record<string, unknown> = { ...(inherited as Record<string, unknown>) };
+  const own = route as Record<string, unknown>;
+  if (own.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
+  if (own.limit !== undefined || own.burst !== undefined) delete merged.limits;
+  if (own.window !== undefined) delete merged.windowMs;
+  if (own.windowMs !== undefined) delete merged.window;
+  for (const [k, v] of Object.entries(own)) if (v !== undefined) merged[k] = v;
+  return merged as O;
+}
+
+/**
  * Merges a route's overrides over the global options and parses the result, down one path: the
  * names are checked (FG_UNKNOWN_OPTION), then the options are split into the limiter's, identity's
  * and the HTTP layer's own, each parsed once by its own validators. A route that sets `limits`
@@ -254,15 +271,7 @@ export function resolveHttpOptions<Req = unknown>(
   if (route) checkOptionNames(`${where} route options`, route, ALL_HTTP_OPTION_NAMES);
   if (route?.shedding !== undefined) invalidOption('shedding', route.shedding, 'no `shedding` on a route: set it once on the app-level limiter, and `priority` per route');
   if (route?.fleet !== undefined) invalidOption('fleet', route.fleet, 'no `fleet` on a route: set it once on the app-level limiter, and `priority` per route');
-  const merged: Record<string, unknown> = { ...global };
-  if (route) {
-    if (route.limits !== undefined) for (const k of SINGLE_LIMIT_OPTIONS) delete merged[k];
-    if (route.limit !== undefined || route.burst !== undefined) delete merged.limits;
-    // A route's window of one kind replaces the global one of the other (a calendar `window` or a `windowMs`).
-    if (route.window !== undefined) delete merged.windowMs;
-    if (route.windowMs !== undefined) delete merged.window;
-    for (const [k, v] of Object.entries(route)) if (v !== undefined) merged[k] = v;
-  }
+  const merged = (route ? mergeRouteOptions(global, route) : { ...global }) as Record<string, unknown>;
   const options = merged as HttpRateLimitOptions<Req>;
 
   const limiterOptions = pick(merged, LIMITER_OPTION_NAMES) as CreateLimiterOptions;

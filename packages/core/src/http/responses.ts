@@ -1,15 +1,15 @@
 // Step: a decision as the adapter's answer: hooks, headers, status and body (the default problem+json rendered once per distinct body).
-import { bareDecision, type Decision } from '../decision';
+import { bareDecision, type Decision } from '../model/decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
-import { Memo } from '../memo';
+import { Memo } from '../base/memo';
 import type { RequestFacts } from '../identity';
 import type { RateLimitEvent } from './resolve-http-options';
 import type { HttpResult, Identified, Pipeline } from './types';
 import { reservationOf } from './usage-route';
 
 /** An exempt request (allow list, `skip`): served as if no limiter ran. */
-export const SKIPPED: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
+export const EXEMPT_RESULT: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
 
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
 const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
@@ -83,9 +83,9 @@ export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResu
   const enforce = !decision.allowed && !o.shadow;
   const headers = formatHeaders(decision, o.dialects, enforce ? ctx.pipe.enforced : ctx.pipe.served);
   if (!enforce) {
-    // An in-flight slot (option `concurrency`) is held until the response finishes or the connection closes (settleOnFinish).
+    // An in-flight slot (option `concurrency`) is held until the response finishes or the connection closes (finishOnResponse).
     const lease = decision.lease;
-    const result: HttpResult = lease ? { decision, status: 'next', headers, settle: () => void lease.release() } : { decision, status: 'next', headers };
+    const result: HttpResult = lease ? { decision, status: 'next', headers, ...finishing(() => void lease.release()) } : { decision, status: 'next', headers };
     // Reserve, then settle: only where the app asked for it (a token and a closure per request).
     if (!o.limiter.settle.enabled) return result;
     const reservation = reservationOf(ctx, decision);
@@ -99,4 +99,9 @@ export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResu
   const retryAfter = headers.find(([name]) => name === 'Retry-After');
   const { body, length } = problemBody(decision, ctx.cost, retryAfter ? Number(retryAfter[1]) : undefined);
   return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, length) : undefined };
+}
+
+/** A result's finish hook, under its name and its deprecated one (`settle`), for adapters written before the rename. */
+export function finishing(finish: (status: number | undefined) => void): { finish: typeof finish; settle: typeof finish } {
+  return { finish, settle: finish };
 }

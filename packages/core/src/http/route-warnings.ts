@@ -1,7 +1,7 @@
 // The warnings adapters raise about how limiters are mounted on routes (FG_ROUTE_OWN_LIMITER, FG_ROUTE_NOT_LIMITED): their words, once.
 import type { ResolvedHttpOptions } from './resolve-http-options';
-import { warnOnce } from '../warnings';
-import { windowWords } from '../limit';
+import { warnOnce } from '../base/warnings';
+import { windowWords } from '../model/limit';
 
 interface Described {
   readonly options: ResolvedHttpOptions<any>;
@@ -35,4 +35,23 @@ export function warnRouteOwnLimiter(appLevel: Described, own: Described, route: 
  */
 export function warnRouteNotLimited(http: Described, route: string, why: string): void {
   warnOnce(http.options.limiter.failure.logger, http.options.limiter.warnings, 'FG_ROUTE_NOT_LIMITED', `${route} is not rate limited: ${why}`);
+}
+
+/** What an adapter marks its Floodgate middleware with: the top-level rateLimit() it was made from, and its limiter (null: exempt). */
+export interface LimiterMark {
+  readonly root: unknown;
+  readonly http?: Described | null;
+}
+
+/**
+ * The step-aside rule, one for every adapter: an app-level limiter steps aside for a route that has
+ * a Floodgate limiter of its own (`own`: the marks found on the route), which decides the request
+ * once; when that limiter was made by another top-level rateLimit() than `root`, FG_ROUTE_OWN_LIMITER
+ * says so. True: step aside (the adapter calls next()).
+ */
+export function stepAside(appLevel: Described, root: unknown, own: readonly LimiterMark[] | undefined, route: string): boolean {
+  if (!own || own.length === 0) return false;
+  const apart = own.find((m) => m.root !== root && m.http);
+  if (apart) warnRouteOwnLimiter(appLevel, apart.http!, route);
+  return true;
 }

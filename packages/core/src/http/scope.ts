@@ -1,7 +1,7 @@
 // Step: the bucket scope of a request (group, or method and route pattern), and each scope's buckets claimed once.
 import type { RequestFacts } from '../identity';
-import type { ResolvedLimit } from '../limit';
-import { NestedMemo } from '../memo';
+import type { ResolvedLimit } from '../model/limit';
+import { NestedMemo } from '../base/memo';
 import type { Store } from '../stores/store';
 import { claimBuckets } from './bucket-claims';
 

@@ -1,14 +1,14 @@
 // The HTTP pipeline's shapes: what an adapter gets back, the limiter it holds, and what the steps share (one built pipeline, one request's context).
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import type { FormatHeadersOptions, HeaderPair } from '../headers/format-headers';
-import type { Health, HealthOptions } from '../health';
+import type { Health, HealthOptions } from '../observe/health';
 import type { Identify, Identity, RequestFacts } from '../identity';
-import type { EngineLimiter, Limiter } from '../limiter';
+import type { EngineLimiter, Limiter } from '../engine/limiter';
 import type { Family } from './family';
 import type { ResolvedExtraKey } from './extra-keys';
 import type { HttpRateLimitOptions, ResolvedHttpOptions } from './resolve-http-options';
-import type { Reservation } from '../settle';
-import type { Usage } from '../usage';
+import type { Reservation } from '../model/settle';
+import type { Usage } from '../model/usage';
 
 /** Units a request drew from one subject, to give back when it should not count. */
 export interface Charge {
@@ -50,6 +50,8 @@ export interface HttpResult {
    * it once, when the response has finished, with its status code (undefined when the connection
    * closed before the response finished, which counts as a failure). Never throws.
    */
+  readonly finish?: (status: number | undefined) => void;
+  /** @deprecated Renamed `finish` (the same function; `settle` names reserve-then-settle only). */
   readonly settle?: (status: number | undefined) => void;
   /**
    * Set for an admitted request whose limiter has the `settle` option: its reserved cost (the

@@ -1,11 +1,11 @@
 // A usage route's answer (GET /usage): the caller's own use of a limiter's routes, keyed on the identity the limiter itself resolves; and each request's settle (reserve, then settle).
-import { invalidOption } from '../errors';
+import { invalidOption } from '../base/errors';
 import type { Identity } from '../identity';
-import { isThenable } from '../maybe-promise';
-import { newSettleToken, type Reservation, type SettleResult } from '../settle';
-import type { Usage } from '../usage';
+import { isThenable } from '../base/maybe-promise';
+import { newSettleToken, type Reservation, type SettleResult } from '../model/settle';
+import type { Usage } from '../model/usage';
 import { PROBLEM_CONTENT_TYPE } from '../headers/problem-details';
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import { isKeyValue } from './request-identity';
 import type { Identified, Pipeline, UsageAnswer, UsageRoute } from './types';
 import type { RequestFacts } from '../identity';

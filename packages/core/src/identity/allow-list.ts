@@ -1,6 +1,6 @@
 // The allow list: client IPs and CIDR ranges a limited route never refuses, parsed once with the same IP parser identity uses.
 import type ipaddr from 'ipaddr.js';
-import { invalidOption } from '../errors';
+import { invalidOption } from '../base/errors';
 import { parseAddress } from './ip';
 
 /** True when the framework-reported client IP is on the list. */

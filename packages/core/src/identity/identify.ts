@@ -1,5 +1,5 @@
 // identify: who one caller is. API key first (hashed, verified by resolveKey), else the client IP (IPv4-mapped -> IPv4, IPv6 -> its /64).
-import { Memo } from '../memo';
+import { Memo } from '../base/memo';
 import { findApiKey } from './api-key';
 import { ipSubject } from './ip';
 import { KeyCache, type KeyRecord, type LookupOutcome } from './key-cache';

@@ -1,8 +1,8 @@
 // The resolveKey cache: found and unknown keys kept apart (a flood of invented keys never evicts a real one), one lookup in flight per key, lookups in flight bounded and abandoned at their deadline, lookups bounded per IP.
 import { LRUCache } from 'lru-cache';
 import { periodOf } from '../algorithms/registry';
-import type { ResolvedLimit } from '../limit';
-import { resolveLimits, type LimitOptions } from '../options';
+import type { ResolvedLimit } from '../model/limit';
+import { resolveLimits, type LimitOptions } from '../engine/options';
 
 /** What `resolveKey` returns for a key it knows. */
 export interface ResolvedKey {

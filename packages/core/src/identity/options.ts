@@ -1,9 +1,9 @@
 // Identity options: parsed once, at construction, into ResolvedIdentityOptions (each option one check, one message).
-import { parseDuration } from '../duration';
-import { invalidOption } from '../errors';
-import { checkOptionNames, clockOption, loggerOption, oneOf, optionNames, optionsObject, wholeNumber } from '../validate';
+import { parseDuration } from '../base/duration';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, clockOption, loggerOption, oneOf, optionNames, optionsObject, wholeNumber } from '../base/validate';
 import type { IdentityOptions, ResolvedIdentityOptions } from './types';
-import { resolveWarnings } from '../warnings';
+import { resolveWarnings } from '../base/warnings';
 
 const DEFAULT_HEADERS = ['authorization', 'x-api-key'];
 // RFC 9110 token characters: what a header name may contain.

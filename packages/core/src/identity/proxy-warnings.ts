@@ -1,5 +1,5 @@
 // FG_TRUST_PROXY_ALL and FG_PROXY_HEADER_UNTRUSTED: the framework's trust-proxy setting, checked from what identify is handed.
-import { warnOnce } from '../warnings';
+import { warnOnce } from '../base/warnings';
 import type { RequestFacts, ResolvedIdentityOptions } from './types';
 
 /** Headers only a proxy should write: seen while the framework trusts none, they are a sign of a proxy it ignores. */

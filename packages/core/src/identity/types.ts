@@ -1,11 +1,11 @@
 // Identity's shapes: the facts an adapter hands over, the options, what a caller is identified as, and the identify function's type.
-import type { Duration } from '../duration';
-import type { ResolvedLimit } from '../limit';
-import type { LimitOptions } from '../options';
-import type { Logger } from '../logger';
+import type { Duration } from '../base/duration';
+import type { ResolvedLimit } from '../model/limit';
+import type { LimitOptions } from '../engine/options';
+import type { Logger } from '../base/logger';
 import type { Headers } from './api-key';
 import type { ResolveKey } from './key-cache';
-import type { WarningCode, WarningSwitches } from '../warnings';
+import type { WarningCode, WarningSwitches } from '../base/warnings';
 
 /** The facts an adapter reads from its framework's request. */
 export interface RequestFacts {

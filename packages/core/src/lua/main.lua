@@ -2,7 +2,7 @@
 -- for one or more requests in arrival order, each all-or-nothing and each seeing the writes of the
 -- ones before it; with the flag 'M', the same for several subjects (groups) in one call, one after
 -- another, every key of every group declared in KEYS (one Cluster slot: the caller groups by slot).
--- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis-protocol.ts
+-- KEYS, ARGV and the reply are defined in ONE place, packages/core/src/stores/redis/protocol.ts
 -- (encodeCall writes them, parseReply reads the reply); change them there and here together.
 -- Clock     redis.call('TIME'), unless ARGV[1] has the flag 'T' and the last ARGV carries the UNSAFE
 --           test clock (tests only). The reply

@@ -5,7 +5,7 @@ local EPSILON = 1e-9
 local CHECK, REFUND, RELEASE, RENEW, DEBIT = {}, {}, {}, {}, {}
 local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
 -- A helper after an `-- optional: <name>` line is left out of a script none of whose chunks calls it
--- (stores/redis-protocol.ts, compose): each closure defined here costs every call of the script.
+-- (stores/redis/protocol.ts, compose): each closure defined here costs every call of the script.
 -- optional: fmt
 -- Doubles survive a round trip through a Redis string only with 17 significant digits. A number
 -- passed to redis.call as a number is written by Redis itself with '%.17g' (the same bytes, without

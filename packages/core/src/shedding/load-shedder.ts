@@ -1,6 +1,7 @@
 // Worker utilisation shedding: this instance watches its own event loop and, past a threshold, sheds the lowest priority class first, with hysteresis.
-import { invalidOption } from '../errors';
-import { checkOptionNames, oneOf, optionNames } from '../validate';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, oneOf, optionNames } from '../base/validate';
+import type { SheddingStats } from '../observe/states';
 
 /** A route's priority class: the order load is shed in is background, then default; critical never. */
 export const PRIORITIES = ['critical', 'default', 'background'] as const;
@@ -46,17 +47,6 @@ export function resolveShedding(raw: SheddingOptions | boolean | undefined): Res
 
 /** `priority`: one of PRIORITIES; default 'default'. */
 export const resolvePriority = (raw: unknown): Priority => oneOf('priority', raw, PRIORITIES, 'default');
-
-/** What the shedder reports for a health route. */
-export interface SheddingStats {
-  /** 0: nothing shed; 1: background shed; 2: background and default shed. */
-  readonly level: number;
-  /** The last sample: event-loop utilisation (0 to 1) and how late its timer fired (ms). */
-  readonly utilization: number;
-  readonly delayMs: number;
-  /** Requests shed so far, by class. */
-  readonly shed: { readonly background: number; readonly default: number };
-}
 
 /**
  * Levels: 0 sheds nothing, 1 sheds background, 2 sheds background and default; critical is never

@@ -2,9 +2,9 @@
 import { LRUCache } from 'lru-cache';
 import { evaluateTwins, leaseTwins, refundTwins, settleTwins } from '../algorithms/evaluate';
 import { ttl } from '../algorithms/twin-math';
-import { invalidOption } from '../errors';
-import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../validate';
-import { lockView, strike, type LockState } from '../lockout';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../base/validate';
+import { lockView, strike, type LockState } from '../model/lockout';
 import type { LimitResult } from '../algorithms/types';
 import type { SettleOutcome, Store, StoreRequest, StoreResult } from './store';
 import { ProtectedShare, type HoldKind } from './protected-share';

@@ -1,8 +1,8 @@
 // The store contract: evaluate every limit of one subject atomically, all-or-nothing.
 import type { StoreLimit } from '../algorithms/registry';
 import type { LimitResult } from '../algorithms/types';
-import { invalidOption } from '../errors';
-import type { ResolvedLockout } from '../lockout';
+import { invalidOption } from '../base/errors';
+import type { ResolvedLockout } from '../model/lockout';
 
 /** Progressive lock-out for one subject: its lock key (same {hash tag} as the limits' keys) and its rules. */
 export interface StoreLockout extends ResolvedLockout {
@@ -112,14 +112,14 @@ export interface Store {
   /**
    * Announces this instance (`member`) in the fleet under `key` for `ttlMs`, by the store's clock,
    * and resolves with the number of instances whose announcement has not expired, this one included
-   * (failure/fleet.ts: the limiters' default `instances` is learned through it). Optional: a store
+   * (failure/fleet-count.ts: the limiters' default `instances` is learned through it). Optional: a store
    * without it (MemoryStore, a custom store) learns nothing, and its limiters count 1 instance.
    */
   announce?(key: string, member: string, ttlMs: number): Promise<number>;
   /**
    * Records `value` for this instance (`member`) under `key` for `ttlMs`, by the store's clock, and
    * resolves with the values of every instance whose record has not expired, this one's included
-   * (failure/fleet.ts: the configurations of the apps on a prefix, compared for FG_PREFIX_SHARED).
+   * (failure/fleet-count.ts: the configurations of the apps on a prefix, compared for FG_PREFIX_SHARED).
    * Optional: without it, sharing a prefix goes unnoticed.
    */
   peers?(key: string, member: string, value: string, ttlMs: number): Promise<readonly string[]>;

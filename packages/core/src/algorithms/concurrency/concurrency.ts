@@ -1,7 +1,7 @@
 // concurrency in memory: the twin of concurrency.lua, step for step (leases held while their expiry is after now).
 import type { LeaseLimit, Twin, TwinWrite } from '../types';
 import { ttl } from '../twin-math';
-import { MAX_LEASE_COST } from '../../validate';
+import { MAX_LEASE_COST } from '../../base/validate';
 
 /** The leases of one subject: member ('<token>.<k>') -> the ms it expires at. */
 export interface ConcurrencyState {

@@ -1,20 +1,21 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
-import { isThenable } from './maybe-promise';
+import { isThenable } from '../base/maybe-promise';
 import { BlockCache } from './block-cache';
-import { lockedDecision, toDecision, type Decision } from './decision';
-import { linkStore, type StoreLink } from './failure/store-link';
-import { LeaseBook, newLeaseToken, type LeaseSite } from './concurrency';
-import { subjectKey } from './keys';
-import { NestedMemo } from './memo';
+import { lockedDecision, toDecision, type Decision } from '../model/decision';
+import { linkStore, type StoreLink } from './store-link';
+import { newLeaseToken } from '../model/concurrency';
+import { LeaseBook, type LeaseSite } from './lease-book';
+import { subjectKey } from '../base/keys';
+import { NestedMemo } from '../base/memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
-import type { ResolvedLimit } from './limit';
-import type { StoreLockout, StoreRequest, StoreResult } from './stores/store';
-import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from './validate';
-import { healthOf, type Health, type HealthOptions, type HealthSource } from './health';
-import { DecisionTally, metricsFor } from './metrics';
-import { warnOnce } from './warnings';
-import { newSettleToken, type Reservation, type SettleResult } from './settle';
-import { usageOf, type Usage } from './usage';
+import type { ResolvedLimit } from '../model/limit';
+import type { StoreLockout, StoreRequest, StoreResult } from '../stores/store';
+import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
+import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
+import { DecisionTally, metricsFor } from '../observe/metrics';
+import { warnOnce } from '../base/warnings';
+import { newSettleToken, type Reservation, type SettleResult } from '../model/settle';
+import { usageOf, type Usage } from '../model/usage';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -343,12 +344,12 @@ class Engine {
       } catch (error) {
         decision = link.degraded(request, error);
       }
-      return this.settled(decision, base, cost, scope, consume, drew);
+      return this.tallied(decision, base, cost, scope, consume, drew);
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
-      (result) => this.settled(this.fromResult(request, result), base, cost, scope, consume, drew),
-      (error: unknown) => this.settled(link.degraded(request, error), base, cost, scope, consume, drew),
+      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew),
+      (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew),
     );
   }
 
@@ -357,7 +358,7 @@ class Engine {
     const book = this.leases!;
     const link = this.link;
     const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
-      decision = this.settled(decision, base, cost, scope, true, true);
+      decision = this.tallied(decision, base, cost, scope, true, true);
       if (!decision.allowed || !site) return decision;
       return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
     };
@@ -396,7 +397,7 @@ class Engine {
   }
 
   /** Counts a consume's decision and caches the shared store's denials. */
-  private settled(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
+  private tallied(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
     if (consume) this.counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
     if (this.blocks && drew && this.blockable(decision)) {

@@ -1,21 +1,21 @@
 // Limiter options: parsed once, in one place, into a resolved form; the caller's object is never mutated.
-import { ALGORITHM, ALGORITHMS, isRateAlgorithm, type AlgorithmName } from './algorithms/registry';
-import { MAX_WINDOW_MS, parseDuration, type Duration } from './duration';
-import { invalidOption } from './errors';
-import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from './failure/policy';
-import { resolveHotKeysOption, type HotKeyOptions, type ResolvedHotKeyOptions } from './hot-keys/hot-key-store';
-import { resolveLockout, type LockoutOptions, type ResolvedLockout } from './lockout';
-import { resolveConcurrency, type ConcurrencyOptions, type ResolvedConcurrency } from './concurrency';
-import { resolveSettle, type ResolvedSettle, type SettleOptions } from './settle';
-import type { ResolvedLimit } from './limit';
-import { resolveCalendarWindow, type CalendarWindowOptions } from './calendar/calendar-window';
-import { storeOption, type Store } from './stores/store';
+import { ALGORITHM, ALGORITHMS, isRateAlgorithm, type AlgorithmName } from '../algorithms/registry';
+import { MAX_WINDOW_MS, parseDuration, type Duration } from '../base/duration';
+import { invalidOption } from '../base/errors';
+import { FAILURE_OPTION_NAMES, resolveFailureOptions, type FailureOptions, type ResolvedFailureOptions } from '../failure/policy';
+import { resolveLimiterHotKeys, type HotKeyOptions, type ResolvedHotKeyOptions } from '../hot-keys/hot-key-store';
+import { resolveLockout, type LockoutOptions, type ResolvedLockout } from '../model/lockout';
+import { resolveConcurrency, type ConcurrencyOptions, type ResolvedConcurrency } from '../model/concurrency';
+import { resolveSettle, type ResolvedSettle, type SettleOptions } from '../model/settle';
+import type { ResolvedLimit } from '../model/limit';
+import { resolveCalendarWindow, type CalendarWindowOptions } from '../calendar/calendar-window';
+import { storeOption, type Store } from '../stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
-import { MemoryStore } from './stores/memory-store';
-import { checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionNames, wholeNumber } from './validate';
-import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from './warnings';
+import { MemoryStore } from '../stores/memory-store';
+import { checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionNames, wholeNumber } from '../base/validate';
+import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from '../base/warnings';
 
-export type { ResolvedLimit } from './limit';
+export type { ResolvedLimit } from '../model/limit';
 
 /** One limit. Window algorithms use `limit` per `windowMs`; token-bucket and gcra use `burst` and `refillPerSecond`. */
 export interface LimitOptions {
@@ -282,7 +282,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     blockCacheSize,
     clock,
     // A learned count changes while leases are out: hot-key mode takes a fixed one (its own, the limiter's, else 1).
-    hotKeys: resolveHotKeysOption(options.hotKeys, { clock, instances: failure.instances }),
+    hotKeys: resolveLimiterHotKeys(options.hotKeys, { clock, instances: failure.instances }),
     lockout: resolveLockout(options.lockout),
     concurrency,
     settle: resolveSettle(options.settle, limits),

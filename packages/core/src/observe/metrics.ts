@@ -1,7 +1,7 @@
 // Floodgate's OpenTelemetry instruments, defined once: names, units, bounded attributes, and the live counts they read.
 import { createNoopMeter, metrics, type Attributes, type Counter, type Histogram, type MeterProvider, type ObservableResult } from '@opentelemetry/api';
-import type { BreakerState } from './failure/breaker';
-import type { DecisionReason } from './decision';
+import type { BreakerState } from './states';
+import type { DecisionReason } from '../model/decision';
 
 /** The meter's name: what an exporter shows as the instrumentation scope. */
 export const METER_NAME = '@floodgate/core';
@@ -205,7 +205,7 @@ export class FloodgateMetrics {
   readonly blockCaches = new WeakList<{ readonly store: string; readonly hits: number }>();
   readonly keyLookups = new WeakList<KeyLookupCounts>();
   readonly scriptCalls = new WeakList<{ readonly name: string; readonly scriptStats: ScriptCallCounts }>();
-  /** The instances each limiter's local shares are cut for (failure/fleet.ts), by store. */
+  /** The instances each limiter's local shares are cut for (failure/fleet-count.ts), by store. */
   readonly fleets = new WeakList<{ readonly store: string; readonly fleet: { readonly instances: number } }>();
   /** Load shedders (`shedding`: by 'worker'; `fleet`: by 'fleet') and what each has shed, by class. */
   readonly shedders = new WeakList<{ readonly by: 'worker' | 'fleet'; readonly shedCounts: { readonly background: number; readonly default: number; readonly critical?: number } }>();

@@ -1,5 +1,5 @@
 // The Redis clients RedisStore speaks to, recognised by shape (ioredis and iovalkey Redis/Cluster, node-redis client/cluster, Valkey GLIDE client/cluster), each bound to the protocol's one seam.
-import type { EvalArgs, SendCommand } from './redis-protocol';
+import type { EvalArgs, SendCommand } from './protocol';
 
 /**
  * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types

@@ -1,11 +1,11 @@
 // Fleet load shedding: one in-flight budget for every instance, in the store, with a share only higher priority classes may use.
-import type { Duration } from '../duration';
-import { resolveConcurrency } from '../concurrency';
-import type { Decision } from '../decision';
-import { invalidOption } from '../errors';
-import { limiterFrom, type EngineLimiter } from '../limiter';
-import type { ResolvedLimiterOptions } from '../options';
-import { checkOptionNames, optionNames } from '../validate';
+import type { Duration } from '../base/duration';
+import { resolveConcurrency } from '../model/concurrency';
+import type { Decision } from '../model/decision';
+import { invalidOption } from '../base/errors';
+import { limiterFrom, type EngineLimiter } from '../engine/limiter';
+import type { ResolvedLimiterOptions } from '../engine/options';
+import { checkOptionNames, optionNames } from '../base/validate';
 import { PRIORITIES, type Priority } from './load-shedder';
 
 export interface FleetOptions {
@@ -61,7 +61,7 @@ const SCOPE = '<fleet>';
  * One lease limiter per class over the same key: each counts every request in flight (every
  * class's), and admits only while the total stays within its class's share of the budget.
  */
-export class Fleet {
+export class FleetShedder {
   private readonly byClass: Readonly<Record<Priority, EngineLimiter>>;
 
   constructor(fleet: ResolvedFleet, base: ResolvedLimiterOptions) {

@@ -48,7 +48,7 @@ export function subjectKey(prefix: string, scope: string, identity: string): str
 /**
  * The fleet's key for a limiter prefix: `<prefix>.instances`, beside the limiters' `<prefix>:*`
  * keys rather than among them, so that a SCAN of a prefix's keys finds subjects' state only; the
- * ACL rule names it (stores/redis-acl.ts). No subject key can equal it (every one has a ':'), and
+ * ACL rule names it (stores/redis/acl.ts). No subject key can equal it (every one has a ':'), and
  * every command on it names it alone: on a Cluster it lives in its own slot.
  */
 export function fleetKey(prefix: string): string {
@@ -57,7 +57,7 @@ export function fleetKey(prefix: string): string {
 
 /**
  * Where the instances of a prefix's fleet record what their limiters are configured with:
- * `<prefix>.configs`, a hash beside `<prefix>.instances` (failure/fleet.ts: two apps on one prefix
+ * `<prefix>.configs`, a hash beside `<prefix>.instances` (failure/fleet-count.ts: two apps on one prefix
  * are told so, FG_PREFIX_SHARED). Named by the ACL rule likewise.
  */
 export function fleetConfigsKey(prefix: string): string {

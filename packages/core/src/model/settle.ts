@@ -1,10 +1,10 @@
 // Reserve, then settle: the `settle` option, and what a settle answers (docs/quotas.md#reserve-then-settle).
 import type { Decision, LimitDecision } from './decision';
-import { parseDuration, type Duration } from './duration';
-import { invalidOption } from './errors';
+import { parseDuration, type Duration } from '../base/duration';
+import { invalidOption } from '../base/errors';
 import type { ResolvedLimit } from './limit';
-import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from './validate';
-import { ALGORITHM } from './algorithms/registry';
+import { checkOptionNames, MAX_UNITS, optionNames, wholeNumber } from '../base/validate';
+import { ALGORITHM } from '../algorithms/registry';
 
 /** Bounds on settling a reserved cost (`limiter.reserve` / `limiter.settle`, and the adapters' `settle`). */
 export interface SettleOptions {

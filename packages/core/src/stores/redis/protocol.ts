@@ -1,12 +1,12 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
 import { createHash } from 'node:crypto';
-import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../algorithms/registry';
-import type { LimitResult } from '../algorithms/types';
-import { FloodgateError, withoutStack } from '../errors';
-import { leaseToken, refundAt } from '../validate';
-import { SETTLE_OUTCOMES } from './store';
-import { LUA_MAIN, LUA_PRELUDE } from '../lua/scripts.generated';
-import type { StoreRequest, StoreResult } from './store';
+import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../../algorithms/registry';
+import type { LimitResult } from '../../algorithms/types';
+import { FloodgateError, withoutStack } from '../../base/errors';
+import { leaseToken, refundAt } from '../../base/validate';
+import { SETTLE_OUTCOMES } from '../store';
+import { LUA_MAIN, LUA_PRELUDE } from '../../lua/scripts.generated';
+import type { StoreRequest, StoreResult } from '../store';
 
 /*
  * The protocol, which lua/main.lua implements. One call decides one or more requests of ONE

@@ -1,8 +1,9 @@
 // How many instances share a limit, learned through the store: each process announces itself under a key that expires, and counts the others.
 import { createHash, randomBytes } from 'node:crypto';
-import { fleetConfigsKey, fleetKey } from '../keys';
-import type { ResolvedLimit } from '../limit';
+import { fleetConfigsKey, fleetKey } from '../base/keys';
+import type { ResolvedLimit } from '../model/limit';
 import type { Store } from '../stores/store';
+import type { FleetView } from '../observe/states';
 
 /**
  * This process's id in every fleet it announces itself to: random, made once per process, so two
@@ -20,20 +21,6 @@ export const ANNOUNCE_TTL_PERIODS = 3;
  * the others within about a second instead of a whole period later.
  */
 const EARLY_DELAYS_MS = [250, 1_000];
-
-/** What a limiter reads of its fleet. */
-export interface FleetView {
-  /** The live instances last counted (this one included), at least 1; 1 before the first count. */
-  readonly instances: number;
-  /** Date.now() of the last count, undefined before the first. */
-  readonly learnedAt: number | undefined;
-  /** Announcements that failed (the store away or slow): the last count is kept meanwhile. */
-  readonly failures: number;
-  /** The limiter prefix whose instances are counted. */
-  readonly prefix: string;
-  /** True when the count is learned through the store; false for a fixed `instances` (or a store that cannot announce). */
-  readonly learning: boolean;
-}
 
 type Announce = NonNullable<Store['announce']>;
 type Peers = NonNullable<Store['peers']>;
@@ -57,7 +44,7 @@ function within(a: readonly string[], b: ReadonlySet<string>): boolean {
  * that prefix on it (failure/store-runtime.ts): one timer, one count. The timer is unref'd and
  * holds the fleet weakly: when no limiter holds it any more, it stops.
  */
-export class Fleet implements FleetView {
+export class FleetCount implements FleetView {
   instances = 1;
   readonly learning = true;
   learnedAt: number | undefined;

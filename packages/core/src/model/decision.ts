@@ -1,5 +1,5 @@
 // The Decision: what the limiter answers for one request. A limit is a resolved Decision, never a rejection.
-import type { LimitResult } from './algorithms/types';
+import type { LimitResult } from '../algorithms/types';
 import type { ResolvedLimit } from './limit';
 import type { Lease } from './concurrency';
 

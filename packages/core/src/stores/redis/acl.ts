@@ -1,8 +1,8 @@
 // The least-privilege Redis ACL rule for Floodgate's scripts, derived from the commands the Lua files run (generated with them, so it cannot drift).
-import { LUA_COMMANDS } from '../lua/scripts.generated';
-import { invalidOption } from '../errors';
-import { fleetConfigsKey, fleetKey } from '../keys';
-import { checkOptionNames, keyPrefix, optionNames } from '../validate';
+import { LUA_COMMANDS } from '../../lua/scripts.generated';
+import { invalidOption } from '../../base/errors';
+import { fleetConfigsKey, fleetKey } from '../../base/keys';
+import { checkOptionNames, keyPrefix, optionNames } from '../../base/validate';
 
 export interface AclRuleOptions {
   /**
@@ -22,7 +22,7 @@ const ACL_RULE_OPTION_NAMES = optionNames<AclRuleOptions>()(['prefix']);
 const CLIENT_COMMANDS = ['evalsha', 'eval', 'del', 'ping'] as const;
 
 /**
- * The fleet announcement (RedisStore.announce and peers, failure/fleet.ts), plain commands on
+ * The fleet announcement (RedisStore.announce and peers, failure/fleet-count.ts), plain commands on
  * `<prefix>.instances` and `<prefix>.configs` (key patterns of their own in the rule): how the
  * default `instances: 'auto'` learns how many instances share a limit, and whether two apps do.
  */
@@ -51,7 +51,7 @@ export function aclRule(options: AclRuleOptions = {}): string {
   checkOptionNames('aclRule options', options, ACL_RULE_OPTION_NAMES);
   const given = options.prefix ?? 'fg';
   const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
-  // Each prefix's keys, and its fleet's one key (failure/fleet.ts).
+  // Each prefix's keys, and its fleet's one key (failure/fleet-count.ts).
   const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].flatMap((p) => [`~${p}:*`, `~${fleetKey(p)}`, `~${fleetConfigsKey(p)}`]);
   const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
   return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');

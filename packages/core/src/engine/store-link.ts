@@ -1,16 +1,17 @@
 // A limiter's link to its shared store: every call guarded (breaker, deadline, counts), hot-key mode above it, and a store failure turned into the failure mode's decision.
-import type { Decision } from '../decision';
+import type { Decision } from '../model/decision';
 import { HotKeyStore, withHotKeys } from '../hot-keys/hot-key-store';
-import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../metrics';
-import type { ResolvedLimit } from '../limit';
-import type { ResolvedLimiterOptions } from '../options';
+import type { FloodgateMetrics, HotKeyCounts, ScriptCallCounts, StoreMonitor } from '../observe/metrics';
+import type { ResolvedLimit } from '../model/limit';
+import type { ResolvedLimiterOptions } from './options';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
-import { lateAnswer } from '../deadline';
-import { CallBook, guarded, guardedSync, isOverload, isScriptError } from './guard';
-import { createFallback, type Fallback } from './policy';
-import { runtimeFor } from './store-runtime';
-import { configDigest, Fleet, fixedFleet, type FleetView } from './fleet';
-import { warnOnce } from '../warnings';
+import { lateAnswer } from '../base/deadline';
+import { CallBook, guarded, guardedSync, isOverload, isScriptError } from '../failure/guard';
+import { createFallback, type Fallback } from '../failure/policy';
+import { runtimeFor } from '../failure/store-runtime';
+import { configDigest, FleetCount, fixedFleet } from '../failure/fleet-count';
+import type { FleetView } from '../observe/states';
+import { warnOnce } from '../base/warnings';
 
 /** What the limiter hears from its link besides answers. */
 export interface LinkHooks {
@@ -66,7 +67,7 @@ export function linkStore(
     (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
   // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the
   // first. A limiter made by traffic (a plan) is no part of the app's configuration.
-  if (fleet instanceof Fleet && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
+  if (fleet instanceof FleetCount && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
   // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
   const fleetGauge = { store: shared.name, fleet };
   meter.fleets.add(fleetGauge);

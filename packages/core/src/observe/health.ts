@@ -1,9 +1,7 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
-import type { SheddingStats } from './shedding/load-shedder';
-import type { BreakerState } from './failure/breaker';
-import type { FleetView } from './failure/fleet';
-import { invalidOption } from './errors';
-import { checkOptionNames, optionNames, optionsObject } from './validate';
+import type { BreakerState, FleetView, SheddingStats } from './states';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, optionNames, optionsObject } from '../base/validate';
 import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
 
 /**

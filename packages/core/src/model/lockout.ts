@@ -1,8 +1,8 @@
 // Progressive lock-out: its option, and the in-memory twin of the strike rules lua/main.lua keeps in the same script call as the limits.
-import { ttl } from './algorithms/twin-math';
-import { parseDuration, type Duration } from './duration';
-import { invalidOption } from './errors';
-import { checkOptionNames, optionNames, optionsObject, wholeNumber } from './validate';
+import { ttl } from '../algorithms/twin-math';
+import { parseDuration, type Duration } from '../base/duration';
+import { invalidOption } from '../base/errors';
+import { checkOptionNames, optionNames, optionsObject, wholeNumber } from '../base/validate';
 
 /**
  * Progressive lock-out, decided in the store so every instance agrees. Each consume of a subject

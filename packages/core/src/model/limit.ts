@@ -1,5 +1,5 @@
 // One limit as the limiter enforces it: parsed by options.ts, read by decisions, the failure policy and the stores.
-import type { LimitKind, StoreLimit } from './algorithms/registry';
+import type { LimitKind, StoreLimit } from '../algorithms/registry';
 
 export interface ResolvedLimit {
   readonly name: string;
