@@ -1,5 +1,5 @@
 // The fleet count, fed the counts an announcement answers (the store's `announce`, as a Redis restarted without its data would answer) on fake timers: a rise is believed at once, a drop only once it has lasted an announcement's lifetime.
-import { ANNOUNCE_TTL_PERIODS, Fleet } from '../src/failure/fleet';
+import { ANNOUNCE_TTL_PERIODS, FleetCount } from '../src/failure/fleet-count';
 
 const PERIOD_MS = 10_000;
 const LIFETIME_MS = ANNOUNCE_TTL_PERIODS * PERIOD_MS;
@@ -14,7 +14,7 @@ function fleetAnswering(answers: number[]) {
     made.push(ttlMs);
     return answers[Math.min(made.length, answers.length) - 1];
   };
-  return { fleet: new Fleet('fc', announce, PERIOD_MS), made };
+  return { fleet: new FleetCount('fc', announce, PERIOD_MS), made };
 }
 
 it('keeps the count of 3 when Redis, restarted without data, answers 1: the drop is believed only after one announcement lifetime', async () => {
@@ -44,7 +44,7 @@ it('believes a rise at once', async () => {
 
 it('keeps the last count through failed announcements, and counts at least itself', async () => {
   let n = 0;
-  const fleet = new Fleet('fc', async () => (++n === 2 ? Promise.reject(new Error('down')) : 0), PERIOD_MS);
+  const fleet = new FleetCount('fc', async () => (++n === 2 ? Promise.reject(new Error('down')) : 0), PERIOD_MS);
   await jest.advanceTimersByTimeAsync(0);
   expect(fleet.instances).toBe(1); // an answer of 0 (this one not yet in the ZSET) still counts itself
   await jest.advanceTimersByTimeAsync(250);
@@ -53,7 +53,7 @@ it('keeps the last count through failed announcements, and counts at least itsel
 
 it('after an outage longer than a lifetime, a Redis restarted without data answering 1 is still not believed at once', async () => {
   let answer: number | 'down' = 3;
-  const fleet = new Fleet('fc', async () => (answer === 'down' ? Promise.reject(new Error('down')) : answer), PERIOD_MS);
+  const fleet = new FleetCount('fc', async () => (answer === 'down' ? Promise.reject(new Error('down')) : answer), PERIOD_MS);
   await jest.advanceTimersByTimeAsync(0);
   expect(fleet.instances).toBe(3);
   // Redis away for two lifetimes: every announcement fails, the count of 3 is kept.

@@ -1,5 +1,5 @@
 // InFlightLane, RedisStore's bound on calls in flight per node, on a clock the test moves: a freed place goes to the first waiting call that still has time, never to one past its deadline.
-import { InFlightLane } from '../src/stores/in-flight';
+import { InFlightLane } from '../src/stores/redis/in-flight';
 
 // The lane's one timer would fire on the real clock and find the test's clock unmoved, forever:
 // fake timers hold it, so only the test's clock and the releases act.
