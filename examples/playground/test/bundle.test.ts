@@ -18,7 +18,7 @@ describe('bundleWeb', () => {
     const dir = mkdtempSync(join(tmpdir(), 'pg-bundle-'));
     try {
       const entry = join(dir, 'entry.ts');
-      const keys = join(__dirname, '..', '..', '..', 'packages', 'core', 'src', 'keys.ts');
+      const keys = join(__dirname, '..', '..', '..', 'packages', 'core', 'src', 'base', 'keys.ts');
       writeFileSync(entry, `import { subjectKey } from ${JSON.stringify(keys.replace(/\.ts$/, ''))};\nconsole.log(subjectKey('a', 'b', 'c'));\n`);
       await expect(bundleWeb(entry)).rejects.toThrow(/Node module "node:crypto" imported by .*keys\.ts/);
     } finally {
