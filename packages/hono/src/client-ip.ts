@@ -36,7 +36,8 @@ const EVERY_ADDRESS = new Set(['0.0.0.0/0', '::/0']);
  */
 export function trustOf(options: ClientIpOptions): 'none' | 'some' | 'all' {
   const list = options.trustProxy;
-  return trustProxyOf(list?.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) || list) ?? 'none';
+  const everyAddress = list?.some((entry) => typeof entry === 'string' && EVERY_ADDRESS.has(entry.trim())) ?? false;
+  return everyAddress ? 'all' : (trustProxyOf(list) ?? 'none');
 }
 
 /**
@@ -58,8 +59,8 @@ export function clientIpReader(options: ClientIpOptions): (c: Context) => string
     invalidOption('getConnInfo', getConnInfo, "a function such as getConnInfo from '@hono/node-server/conninfo'");
   }
   const trusted = createAllowList(options.trustProxy, 'trustProxy');
-  const remote = (c: Context): string | undefined => {
-    if (!getConnInfo) return nodeSocketAddress(c);
+  // Chosen once: the helper the app gave, else the Node socket's address.
+  const remote = !getConnInfo ? nodeSocketAddress : (c: Context): string | undefined => {
     try {
       const address = getConnInfo(c).remote.address;
       return typeof address === 'string' && address !== '' ? address : undefined;
