@@ -33,6 +33,14 @@ export interface AppSpec {
   /** Default 'app-level'. A harness throws for a mounting it does not list in `mountings`. */
   readonly mounting?: Mounting;
   /**
+   * Options every route of the app inherits at the framework's group level, between the global
+   * options and a route's own: Nest a controller's `@RateLimit(groupOptions)`. A framework with no
+   * such level (Express, Fastify, Koa, Hono) gives them to the app-level limiter over `options`, the
+   * layer a route inherits from there. Either way a route's options merge over them by core's rule
+   * (`mergeRouteOptions`): the suite `runRouteMergeSuite` holds every adapter to it. App-level only.
+   */
+  readonly groupOptions?: HttpRateLimitOptions<any>;
+  /**
    * Trust a proxy on loopback the framework's own way (Express `trust proxy`, Fastify `trustProxy`,
    * Koa `app.proxy` with `maxIpsCount: 1`), so that X-Forwarded-For is read; or trust none (the
    * default); or 'all': trust every hop (Express and Fastify `true`, Koa `app.proxy` alone), the

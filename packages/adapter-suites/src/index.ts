@@ -18,6 +18,7 @@ export { runFaultScenarios } from './failure-modes';
 export { runIdentitySuite } from './identity';
 export { runAttackSuite } from './attacks';
 export { runMethodSuite } from './methods';
+export { runRouteMergeSuite } from './route-merge';
 export { runGeneratedAttackSuite } from './generated-attacks';
 export { runDirectResponseSuite } from './direct-response';
 export { runAuthRouteSuite } from './auth-routes';

@@ -33,7 +33,7 @@ export function expressHarness(version: 4 | 5): AdapterHarness {
       if (spec.sendPathMarkers) app.use(markSendPath(statuses));
       // Before the limiter, so that extraKeys can read req.body; Express's own error handler answers bad JSON 400.
       if (spec.jsonBody) app.use(express.json());
-      const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
+      const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit({ ...spec.options, ...spec.groupOptions }) : undefined;
       if (limiter) app.use(limiter);
       const router = express.Router();
       for (const route of spec.routes) {

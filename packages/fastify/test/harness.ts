@@ -29,7 +29,8 @@ export const fastifyHarness: AdapterHarness = {
         });
       }
       // jsonBody: the limiter runs after Fastify's own body parser, so that extraKeys can read request.body.
-      await app.register(rateLimit, spec.jsonBody ? { ...spec.options, hook: 'preHandler' } : spec.options);
+      const options = { ...spec.options, ...spec.groupOptions };
+      await app.register(rateLimit, spec.jsonBody ? { ...options, hook: 'preHandler' } : options);
       for (const route of spec.routes) {
         app.route({
           method: route.method === 'ALL' ? app.supportedMethods : route.method, // ALL: what app.all() registers

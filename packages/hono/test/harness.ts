@@ -65,7 +65,7 @@ export const honoHarness: AdapterHarness = {
       });
     }
     const build = (options: RateLimitOptions) => rateLimit({ ...clientIp(spec), ...options });
-    const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? build(spec.options as RateLimitOptions) : undefined;
+    const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? build({ ...spec.options, ...spec.groupOptions } as RateLimitOptions) : undefined;
     if (limiter) app.use(limiter);
     for (const route of spec.routes) {
       const answer = (c: Context, extra?: object) => {

@@ -39,7 +39,7 @@ export const koaHarness: AdapterHarness = {
       });
     }
     if (spec.jsonBody) app.use(parseJson);
-    const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit(spec.options) : undefined;
+    const limiter = (spec.mounting ?? 'app-level') === 'app-level' ? rateLimit({ ...spec.options, ...spec.groupOptions }) : undefined;
     if (limiter) app.use(limiter);
     const router = new Router();
     for (const route of spec.routes) {

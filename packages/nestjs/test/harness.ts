@@ -69,6 +69,8 @@ function controllerFor(spec: AppSpec, perRoute: boolean, service: () => Floodgat
     Get(path)(proto, 'usage', descriptor);
     Req()(proto, 'usage', 0);
   }
+  // groupOptions: the controller's own @RateLimit, which each handler's merges over (FloodgateService, by core's rule).
+  if (spec.groupOptions) RateLimit(spec.groupOptions)(RoutesController);
   Controller()(RoutesController);
   return RoutesController;
 }
