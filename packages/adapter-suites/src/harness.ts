@@ -112,7 +112,8 @@ export async function settleAsked(
 export function askedDelay(spec: AppSpec, headers: Record<string, string | string[] | undefined>): Promise<void> {
   const asked = spec.delayFromHeader ? Number(headers['x-delay']) : 0;
   const ms = Number.isInteger(asked) && asked > 0 ? Math.min(asked, 10_000) : 0;
-  return ms === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms));
+  // Unref'd: a handler still waiting when its client went away (the abort tests) holds no test run open.
+  return ms === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
 
 /** The status a route answers under `statusFromHeader`: the request's `x-status`, else 200. */

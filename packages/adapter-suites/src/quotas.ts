@@ -63,7 +63,7 @@ export function runQuotaSuite(h: AdapterHarness): void {
       const prefix = `q${n++}-${Math.random().toString(36).slice(2, 8)}`;
       const { client, apps } = ctx();
       const app = await h.start({
-        options: { store: new RedisStore({ client }), prefix, logger: quietLogger, headers: ['draft-6', 'draft-10'], ...options },
+        options: { store: new RedisStore({ client, timeoutMs: 30_000 }), prefix, logger: quietLogger, headers: ['draft-6', 'draft-10'], ...options },
         routes: [{ method: 'GET', path: '/r' }],
       });
       apps.push(app);

@@ -108,14 +108,14 @@ describe("'turn' (the default)", () => {
     createLimiter({ store, prefix: rnd(), algorithm: 'fixed-window', limit: 1_000, windowMs: '1h', blockCacheSize: 0, logger: quiet });
 
   it('is the default, and a request awaited before the next is made goes alone', async () => {
-    const limiter = limiterOn(new RedisStore({ client: redis.client }));
+    const limiter = limiterOn(new RedisStore({ client: redis.client, timeoutMs: 30_000 }));
     await redis.server.resetStats();
     for (let i = 0; i < 5; i++) expect((await limiter.consume('solo')).remaining).toBe(999 - i);
     expect((await redis.server.commandStats()).evalsha).toBe(5);
   });
 
   it('one call per turn: 3 subjects x 10 requests -> 1 call holding the 3 subjects, every subject counted exactly', async () => {
-    const limiter = limiterOn(new RedisStore({ client: redis.client }));
+    const limiter = limiterOn(new RedisStore({ client: redis.client, timeoutMs: 30_000 }));
     await redis.server.resetStats();
     const decisions = await Promise.all(Array.from({ length: 30 }, (_, i) => limiter.consume(`s${i % 3}`)));
     expect((await redis.server.commandStats()).evalsha).toBe(1);
@@ -126,7 +126,7 @@ describe("'turn' (the default)", () => {
   });
 
   it('requests share a call when their mode matches: a subject\'s requests one group, other subjects and scopes other groups of the same call', async () => {
-    const limiter = limiterOn(new RedisStore({ client: redis.client }));
+    const limiter = limiterOn(new RedisStore({ client: redis.client, timeoutMs: 30_000 }));
     await redis.server.resetStats();
     const [a, b, p, c] = await Promise.all([
       limiter.consume('x', { cost: 5 }),
@@ -140,7 +140,7 @@ describe("'turn' (the default)", () => {
   });
 
   it('100 subjects in one turn: 2 calls (64 requests at most a call), each subject decided exactly on its own', async () => {
-    const limiter = createLimiter({ store: new RedisStore({ client: redis.client }), prefix: rnd(), algorithm: 'sliding-window-counter', limit: 3, windowMs: '1h', blockCacheSize: 0, logger: quiet });
+    const limiter = createLimiter({ store: new RedisStore({ client: redis.client, timeoutMs: 30_000 }), prefix: rnd(), algorithm: 'sliding-window-counter', limit: 3, windowMs: '1h', blockCacheSize: 0, logger: quiet });
     await redis.server.resetStats();
     // Every subject gets 4 requests in one turn against a limit of 3: 3 admitted, 1 denied, in order.
     const decisions = await Promise.all(Array.from({ length: 400 }, (_, i) => limiter.consume(`m${i % 100}`)));
@@ -153,7 +153,7 @@ describe("'turn' (the default)", () => {
   });
 
   it("subjects of limiters with other limits (and a lock-out) share the call, each decided by its own limits ('=' groups)", async () => {
-    const store = new RedisStore({ client: redis.client });
+    const store = new RedisStore({ client: redis.client, timeoutMs: 30_000 });
     const make = (limit: number, extra = {}) => createLimiter({ store, prefix: rnd(), algorithm: 'fixed-window', limit, windowMs: '1h', blockCacheSize: 0, logger: quiet, ...extra });
     const [a, b, locked] = [make(3), make(5), make(4, { lockout: { after: 2, baseMs: 60_000 } })];
     await redis.server.resetStats();

@@ -331,7 +331,7 @@ it('a script that fails while it runs (OOM) leaves every key with its TTL, for e
     const events: StoreErrorEvent[] = [];
     const limiters = algorithms.map((algorithm) =>
       createLimiter({
-        store: new RedisStore({ client: c }),
+        store: new RedisStore({ client: c, timeoutMs: 30_000 }),
         prefix,
         algorithm,
         limit: 50,

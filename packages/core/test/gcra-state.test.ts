@@ -17,12 +17,12 @@ afterAll(async () => {
 });
 
 function limiter(prefix: string) {
-  const store = new RedisStore({ client, UNSAFE_testClock: () => T });
+  const store = new RedisStore({ client, timeoutMs: 30_000, UNSAFE_testClock: () => T });
   return createLimiter({ store, prefix, algorithm: 'gcra', burst: 5, refillPerSecond: 1, blockCacheSize: 0 });
 }
 
 it("writes the TAT as whole ms and a fraction of a ms: '<ms>:<fraction>'", async () => {
-  const l = createLimiter({ store: new RedisStore({ client, UNSAFE_testClock: () => T }), prefix: 'frac', algorithm: 'gcra', burst: 3, refillPerSecond: 3 });
+  const l = createLimiter({ store: new RedisStore({ client, timeoutMs: 30_000, UNSAFE_testClock: () => T }), prefix: 'frac', algorithm: 'gcra', burst: 3, refillPerSecond: 3 });
   await l.consume('s');
   const [key] = await client.keys('frac:*');
   // One emission interval at 3/s: 333.333... ms ahead of T.

@@ -10,7 +10,7 @@ let now = T;
 it('token-bucket: a fraction of a token needing 17 digits is stored and read back exactly', async () => {
   now = T;
   const limiter = createLimiter({
-    store: new RedisStore({ client: redis.client, UNSAFE_testClock: () => now }),
+    store: new RedisStore({ client: redis.client, timeoutMs: 30_000, UNSAFE_testClock: () => now }),
     prefix: 'prec',
     algorithm: 'token-bucket',
     burst: 3,

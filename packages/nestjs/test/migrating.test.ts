@@ -96,7 +96,7 @@ it('ThrottlerModule.forRoot({ throttlers, storage }) + ThrottlerGuard and Floodg
   })
   class BeforeModule {}
   @Module({
-    imports: [FloodgateModule.forRoot({ limit: LIMIT, windowMs: '1m', algorithm: 'fixed-window', store: new RedisStore({ client }), prefix: fresh('after') })],
+    imports: [FloodgateModule.forRoot({ limit: LIMIT, windowMs: '1m', algorithm: 'fixed-window', store: new RedisStore({ client, timeoutMs: 30_000 }), prefix: fresh('after') })],
     controllers: [After],
     providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
   })
