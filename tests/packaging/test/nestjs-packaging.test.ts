@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { buildOnce } from './build-once';
 
 const exec = promisify(execFile);
 const ROOT = join(__dirname, '..', '..', '..');
@@ -44,8 +45,8 @@ const apps: Record<string, string | Error> = {};
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'floodgate-nestjs-packaging-'));
+  await buildOnce(['core', 'nestjs']);
   for (const pkg of ['core', 'nestjs']) {
-    await run('pnpm', ['run', 'build'], join(ROOT, 'packages', pkg));
     const out = await run('pnpm', ['pack', '--pack-destination', tmp], join(ROOT, 'packages', pkg));
     const tarball = out.split('\n').map((l) => l.trim()).find((l) => l.endsWith('.tgz'));
     if (!tarball) throw new Error(`pnpm pack printed no tarball for ${pkg}:\n${out}`);

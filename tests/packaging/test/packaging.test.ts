@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startRedis, type RedisServer } from '@floodgate/testing';
+import { buildOnce } from './build-once';
 
 const exec = promisify(execFile);
 
@@ -129,7 +130,7 @@ async function timed<T>(phase: string, work: () => Promise<T>): Promise<T> {
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'floodgate-packaging-'));
   // Only the packages packed here: the workspace's whole build (every package's declaration pass) outgrew a step's time on 2 busy cores.
-  await timed('build', () => run('pnpm', ['-r', ...PUBLISHED.flatMap((pkg) => ['--filter', `@floodgate/${pkg}`]), 'run', 'build'], ROOT));
+  await timed('build', () => buildOnce(PUBLISHED));
   await timed('pack', () =>
     Promise.all(
       PUBLISHED.map(async (pkg) => {

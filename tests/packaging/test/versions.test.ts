@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startRedis, type RedisServer } from '@floodgate/testing';
+import { buildOnce } from './build-once';
 
 const exec = promisify(execFile);
 const ROOT = join(__dirname, '..', '..', '..');
@@ -52,7 +53,7 @@ async function app(name: string, dependencies: Record<string, string>): Promise<
 
 beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), 'floodgate-versions-'));
-  await run('pnpm', ['-r', ...PACKED.flatMap((pkg) => ['--filter', `@floodgate/${pkg}`]), 'run', 'build'], ROOT);
+  await buildOnce(PACKED);
   for (const pkg of PACKED) {
     const out = join(tmp, pkg);
     await run('pnpm', ['pack', '--pack-destination', out], join(ROOT, 'packages', pkg));
