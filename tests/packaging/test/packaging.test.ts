@@ -406,8 +406,17 @@ describe("the docs' runnable snippets, built with tsc against the packed package
           if (!first) await new Promise((r) => setTimeout(r, 50));
         }
         expect({ at, listening: first !== undefined, output }).toEqual({ at, listening: true, output: expect.any(String) });
-        expect({ at, status: first!.status < 400, limit: first!.limit !== undefined }).toEqual({ at, status: true, limit: true });
+        expect({ at, status: first!.status < 400 }).toEqual({ at, status: true });
+        // An answer past the store's 100 ms deadline (the snippet's default; a cold script load on a
+        // busy machine) is decided locally and carries no quota headers, by design: one of the
+        // admitted answers must carry them.
         let last = first!;
+        let headed = first!.limit !== undefined;
+        for (let i = 0; i < 500 && !headed && last.status < 400; i++) {
+          last = await send(port, method, path);
+          headed = last.status < 400 && last.limit !== undefined;
+        }
+        expect({ at, limit: headed }).toEqual({ at, limit: true });
         for (let i = 0; i < 500 && last.status !== 429; i++) last = await send(port, method, path);
         expect({ at, status: last.status, retryAfter: Number(last.retryAfter) >= 1 }).toEqual({ at, status: 429, retryAfter: true });
         // The snippet's words are what it does: nothing it logged is a Floodgate warning.
