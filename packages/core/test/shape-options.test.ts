@@ -38,6 +38,15 @@ describe('shape: construction errors', () => {
     expect(() => global.route({ shape: { maxDelayMs: 2000 }, limits: [{ name: 'w', algorithm: 'fixed-window', limit: 5, windowMs: 1000 }] })).toThrow(/Invalid option `algorithm`/);
   });
 
+  it('shadow mode never holds: a request over its rate is reported and served at once', async () => {
+    const limited: unknown[] = [];
+    const http = createHttpLimiter({ store: new MemoryStore(), ...rate, shape: { maxDelayMs: 60_000 }, shadow: true, onLimited: (e) => void limited.push(e.decision.reason) });
+    const facts = { ip: '192.0.2.1', headers: {}, method: 'GET', route: '/r' };
+    const first = await http.handle(facts, {});
+    const second = await http.handle(facts, {});
+    expect([first.status, second.status, second.decision?.allowed, second.decision?.delayMs, limited]).toEqual(['next', 'next', false, undefined, ['limited']]);
+  });
+
   it('limiter.consume: a bad maxDelayMs or one with concurrency throws FG_INVALID_OPTION', async () => {
     const l = createLimiter({ store: new MemoryStore(), ...rate });
     await expect(l.consume('s', { maxDelayMs: -1 })).rejects.toMatchObject({ code: 'FG_INVALID_OPTION' });

@@ -45,7 +45,8 @@ export function pipelineOf<Req>(o: ResolvedHttpOptions<Req>, { limiter, identify
     limiterFor: plansOf(o, limiter, family),
     resets: new ResetLog(o.limiter.failure.logger),
     countedTwice: countedTwiceCheck(label, o.shadow, o.limiter.failure.logger, o.limiter.warnings),
-    holds: o.shape && new Holds(o.shape),
+    // Shadow mode never blocks, so it never holds either: an over-rate request is reported and served.
+    holds: o.shape && !o.shadow ? new Holds(o.shape) : undefined,
   };
   if (o.group !== undefined) family.counts(o.group, pipe);
   return pipe;
