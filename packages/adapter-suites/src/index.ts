@@ -26,3 +26,5 @@ export { expectServedInOneTurn, turnMarker } from './same-turn';
 export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';
 export { runQuotaSuite } from './quotas';
+export { runShapingSuite } from './shaping';
+export { runShapeAttackSuite } from './shape-attacks';

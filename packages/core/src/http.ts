@@ -21,3 +21,7 @@ export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
+// Shaping (route option `shape`): the signal a Node adapter passes as facts.signal on a shaped route, the options and their default.
+export { signalOnClose } from './http/shape';
+export { DEFAULT_MAX_WAITING } from './http/shape-options';
+export type { ShapeOptions } from './http/shape-options';

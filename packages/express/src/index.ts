@@ -12,6 +12,7 @@ import {
   type RequestFacts,
   type Reservation,
   type UsageAnswer,
+  signalOnClose,
   stepAside,
   trustProxyOf,
 } from '@floodgate/core/http';
@@ -74,8 +75,8 @@ function trustOf(req: Request): RequestFacts['trustProxy'] {
   return trustProxyOf(setting);
 }
 
-function facts(req: Request, route: string | undefined, allMethods = false): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: trustOf(req) };
+function facts(req: Request, route: string | undefined, allMethods = false, signal?: AbortSignal): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: trustOf(req), signal };
 }
 
 /** What a Floodgate middleware carries: the top-level rateLimit() it was made from, and its own limiter. */
@@ -101,7 +102,8 @@ function middleware(http: HttpLimiter<Request> | null, health: (options?: Health
       allMethods = answersEveryMethod(found?.route);
     }
     // Synchronous when nothing had to wait (a blocked caller's 429 goes out at once).
-    const result = http.handleNow(facts(req, pattern, allMethods), req);
+    // A shaped route holds requests: one that goes away gives its slot back.
+    const result = http.handleNow(facts(req, pattern, allMethods, http.options.shape && signalOnClose(res)), req);
     if (isThenable(result)) result.then((r) => apply(r, req, res, next), next);
     else apply(result, req, res, next);
   } as RateLimitMiddleware;

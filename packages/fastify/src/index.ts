@@ -11,6 +11,7 @@ import {
   type HealthOptions,
   type HttpRateLimitOptions,
   type RequestFacts,
+  signalOnClose,
   type Reservation,
   warnRouteNotLimited,
   trustProxyOf,
@@ -90,7 +91,9 @@ function trustOf(fastify: FastifyInstance): RequestFacts['trustProxy'] {
 function limitHook(http: HttpLimiter<FastifyRequest>, pattern: string | undefined, trustProxy: RequestFacts['trustProxy'], allMethods = false): Hook {
   // Callback style: a decision that needed no waiting (a blocked caller's 429) is sent at once.
   return function floodgate(request, reply, done) {
-    const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, allMethods, trustProxy };
+    // A shaped route holds requests: one that goes away gives its slot back.
+    const signal = http.options.shape && signalOnClose(reply.raw);
+    const facts: RequestFacts = { ip: request.ip, headers: request.headers, method: request.method, route: pattern, allMethods, trustProxy, signal };
     const result = http.handleNow(facts, request);
     if (isThenable(result)) result.then((r) => apply(r, request, reply, done), done);
     else apply(result, request, reply, done);

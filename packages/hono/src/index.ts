@@ -201,7 +201,9 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
         if (own) stepAside(http, root, [{ root: own.mark.root, http: own.mark.http as HttpLimiter<Context> | null }], own.route);
         return next();
       }
-      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, allMethods, trustProxy };
+      // A shaped route holds requests: the Request's own signal (aborted when its client goes away) gives the slot back.
+      const signal = http.options.shape ? c.req.raw.signal : undefined;
+      const facts: RequestFacts = { ip: ipOf(c), headers: headersOf(c, apiKeyHeaders, trustProxy === 'none'), method: c.req.method, route, allMethods, trustProxy, signal };
       const pending = http.handleNow(facts, c);
       if (isThenable(pending)) return pending.then<Response | void>((result) => finish(c, result, next));
       return finish(c, pending, next);

@@ -13,6 +13,7 @@ import {
   type Reservation,
   stepAside,
   trustProxyOf,
+  signalOnClose,
 } from '@floodgate/core/http';
 import { METHODS } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
@@ -113,8 +114,8 @@ function trustOf(ctx: Context): RequestFacts['trustProxy'] {
   return trustProxyOf(app.proxy ? app.maxIpsCount || true : false);
 }
 
-function facts(ctx: Context, layer: RouterLayer | undefined): RequestFacts {
-  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route: layer?.path, allMethods: answersEveryMethod(layer), trustProxy: trustOf(ctx) };
+function facts(ctx: Context, layer: RouterLayer | undefined, signal?: AbortSignal): RequestFacts {
+  return { ip: ctx.ip, headers: ctx.headers, method: ctx.method, route: layer?.path, allMethods: answersEveryMethod(layer), trustProxy: trustOf(ctx), signal };
 }
 
 /** Applies one result to the response: headers, then the request goes on or is answered here. */
@@ -153,7 +154,8 @@ function middleware(http: HttpLimiter<Context> | null, health: (options?: Health
       const { layer, own } = locate(ctx, mw);
       // A route with a Floodgate middleware of its own is decided there, once, not twice.
       if (!own && layer && stepAside(http, root, ownLimiters(layer), `${ctx.method} ${layer.path}`)) return next();
-      const pending = http.handleNow(facts(ctx, layer), ctx);
+      // A shaped route holds requests: one that goes away gives its slot back.
+      const pending = http.handleNow(facts(ctx, layer, http.options.shape && signalOnClose(ctx.res)), ctx);
       if (isThenable(pending)) return pending.then((result) => finish(ctx, result, next));
       return finish(ctx, pending, next);
     } catch (error) {

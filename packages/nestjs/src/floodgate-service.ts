@@ -14,6 +14,7 @@ import {
   type HttpResult,
   type RouteUsage,
   type UsageRoute,
+  signalOnClose,
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
@@ -114,7 +115,9 @@ export class FloodgateService {
     const marked = req as PlatformRequest & { [DECIDED]?: true };
     if (marked[DECIDED]) return true;
     marked[DECIDED] = true;
-    const result = limiter.handleNow(facts(req, route, this.fastifyTrust, allMethods), req);
+    // A shaped route holds requests: one that goes away gives its slot back.
+    const signal = limiter.options.shape && signalOnClose(rawResponse(res));
+    const result = limiter.handleNow(facts(req, route, this.fastifyTrust, allMethods, signal), req);
     return isThenable(result) ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
   }
 }

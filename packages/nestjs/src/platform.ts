@@ -75,8 +75,8 @@ export function fastifyTrust(instance: object): TrustProxy {
 }
 
 /** The request's facts; `fastify` is the Fastify platform's trust setting (Express's is read from the request's app, where it can change after init). */
-export function facts(req: PlatformRequest, route: string | undefined, fastify: TrustProxy, allMethods = false): RequestFacts {
-  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: req.app ? expressTrust(req.app) : fastify };
+export function facts(req: PlatformRequest, route: string | undefined, fastify: TrustProxy, allMethods = false, signal?: AbortSignal): RequestFacts {
+  return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: req.app ? expressTrust(req.app) : fastify, signal };
 }
 
 /** Sets the result's headers: through Fastify's reply (its own lower-case names), or on Node's response. */

@@ -30,6 +30,31 @@ export function evaluateTwins(
   return { allowed, checks };
 }
 
+/**
+ * Shaping (mode 'hold', as lua/main.lua's 'h'): a consume the limits denied, held when every
+ * denying limit is a rate limit that would admit it within `maxDelayMs`. Held, each such limit's
+ * check carries its debit (the reserved future slot) as `next`, figures of the state after it and
+ * its own wait as retryAfterMs (read by the store, which writes `next` of every check); the
+ * request's delay is the longest. Undefined when it cannot be held (the denial stands).
+ */
+export function holdTwins(states: readonly unknown[], limits: readonly StoreLimit[], evaluation: TwinEvaluation, cost: number, now: number, maxDelayMs: number): { checks: TwinCheck<unknown>[]; delayMs: number } | undefined {
+  let delayMs = 0;
+  for (let i = 0; i < limits.length; i++) {
+    const check = evaluation.checks[i];
+    if (check.allowed) continue;
+    if (ALGORITHM[limits[i].algorithm].family !== 'rate' || check.retryAfterMs <= 0 || check.retryAfterMs > maxDelayMs) return undefined;
+    delayMs = Math.max(delayMs, check.retryAfterMs);
+  }
+  const checks = evaluation.checks.map((check, i) => {
+    if (check.allowed) return check;
+    const twin = TWINS[limits[i].algorithm];
+    const next = twin.debit!(states[i], now, limits[i], cost);
+    const { remaining, resetMs } = twin.check(next.state, now, limits[i], 0);
+    return { allowed: true, remaining, resetMs, retryAfterMs: check.retryAfterMs, next };
+  });
+  return { checks, delayMs };
+}
+
 export interface TwinRefund {
   /** Per limit: the state to write, null to delete the key, undefined to leave it as it is. */
   writes: (TwinWrite<unknown> | null | undefined)[];

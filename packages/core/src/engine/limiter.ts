@@ -11,6 +11,7 @@ import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterO
 import type { ResolvedLimit } from '../model/limit';
 import type { StoreLockout, StoreRequest, StoreResult } from '../stores/store';
 import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
+import { FloodgateError } from '../base/errors';
 import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
 import { DecisionTally, metricsFor } from '../observe/metrics';
 import { warnOnce } from '../base/warnings';
@@ -37,6 +38,13 @@ export interface ConsumeOptions {
   cost?: number;
   /** The bucket's scope, e.g. the route pattern; separate scopes are separate buckets. Default ''. */
   scope?: string;
+  /**
+   * Shaping (docs/shaping.md): a request over a rate limit (gcra, token-bucket) that would conform
+   * within this many ms is admitted for that future slot, reserved in the same atomic step, instead
+   * of refused: the decision's `delayMs` says how long to hold it. A whole number of ms; default 0
+   * (never held). Not with `concurrency`. Window limits never hold (they refuse as without it).
+   */
+  maxDelayMs?: number;
 }
 
 export interface RefundOptions extends ConsumeOptions {
@@ -291,8 +299,9 @@ class Engine {
 
   /** The store's answer as a Decision: `at` only on a charged consume. */
   fromResult(request: StoreRequest, result: StoreResult): Decision {
-    const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
+    const charged = (request.mode === 'consume' || request.mode === 'hold') && result.allowed && !result.lockedMs;
     const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
+    if (result.delayMs) return { ...decision, delayMs: result.delayMs };
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 
@@ -332,7 +341,9 @@ class Engine {
       if (hit) return this.counted(hit, scope);
     }
     const limits = this.storeLimits;
-    const request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
+    const maxDelayMs = mode === 'consume' ? this.holdOf(opts.maxDelayMs) : 0;
+    let request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
+    if (maxDelayMs > 0) request = { ...request, mode: 'hold', maxDelayMs };
     const drew = mode === 'consume';
     // An acquire names its lease, so that it can be released (and renewed) later.
     if (this.leases && drew) return this.leased({ ...request, token: newLeaseToken() }, base, cost, scope);
@@ -344,13 +355,21 @@ class Engine {
       } catch (error) {
         decision = link.degraded(request, error);
       }
-      return this.tallied(decision, base, cost, scope, consume, drew);
+      return this.tallied(decision, base, cost, scope, consume, drew, maxDelayMs);
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
-      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew),
-      (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew),
+      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew, maxDelayMs),
+      (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew, maxDelayMs),
     );
+  }
+
+  /** A consume's `maxDelayMs` (shaping): a whole number of ms from 0; FG_INVALID_OPTION otherwise, or with an in-flight limit. */
+  private holdOf(ms: number | undefined): number {
+    if (ms === undefined || ms === 0) return 0;
+    if (!Number.isSafeInteger(ms) || ms < 0) throw new FloodgateError('FG_INVALID_OPTION', `Invalid maxDelayMs: ${String(ms)}; expected a whole number of ms from 0 (docs/shaping.md).`);
+    if (this.leases) throw new FloodgateError('FG_INVALID_OPTION', `Invalid maxDelayMs: ${ms} with concurrency; a held request would hold its in-flight slot while it waits (docs/shaping.md).`);
+    return ms;
   }
 
   /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
@@ -397,11 +416,13 @@ class Engine {
   }
 
   /** Counts a consume's decision and caches the shared store's denials. */
-  private tallied(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean): Decision {
+  private tallied(decision: Decision, base: string, cost: number, scope: string, consume: boolean, drew: boolean, hold = 0): Decision {
     if (consume) this.counted(decision, scope);
     // Only the shared store's denials are cached: a degraded one would outlive the outage.
     if (this.blocks && drew && this.blockable(decision)) {
-      this.blocks.set(base, cost, decision.retryAfterMs, decision);
+      // Shaping: a request is refused only while its wait would pass maxDelayMs; past that it can be held.
+      const blockMs = decision.retryAfterMs - hold;
+      if (blockMs > 0) this.blocks.set(base, cost, blockMs, decision);
     }
     return decision;
   }

@@ -162,7 +162,7 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
       shares = { instances, limits: cut, storeLimits: cut.map((l) => l.store) };
     }
     // Same keys as the shared store, so a subject's local bucket is the one it has there.
-    const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token });
+    const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token, maxDelayMs: request.maxDelayMs });
     const decision = toDecision(shares.limits, result.allowed, result.results, request.cost, 'fail-local', true, undefined, result.at);
     // A cost above the local share may well fit the shared limit once the store is back.
     return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;

@@ -199,6 +199,8 @@ export class HotKeyStore implements Store {
     // unit served from a lease was charged when the lease was, at the lease's `at`).
     // A settle likewise: its refund part gives back what the reservation charged, its debit is charged there.
     if (request.mode === 'refund' || request.mode === 'settle') return this.passThrough(request);
+    // Shaping reserves a slot in the shared store: a lease's local units could not queue behind it.
+    if (request.mode === 'hold') return this.passThrough(request);
     // Lock-out strikes are counted by the store on each refused consume: a lease would hide them.
     if (request.lockout) return this.passThrough(request);
     if (request.mode === 'peek') return this.serve(s, cost, false) ?? this.passThrough(request);

@@ -5,6 +5,7 @@ import { isThenable } from '../base/maybe-promise';
 import { checkExtraKeys } from './extra-key-checks';
 import { respond, unauthorized } from './responses';
 import type { Charge, HttpResult, Identified } from './types';
+import { shaped } from './shape';
 
 /**
  * Decides an identified request. Synchronous when nothing has to wait: a caller the block cache
@@ -17,6 +18,8 @@ export function decide<Req>(ctx: Identified<Req>): HttpResult | Promise<HttpResu
   if (identity.rejected) return unknownKey(ctx, chosen);
   const blocked = chosen.blocked(identity.subject, ctx);
   if (blocked) return respond(ctx, blocked);
+  // Shaping: the decision may hold the request for its slot first.
+  if (pipe.holds) return shaped(ctx, chosen, pipe.holds, (decision) => (pipe.plain ? respond(ctx, decision) : charged(ctx, chosen, decision)));
   if (pipe.plain) {
     const decision = chosen.consumeNow(identity.subject, ctx);
     return isThenable(decision) ? decision.then((d) => respond(ctx, d)) : respond(ctx, decision);

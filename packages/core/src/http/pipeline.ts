@@ -8,6 +8,7 @@ import { plansOf } from './plans';
 import type { ResolvedHttpOptions } from './resolve-http-options';
 import { claimsOnce, scopesOf } from './scope';
 import { countedTwiceCheck } from './counted-twice';
+import { Holds } from './shape-options';
 import type { ExtraKeyLimiter, Pipeline } from './types';
 
 /** What a pipeline shares with the one it was derived from (a route keeps the global limiter unless it overrides one of its options). */
@@ -44,6 +45,8 @@ export function pipelineOf<Req>(o: ResolvedHttpOptions<Req>, { limiter, identify
     limiterFor: plansOf(o, limiter, family),
     resets: new ResetLog(o.limiter.failure.logger),
     countedTwice: countedTwiceCheck(label, o.shadow, o.limiter.failure.logger, o.limiter.warnings),
+    // Shadow mode never blocks, so it never holds either: an over-rate request is reported and served.
+    holds: o.shape && !o.shadow ? new Holds(o.shape) : undefined,
   };
   if (o.group !== undefined) family.counts(o.group, pipe);
   return pipe;

@@ -8,6 +8,7 @@ import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding,
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
 import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { resolveShape, type ResolvedShape, type ShapeOptions } from './shape-options';
 import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../base/validate';
 
 /** A response is a failure when its status is 400 or above, or when it never finished. */
@@ -148,6 +149,13 @@ export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOption
    * temporary-reduced-capacity). One more store call per request. See docs/concurrency.md. Default: off.
    */
   fleet?: FleetOptions;
+  /**
+   * Shaping: a request over its rate is held until it conforms instead of refused, its slot
+   * reserved in the store in the same atomic step as the decision (so the fleet on one store keeps
+   * the rate); past `maxDelayMs`, or with `maxWaiting` already held on this instance, the 429 as
+   * without it. Limits must be 'gcra' or 'token-bucket'. See docs/shaping.md. Default: off.
+   */
+  shape?: ShapeOptions | false;
 }
 
 export interface ResolvedHttpOptions<Req = unknown> {
@@ -178,6 +186,8 @@ export interface ResolvedHttpOptions<Req = unknown> {
   readonly shedding: ResolvedShedding | undefined;
   /** Set on the app-level options only (a route cannot set it). */
   readonly fleet: ResolvedFleet | undefined;
+  /** Set when the route shapes (option `shape`). */
+  readonly shape: ResolvedShape | undefined;
 }
 
 /** The limit when none is given: 60 requests per minute per caller per route. */
@@ -205,6 +215,7 @@ export const HTTP_OPTION_NAMES = optionNames<HttpOnly>()([
   'priority',
   'shedding',
   'fleet',
+  'shape',
 ]);
 /** Identity options the HTTP layer passes on; `logger` and `clock` are the limiter's, shared. */
 const IDENTITY_ONLY = IDENTITY_OPTION_NAMES.filter((k) => k !== 'logger' && k !== 'clock');
@@ -324,5 +335,6 @@ export function resolveHttpOptions<Req = unknown>(
     priority: resolvePriority(options.priority),
     shedding: resolveShedding(options.shedding),
     fleet: resolveFleet(options.fleet),
+    shape: resolveShape(options.shape, limiter),
   };
 }

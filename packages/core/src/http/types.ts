@@ -9,6 +9,7 @@ import type { ResolvedExtraKey } from './extra-keys';
 import type { HttpRateLimitOptions, ResolvedHttpOptions } from './resolve-http-options';
 import type { Reservation } from '../model/settle';
 import type { Usage } from '../model/usage';
+import type { Holds } from './shape-options';
 
 /** Units a request drew from one subject, to give back when it should not count. */
 export interface Charge {
@@ -141,6 +142,8 @@ export interface Pipeline<Req> {
   readonly resets: ResetReport;
   /** FG_COUNTED_TWICE: marks and checks the first requests of each scope; undefined when off (or shadow). */
   readonly countedTwice: ((request: unknown, scope: string) => void) | undefined;
+  /** Shaping (option `shape`): the requests this route holds now; undefined when it does not shape. */
+  readonly holds: Holds | undefined;
 }
 
 /**

@@ -29,6 +29,12 @@ export interface RequestFacts {
    * Read for the FG_PROXY_HEADER_UNTRUSTED and FG_TRUST_PROXY_ALL warnings only.
    */
   readonly trustProxy?: 'none' | 'some' | 'all';
+  /**
+   * Aborted when the client goes away before its response finished: a request held on a shaped
+   * route (option `shape`) then gives its slot back. Adapters pass it on shaped routes only (Node:
+   * signalOnClose(res); Web: the Request's own signal). Undefined: a held request stays held.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** Warnings identity can write; each can be switched off by name in `warnings`. */

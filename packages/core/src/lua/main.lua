@@ -31,6 +31,13 @@
 --           2); else (status 0) a negative delta is refunded as of `at` and a positive one debited
 --           now, past the limit if need be (debt), and the token recorded until at + within. The
 --           status goes where lockedMs goes.
+-- Shaping   mode 'h' (hold): a consume whose entry is `cost:maxDelayMs`. A rate limit (HOLD, gcra and
+--           token-bucket) that denies it but would admit it within maxDelayMs reserves that future
+--           slot now (its debit: the TAT or the balance moves on by `cost`), so later requests queue
+--           behind it fleet-wide; every other limit decides as in 'c'. All-or-nothing as ever: held
+--           only if every limit admits or holds. A held request's lockedMs slot is its delay (ms
+--           until it conforms, with allowedAll 1); a held limit's entry: 1, what is left after the
+--           reservation, its reset, its own delay. Given back with mode 'r' like any charge.
 -- Errors    a subject's own failure (an error of this script on its state or its request, or a key of
 --           another type, WRONGTYPE) fails that subject's requests not yet answered, never the call:
 --           each gets -1 where `allowed` goes and the error's text where lockedMs goes (its limits'
@@ -95,10 +102,13 @@ local function decide(k0, costs, a0, limits, lock, settle)
     end
     -- An entry is `cost`, or `cost:x`: x is a refund's `at`, or a lease's token (consume, release, renew).
     local cost, at, token = tonumber(c), nil, nil
+    -- Shaping: the longest this request may be held (ms), its limits held in `holds` (by index) and the longest wait.
+    local hold, holds, wait = 0, nil, 0
     if not cost then
       local colon = string.find(c, ':', 1, true)
       cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
       if mode == 'r' then at = tonumber(token) end
+      if mode == 'h' then hold, token = tonumber(token), nil end
     end
     -- A settle's status: 0 applied now, 1 settled before, 2 too old (see the header).
     local status = 0
@@ -123,7 +133,7 @@ local function decide(k0, costs, a0, limits, lock, settle)
     local allowedAll = 1
     n = head + 1
     local strikes, lockedMs = 0, 0
-    if lock and (mode == 'c' or mode == 'p') then
+    if lock and (mode == 'c' or mode == 'p' or mode == 'h') then
       -- Strikes still remembered, and ms left locked (0: not locked).
       local s = hmget(lock.key, 's', 'u', 'l')
       if s[1] then
@@ -137,10 +147,16 @@ local function decide(k0, costs, a0, limits, lock, settle)
         local j = (i - 1) * 4
         id, cap, period, key = lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4]
       end
-      if mode == 'c' or mode == 'p' then
+      if mode == 'c' or mode == 'p' or mode == 'h' then
         local allowed, remaining, reset, retry, f, a, b, c, d = CHECK[id](key, now, cap, period, cost, token)
         if allowed == 0 then
-          allowedAll = 0
+          if mode == 'h' and HOLD[id] and retry > 0 and retry <= hold then
+            holds = holds or {}
+            holds[i] = retry
+            wait = max(wait, retry)
+          else
+            allowedAll = 0
+          end
         elseif commits then
           local j = (i - 1) * 5
           commits[j + 1], commits[j + 2], commits[j + 3], commits[j + 4], commits[j + 5] = f, a, b, c, d
@@ -167,7 +183,7 @@ local function decide(k0, costs, a0, limits, lock, settle)
     if lockedMs > 0 then
       -- Locked out (or, for a settle, not applied): denied whatever the limits say, nothing charged, no new strike.
       allowedAll = 0
-    elseif allowedAll == 0 and mode == 'c' and lock then
+    elseif allowedAll == 0 and (mode == 'c' or mode == 'h') and lock then
       strikes = strikes + 1
       local untilMs = 0
       if strikes >= lock.after then
@@ -177,14 +193,31 @@ local function decide(k0, costs, a0, limits, lock, settle)
       hsave(lock.key, ttl(max(lockedMs, lock.forget)), 's', strikes, 'u', untilMs, 'l', now)
     end
     out[head], out[head + 1] = allowedAll, lockedMs
-    if allowedAll == 1 and mode == 'c' then
+    if allowedAll == 1 and (mode == 'c' or mode == 'h') then
       if commits then
         for i = 1, limits do
           local j = (i - 1) * 5
-          commits[j + 1](lims[(i - 1) * 4 + 4], commits[j + 2], commits[j + 3], commits[j + 4], commits[j + 5])
+          if not (holds and holds[i]) then commits[j + 1](lims[(i - 1) * 4 + 4], commits[j + 2], commits[j + 3], commits[j + 4], commits[j + 5]) end
         end
-      else
+      elseif not holds then
         f1(key1, a1, b1, c1, d1)
+      end
+      if holds then
+        -- Shaping: each held limit reserves its slot; the request's delay goes where lockedMs goes.
+        out[head + 1] = wait
+        for i = 1, limits do
+          if holds[i] then
+            local hid, hcap, hperiod, hkey = id1, cap1, period1, key1
+            if i > 1 then
+              local j = (i - 1) * 4
+              hid, hcap, hperiod, hkey = lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4]
+            end
+            HOLD[hid](hkey, now, hcap, hperiod, cost)
+            local _, remaining, reset = CHECK[hid](hkey, now, hcap, hperiod, 0)
+            local o = head + 2 + (i - 1) * 4
+            out[o], out[o + 1], out[o + 2], out[o + 3] = 1, remaining, reset, holds[i]
+          end
+        end
       end
     end
     done = n

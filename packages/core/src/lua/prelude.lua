@@ -3,6 +3,8 @@
 -- does as little as it can: the helpers below, six small tables, no work per key until a key is used.
 local EPSILON = 1e-9
 local CHECK, REFUND, RELEASE, RENEW, DEBIT = {}, {}, {}, {}, {}
+-- Shaping (mode 'h'): each rate algorithm's reservation of a future slot (its debit), by id; none for windows and leases.
+local HOLD = {}
 local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max
 -- A helper after an `-- optional: <name>` line is left out of a script none of whose chunks calls it
 -- (stores/redis/protocol.ts, compose): each closure defined here costs every call of the script.

@@ -63,6 +63,12 @@ export interface Decision {
    * a lease: call `release()` when the request ends (the HTTP adapters do, on finish or close).
    */
   readonly lease?: Lease;
+  /**
+   * Shaping (`maxDelayMs`, docs/shaping.md): set when the request was admitted for a slot ahead
+   * instead of refused: serve it this many ms from now (its units are charged now; a refund gives
+   * them back). Absent when it was admitted now.
+   */
+  readonly delayMs?: number;
 }
 
 /**

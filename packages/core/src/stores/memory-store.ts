@@ -1,6 +1,6 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { evaluateTwins, leaseTwins, refundTwins, settleTwins } from '../algorithms/evaluate';
+import { evaluateTwins, holdTwins, leaseTwins, refundTwins, settleTwins } from '../algorithms/evaluate';
 import { ttl } from '../algorithms/twin-math';
 import { invalidOption } from '../base/errors';
 import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../base/validate';
@@ -84,12 +84,20 @@ export class MemoryStore implements Store {
       });
       return { at: now, allowed: true, results };
     }
-    const { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now, request.token);
+    let { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now, request.token);
+    // Shaping (as lua/main.lua's 'h'): a denial a rate limit would lift within maxDelayMs reserves that slot.
+    const holding = request.mode === 'hold';
+    let delayMs = 0;
+    if (holding && !admitted) {
+      const held = holdTwins(states, limits, { allowed: admitted, checks }, cost, now, request.maxDelayMs ?? 0);
+      if (held) ({ checks, delayMs } = held), (admitted = true);
+    }
+    const charging = request.mode === 'consume' || holding;
     // Lock-out, as lua/main.lua: a locked subject is denied (nothing charged, no strike); a consume
     // the limits deny is a strike.
     // A refused subject's states go to the protected share for as long as the refusal lasts, where
     // other callers' traffic cannot evict them (docs/auth.md#lock-outs-under-a-flood).
-    const refused = !admitted && request.mode === 'consume';
+    const refused = !admitted && charging;
     let refusedMs = 0;
     if (refused) {
       for (let i = 0; i < checks.length; i++) {
@@ -114,9 +122,10 @@ export class MemoryStore implements Store {
     const results: LimitResult[] = new Array(checks.length);
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
-      if (allowed && request.mode === 'consume' && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
+      if (allowed && charging && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
       results[i] = { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
     }
+    if (allowed && delayMs > 0) return { at: now, allowed, results, delayMs };
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
   }
 

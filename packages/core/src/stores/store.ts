@@ -35,8 +35,14 @@ export interface StoreRequest {
    * decided at `at` reserved by `settle.actual`: less is refunded as `refund` does, more is charged
    * now whatever is left, past the limit if need be (debt: later consumes are denied until it is
    * paid back). Applied once per `token` (StoreResult.settled says whether it was).
+   * `hold` (rate limits only, with `maxDelayMs`: shaping, docs/shaping.md) is a `consume` that,
+   * where a rate limit denies, reserves the first future slot that admits the request when it is at
+   * most `maxDelayMs` away (StoreResult.delayMs), in the same atomic step: later requests queue
+   * behind it. A `refund` gives a held request's units back like any consume's.
    */
-  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew' | 'settle';
+  readonly mode: 'consume' | 'peek' | 'refund' | 'release' | 'renew' | 'settle' | 'hold';
+  /** `hold` only, and required there: the longest a request may wait for its slot, whole ms from 1. */
+  readonly maxDelayMs?: number;
   /** `refund` and `settle`, and required there: the store-clock ms at which the refunded (settled) consume was decided (its StoreResult.at). */
   readonly at?: number;
   /**
@@ -69,6 +75,8 @@ export interface StoreResult {
    * `withinMs` old or older (neither changes anything).
    */
   readonly settled?: SettleOutcome;
+  /** Set for `hold` only, when the request was admitted for a slot ahead: ms from `at` until it conforms (it is charged now). */
+  readonly delayMs?: number;
 }
 
 /** What became of a settle in the store. */

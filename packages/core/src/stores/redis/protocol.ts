@@ -22,7 +22,8 @@ import type { StoreRequest, StoreResult } from '../store';
  *             'r', each is `cost:at`, `at` the ms the refunded consume was decided ('1:1699999200000');
  *             for 'x' and 'n', and for a 'c' whose limits hold leases, `cost:token` ('1:Lk3j9x');
  *             for 's' (settle: rate limits only, the settle record's key last in KEYS),
- *             `delta:at:token`, delta = actual - reserved, possibly negative ('-3:1699999200000:Sk2')
+ *             `delta:at:token`, delta = actual - reserved, possibly negative ('-3:1699999200000:Sk2');
+ *             for 'h' (hold: a consume that shapes, rate limits only), `cost:maxDelayMs` ('1:2000')
  *   ARGV[3i..3i+2]  limit i (from 1): algorithm id (from the registry), capacity, period (periodArg:
  *             windowMs, refillPerSecond or leaseMs; for a calendar window, the boundaries of the
  *             periods around the caller's clock, 'b0,b1,b2,b3' in ms, of which the script picks the
@@ -34,6 +35,8 @@ import type { StoreRequest, StoreResult } from '../store';
  *             locked out, 0 when not), then per limit: allowed, remaining, resetMs, retryAfterMs (a
  *             refund: 1, what is left, its reset, 0). For 's', lockedMs is the settle's status:
  *             0 applied (allowedAll 1), 1 settled before, 2 too old (allowedAll 0). A request
+ *             For 'h', an admitted request's lockedMs slot is its delay (ms until its reserved slot,
+ *             0 when admitted now; see main.lua's Shaping). A request
  *             its subject's own error failed (see main.lua's Errors): allowedAll -1, the error's
  *             text where lockedMs goes, 0 per limit; parseReply makes it FG_STORE_SCRIPT
  *
@@ -72,7 +75,7 @@ function preludeFor(chunks: string): string {
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
   const chunks = algorithms.map(
     (a) =>
-      `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}end\n`,
+      `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}${a.family === 'rate' ? `HOLD[${a.id}] = debit\n` : ''}end\n`,
   );
   const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
   return { name, source, sha: createHash('sha1').update(source).digest('hex') };
@@ -116,15 +119,18 @@ export interface ScriptCall {
   readonly groups?: readonly { readonly limitCount: number; readonly requestCount: number }[];
   /** A settle call: the reply's lockedMs slot is the settle's status. */
   readonly settle?: boolean;
+  /** A hold call (shaping): an admitted request's lockedMs slot is its delay. */
+  readonly hold?: boolean;
 }
 
-const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's' } as const;
+const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's', hold: 'h' } as const;
 
 /** A request's entry in ARGV[2]: its cost, for a refund `cost:at`, and with a lease `cost:token`. */
 function costArg(request: StoreRequest): string | number {
   if (request.mode === 'refund') return `${request.cost}:${refundAt(request.at)}`;
   if (request.mode === 'settle') return `${request.settle!.actual - request.cost}:${refundAt(request.at)}:${leaseToken(request.token)}`;
   if (request.mode === 'release' || request.mode === 'renew') return `${request.cost}:${leaseToken(request.token)}`;
+  if (request.mode === 'hold') return `${request.cost}:${holdMs(request.maxDelayMs)}`;
   return request.mode === 'consume' && request.token !== undefined ? `${request.cost}:${leaseToken(request.token)}` : request.cost;
 }
 
@@ -166,7 +172,14 @@ export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => Sto
   const keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
   const script = scriptFor(request.limits);
   const limitCount = request.limits.length;
+  if (request.mode === 'hold') return { script, keys, argv, limitCount, requestCount: items.length, hold: true };
   return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
+}
+
+/** A hold's maxDelayMs, as the script takes it: a whole number of ms from 1 (FG_INVALID_OPTION otherwise: a bug in the caller). */
+function holdMs(ms: number | undefined): number {
+  if (!Number.isInteger(ms) || ms! < 1) throw new FloodgateError('FG_INVALID_OPTION', `Invalid hold request: maxDelayMs ${String(ms)}; expected a whole number of ms from 1.`);
+  return ms!;
 }
 
 /** A settle request's own fields; FG_INVALID_OPTION when they are missing (a bug in the caller, never a client's doing). */
@@ -222,7 +235,8 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
     requestCount += items.length;
   }
   if (testNow !== undefined) argv.push(testNow);
-  return { script: scriptFor(first.limits), keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
+  const call = { script: scriptFor(first.limits), keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
+  return first.mode === 'hold' ? { ...call, hold: true } : call;
 }
 
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
@@ -257,7 +271,7 @@ export function scriptError(said: string): FloodgateError {
 export type ReplyEntry = StoreResult | FloodgateError;
 
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle'>): ReplyEntry[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold'>): ReplyEntry[] {
   const groups = call.groups ?? [call];
   let expected = 1;
   let requests = 0;
@@ -291,7 +305,8 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
         };
       }
       const lockedMs = Number(reply[head + 1]);
-      if (call.settle) out[o++] = { at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' };
+      if (call.hold && reply[head] === 1) out[o++] = lockedMs > 0 ? { at: now, allowed: true, results, delayMs: lockedMs } : { at: now, allowed: true, results };
+      else if (call.settle) out[o++] = { at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' };
       else out[o++] = lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results };
     }
   }
