@@ -27,6 +27,28 @@ describe('draft-10 (and 8, 9): RateLimit and RateLimit-Policy lists', () => {
     ]);
   });
 
+  it("reads the names an open change to draft-11 proposes: a (available quota) and w (effective window) in RateLimit", () => {
+    const info = parseRateLimit({ 'ratelimit-policy': '"default";q=10;w=2', ratelimit: '"default";a=4;w=1' }, { nowMs: NOW });
+    expect(info.dialect).toBe('draft-10');
+    expect(info.quotas).toEqual([{ policy: 'default', unit: 'requests', limit: 10, windowMs: 2000, remaining: 4, resetMs: 1000, resetConvention: 'delta-seconds' }]);
+  });
+
+  it('believes the smaller quota and the later time when r/a and t/w disagree (hostile or half-migrated servers)', () => {
+    const info = parseRateLimit({ ratelimit: '"p";r=9;a=2;t=1;w=30, "q";a=0;r=5;w=0;t=4' }, { nowMs: NOW });
+    expect(info.quotas.map((q) => [q.policy, q.remaining, q.resetMs])).toEqual([
+      ['p', 2, 30_000],
+      ['q', 0, 4000],
+    ]);
+  });
+
+  it('ignores hostile a/w values as it ignores hostile r/t: negative, strings, booleans, a malformed field', () => {
+    const info = parseRateLimit({ ratelimit: '"neg";a=-1;w=2, "str";a="9";w=1, "bool";a=?1, "ok";a=1;w=-5' }, { nowMs: NOW });
+    // No usable available quota: the item is skipped; a bad w is no reset at all (never a negative wait).
+    expect(info.quotas).toEqual([{ policy: 'ok', unit: 'requests', remaining: 1 }]);
+    // An inner list as a parameter is not a structured field: the whole field is ignored, as the draft says.
+    expect(parseRateLimit({ ratelimit: '"x";a=(1 2);w=1' }, { nowMs: NOW }).quotas).toEqual([]);
+  });
+
   it('keeps one state per partition key: two partitions of one policy are two quotas', () => {
     const info = parseRateLimit(
       {
