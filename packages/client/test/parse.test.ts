@@ -191,6 +191,15 @@ describe('resetToMs: the rule that tells delta seconds from Unix times', () => {
     expect(resetToMs(Math.floor((NOW + 10_700) / 1000), NOW).ms).toBeGreaterThanOrEqual(10_700);
     expect(resetToMs(NOW + 10, NOW)).toEqual({ ms: 10, convention: 'epoch-ms' });
   });
+  it("reads a Unix time against the client's clock when it lies within the second Date names, else against Date", () => {
+    const date = NOW; // Date: 12:00:00 (whole seconds, rounded down by the server)
+    const reset = NOW / 1000 + 2; // 12:00:02, taken as its end: 12:00:03
+    // The client's clock at 12:00:00.700 agrees with Date: the 700 ms already gone are not waited again.
+    expect(resetToMs(reset, NOW + 700, date).ms).toBe(2300);
+    // A client clock off Date (ahead or behind): the server's own clock decides, never early.
+    expect(resetToMs(reset, NOW + 5000, date).ms).toBe(3000);
+    expect(resetToMs(reset, NOW - 1, date).ms).toBe(3000);
+  });
 });
 
 describe('Retry-After', () => {
