@@ -64,7 +64,18 @@ describe('the bench:client report', () => {
   it('renders one row per server with the ratio to the fastest the limit allows', () => {
     const table = renderClientTable([{ id: 'koa-ratelimit', paced: row(0, 15_000), plain: { ...row(50, 500), ok: 10 } }], 60, 10, 2000, 'note');
     expect(table).toContain('the last starting 10.0 s after the first');
-    expect(table).toMatch(/\| koa-ratelimit \(driver: 'redis'\) \| .* \| 0 \| 60\/60 \| 15\.0 s \| 1\.50 \| 50 \| 10\/60 \| 0\.5 s \|/);
+    expect(table).toMatch(/\| koa-ratelimit \(driver: 'redis'\) \| .* \| 0 \| 60\/60 \| 15\.0 s \| 1\.50 \| missed \(1\.50x > 1\.3x\) \| 50 \| 10\/60 \| 0\.5 s \|/);
+  });
+
+  it("checks issue #46's goal per row: at most 1.3x the fastest and one 429; Retry-After only: the 429s alone", () => {
+    const { clientGoal } = require('../src/client-main') as typeof import('../src/client-main');
+    expect(clientGoal('express-rate-limit-draft-8', row(0, 13_000), 10_000)).toEqual({ met: true, text: 'met' });
+    expect(clientGoal('floodgate-express-draft-6', row(1, 12_000), 10_000).met).toBe(true);
+    expect(clientGoal('floodgate-express-draft-6', row(0, 13_100), 10_000)).toEqual({ met: false, text: 'missed (1.31x > 1.3x)' });
+    expect(clientGoal('floodgate-express-draft-6', row(2, 11_000), 10_000)).toEqual({ met: false, text: 'missed (2 x 429 > 1)' });
+    expect(clientGoal('floodgate-express-draft-6', { ...row(0, 11_000), ok: 59 }, 10_000).text).toBe('missed (59/60 done)');
+    expect(clientGoal('floodgate-express-retry-after-only', row(1, 25_000), 10_000).met).toBe(true);
+    expect(clientGoal('floodgate-express-retry-after-only', row(2, 11_000), 10_000).met).toBe(false);
   });
 
   it('replaces only what lies between the markers, and refuses a page without them', () => {

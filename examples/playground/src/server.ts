@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { WEB_DIR, bundleWeb } from './bundle';
-import { CLIENTS_LIMIT, CLIENTS_PATH, createClientsApp } from './clients';
+import { CLIENTS_LIMIT, CLIENTS_LOCKOUT, CLIENTS_PATH, createClientsApp } from './clients';
 import { INFLIGHT_HOLD_MS, INFLIGHT_LIMIT, INFLIGHT_PATH, INFLIGHT_STATE_PATH, createInflightApp } from './inflight';
 import { LIVE_ROUTES, createLiveApps, describeLiveLimit } from './live';
 import { RACE_COMMAND, RACE_HINT, createRace } from './race';
@@ -86,7 +86,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     live: LIVE_ROUTES.map(({ framework, title, path, usage }) => ({ framework, title, path, usage })),
     liveLimit: describeLiveLimit(),
     race: { enabled: race.enabled, target: race.target, hint: RACE_HINT, command: RACE_COMMAND },
-    clients: { path: CLIENTS_PATH, ...CLIENTS_LIMIT },
+    clients: { path: CLIENTS_PATH, ...CLIENTS_LIMIT, lockout: CLIENTS_LOCKOUT },
     inflight: { path: INFLIGHT_PATH, statePath: INFLIGHT_STATE_PATH, ...INFLIGHT_LIMIT, holdMs: INFLIGHT_HOLD_MS },
     shedding: { prefix: SHED_PREFIX, statePath: SHED_STATE_PATH, priorities: PRIORITIES, options: SHEDDING_OPTIONS, maxWorkMs: MAX_WORK_MS },
   };

@@ -283,7 +283,7 @@ interface Info {
   live: { framework: string; title: string; path: string; usage: string }[];
   liveLimit: { limit: number; windowMs: number; algorithm: string };
   race: { enabled: boolean; target?: string; hint: string; command: string };
-  clients: { path: string; limit: number; windowMs: number };
+  clients: { path: string; limit: number; windowMs: number; lockout: { after: number; baseMs: number; maxMs: number } };
   inflight: InflightInfo;
   shedding: SheddingInfo;
 }
@@ -441,10 +441,11 @@ const CLIENT_TEXT: Record<ClientName, { title: string; about: string }> = {
 
 function setupClients(info: Info): void {
   const panel = byId('clients');
-  const { limit, windowMs, path } = info.clients;
+  const { limit, windowMs, path, lockout } = info.clients;
   byId('clients-text').textContent =
     `Both clients call ${path}, limited to ${limit} requests per ${formatSeconds(windowMs)}, each with a bucket of its own, ` +
-    'for the same time. Count what each sent, how many 429s it got back, and how much work got done.';
+    `for the same time. Like many public APIs, the route locks out a caller it has to refuse: for ${formatSeconds(lockout.baseMs)}, ` +
+    `doubling with each refusal after that, up to ${formatSeconds(lockout.maxMs)}. Count what each sent, how many 429s it got back, and how much work got done.`;
   const seconds = el('select', { id: 'clients-seconds' }, ...[4, 6, 10, 20].map((n) => el('option', { value: String(n), ...(n === 6 ? { selected: '' } : {}) }, `${n} s`)));
   const go = el('button', { type: 'button', id: 'clients-run', class: 'primary' }, 'Run both');
   const left = el('span', { class: 'muted', id: 'clients-left' });
@@ -471,7 +472,15 @@ function setupClients(info: Info): void {
     card.querySelector('[data-stat="too-many"] b')!.textContent = String(s.tooMany);
     card.querySelector('[data-stat="done"] b')!.textContent = String(s.done);
   };
-  byId('clients-body').replaceChildren(el('div', { class: 'fields' }, el('label', {}, 'Run for ', seconds), go, left), cards);
+  const why = el(
+    'p',
+    { class: 'muted', id: 'clients-why' },
+    'Why pacing wins: a limit gives both clients the same units per window, so retrying at once buys no more of them; ' +
+      'it only adds requests the server must refuse, and here a refusal locks the caller out, for longer each time. ' +
+      'pacedFetch sends only what the RateLimit fields say is left and waits for the reset, so it is never refused, never locked out, ' +
+      'and keeps working at the rate of the limit.',
+  );
+  byId('clients-body').replaceChildren(el('div', { class: 'fields' }, el('label', {}, 'Run for ', seconds), go, left), cards, why);
   panel.dataset.clientsState = 'ready';
   go.addEventListener('click', async () => {
     go.disabled = true;

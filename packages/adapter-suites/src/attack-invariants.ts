@@ -153,7 +153,7 @@ export function limitViolations(requests: readonly AttackRequest[], answers: rea
   return problems;
 }
 
-/** Invariant 4: every 429 carries its headers once each (draft-6 and Retry-After, none for a cost that can never fit), and every answer a route's handler gave carries the quota headers. */
+/** Invariant 4: every 429 carries its headers once each (draft-6 and Retry-After, none for a cost that can never fit), every answer a route's handler gave carries the quota headers, and one that leaves nothing names a reset of at least 1 s. */
 export function headerViolations(requests: readonly AttackRequest[], answers: readonly WireAnswer[]): string[] {
   const problems: string[] = [];
   answers.forEach((a, i) => {
@@ -178,6 +178,9 @@ export function headerViolations(requests: readonly AttackRequest[], answers: re
       }
     } else if (servedBy(a) !== undefined && r.method !== 'HEAD' && header(a, 'ratelimit-limit').length === 0) {
       problems.push(`#${i} ${a.status} from the ${servedBy(a)} handler without quota headers: the limiter did not run`);
+    } else if (header(a, 'ratelimit-remaining')[0] === '0' && !(Number(header(a, 'ratelimit-reset')[0]) >= 1)) {
+      // Nothing left: the reset says when more is (the next unit, issue #46). 0 or missing would send a pacing client straight into a 429.
+      problems.push(`#${i} ${a.status}: RateLimit-Remaining 0 with RateLimit-Reset ${JSON.stringify(header(a, 'ratelimit-reset'))}, not a wait of at least 1 s`);
     }
   });
   return problems;

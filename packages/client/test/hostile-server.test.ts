@@ -205,6 +205,21 @@ describe('row 7: Retry-After, resets and learned spacing are believed up to maxH
     expect(c.pacer.snapshot(A).quotas[0].resetInMs).toBe(1_000);
   });
 
+  it.each([
+    ['w', '"p";a=0;w=100000000000000'],
+    ['t beside a smaller w', '"p";r=0;a=0;t=999999999;w=1'],
+  ])('clamps an effective window (%s) to maxHoldMs, and a huge available quota holds nothing back', async (_what, field) => {
+    const c = clocked({ maxHoldMs: 1_000 });
+    await c.send(A, 200, { ratelimit: field });
+    expect(c.pacer.snapshot(A).quotas[0].resetInMs).toBe(1_000);
+    c.advance(1_000);
+    await c.send(A, 200, { ratelimit: '"p";a=999999999999999;w=1' });
+    expect(c.pacer.snapshot(A).quotas[0]).toMatchObject({ remaining: 999_999_999_999_999, resetInMs: 1_000 });
+    // Nothing holds the next request: it is admitted at once, without waiting.
+    const ticket = await c.pacer.acquire(A, c.pacer.budget(0));
+    c.pacer.release(ticket);
+  });
+
   it('caps the spacing learned from Retry-After at maxHoldMs, and halves it every learnedHalfLifeMs once answers are normal', async () => {
     const c = clocked({ maxHoldMs: 1_000, learnedHalfLifeMs: 100 });
     await c.send(A, 200);

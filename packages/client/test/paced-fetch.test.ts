@@ -28,6 +28,25 @@ describe('pacing before the limit', () => {
     for (let i = 1; i < limit.windows.length; i++) expect(limit.windows[i] - limit.windows[i - 1]).toBeGreaterThanOrEqual(1000);
   });
 
+  it("paces on draft-11's proposed names (a: available quota, w: effective window) from a real server, never taking a 429", async () => {
+    const limit = fixedWindow(3, 1000, (remaining, resetMs) => ({
+      'ratelimit-policy': '"default";q=3;w=1',
+      ratelimit: `"default";a=${remaining};w=${Math.ceil(resetMs / 1000)}`,
+    }));
+    const server = await serve(limit.script);
+    const waits: number[] = [];
+    const fetch = pacedFetch(globalThis.fetch, { jitterMs: 0, onWait: (e) => waits.push(e.waitMs) });
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) statuses.push((await fetch(server.url)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 200]);
+    expect(server.seen.filter((s) => s.status === 429)).toHaveLength(0);
+    // Two holds, one per exhausted window, each for the effective window the server named (w=1: up to 1 s).
+    expect(waits).toHaveLength(2);
+    for (const w of waits) expect(w).toBeGreaterThan(0);
+    for (const w of waits) expect(w).toBeLessThanOrEqual(1000);
+    expect(fetch.pacer.snapshot(new URL(server.url).origin).quotas[0]).toMatchObject({ policy: 'default', limit: 3 });
+  });
+
   it('counts requests in flight against the quota: concurrent calls do not overrun what is left', async () => {
     const limit = fixedWindow(4, 1000, draft6(4));
     const server = await serve((req, n) => ({ ...limit.script(req, n), delayMs: 30 }));

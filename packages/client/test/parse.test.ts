@@ -27,6 +27,28 @@ describe('draft-10 (and 8, 9): RateLimit and RateLimit-Policy lists', () => {
     ]);
   });
 
+  it("reads the names an open change to draft-11 proposes: a (available quota) and w (effective window) in RateLimit", () => {
+    const info = parseRateLimit({ 'ratelimit-policy': '"default";q=10;w=2', ratelimit: '"default";a=4;w=1' }, { nowMs: NOW });
+    expect(info.dialect).toBe('draft-10');
+    expect(info.quotas).toEqual([{ policy: 'default', unit: 'requests', limit: 10, windowMs: 2000, remaining: 4, resetMs: 1000, resetConvention: 'delta-seconds' }]);
+  });
+
+  it('believes the smaller quota and the later time when r/a and t/w disagree (hostile or half-migrated servers)', () => {
+    const info = parseRateLimit({ ratelimit: '"p";r=9;a=2;t=1;w=30, "q";a=0;r=5;w=0;t=4' }, { nowMs: NOW });
+    expect(info.quotas.map((q) => [q.policy, q.remaining, q.resetMs])).toEqual([
+      ['p', 2, 30_000],
+      ['q', 0, 4000],
+    ]);
+  });
+
+  it('ignores hostile a/w values as it ignores hostile r/t: negative, strings, booleans, a malformed field', () => {
+    const info = parseRateLimit({ ratelimit: '"neg";a=-1;w=2, "str";a="9";w=1, "bool";a=?1, "ok";a=1;w=-5' }, { nowMs: NOW });
+    // No usable available quota: the item is skipped; a bad w is no reset at all (never a negative wait).
+    expect(info.quotas).toEqual([{ policy: 'ok', unit: 'requests', remaining: 1 }]);
+    // An inner list as a parameter is not a structured field: the whole field is ignored, as the draft says.
+    expect(parseRateLimit({ ratelimit: '"x";a=(1 2);w=1' }, { nowMs: NOW }).quotas).toEqual([]);
+  });
+
   it('keeps one state per partition key: two partitions of one policy are two quotas', () => {
     const info = parseRateLimit(
       {
@@ -168,6 +190,15 @@ describe('resetToMs: the rule that tells delta seconds from Unix times', () => {
     // Rounded down by the server (koa-ratelimit): the moment was up to a second later; never early.
     expect(resetToMs(Math.floor((NOW + 10_700) / 1000), NOW).ms).toBeGreaterThanOrEqual(10_700);
     expect(resetToMs(NOW + 10, NOW)).toEqual({ ms: 10, convention: 'epoch-ms' });
+  });
+  it("reads a Unix time against the client's clock when it lies within the second Date names, else against Date", () => {
+    const date = NOW; // Date: 12:00:00 (whole seconds, rounded down by the server)
+    const reset = NOW / 1000 + 2; // 12:00:02, taken as its end: 12:00:03
+    // The client's clock at 12:00:00.700 agrees with Date: the 700 ms already gone are not waited again.
+    expect(resetToMs(reset, NOW + 700, date).ms).toBe(2300);
+    // A client clock off Date (ahead or behind): the server's own clock decides, never early.
+    expect(resetToMs(reset, NOW + 5000, date).ms).toBe(3000);
+    expect(resetToMs(reset, NOW - 1, date).ms).toBe(3000);
   });
 });
 

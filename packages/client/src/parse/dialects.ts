@@ -99,8 +99,33 @@ function defined<T extends object>(o: T): T {
 }
 
 /**
- * draft-ietf-httpapi-ratelimit-headers-08 to -10: `RateLimit-Policy: "name";q=;qu=;w=;pk=` and
- * `RateLimit: "name";r=;t=;pk=`, every policy listed, paired by name and partition key. A RateLimit
+ * The quota available now: `r` (drafts 8 to 11), or `a`, the name an open change to draft-11 gives it.
+ * A server that sends both, differing, is believed for the smaller: the client never sends more than
+ * either says it may.
+ */
+function available(params: Parameters): number | undefined {
+  const r = count(params.get('r'));
+  const a = count(params.get('a'));
+  return r === undefined ? a : a === undefined ? r : Math.min(r, a);
+}
+
+/**
+ * Seconds until more quota is available: draft-10's `t` as revised (httpapi issue #149: "until
+ * additional quota is made available", not "until the quota resets") and draft-11's effective window,
+ * or `w`, the name the open change gives it in the RateLimit field (in RateLimit-Policy, `w` stays the
+ * policy's window). Both sent and differing: the later, never early. The pacer believes it up to
+ * maxHoldMs, whatever it says.
+ */
+function effectiveWindow(params: Parameters): number | undefined {
+  const t = count(params.get('t'));
+  const w = count(params.get('w'));
+  return t === undefined ? w : w === undefined ? t : Math.max(t, w);
+}
+
+/**
+ * draft-ietf-httpapi-ratelimit-headers-08 to -11: `RateLimit-Policy: "name";q=;qu=;w=;pk=` and
+ * `RateLimit: "name";r=;t=;pk=` (or `a=;w=`, the names an open change to draft-11 proposes), every
+ * policy listed, paired by name and partition key. A RateLimit
  * item with no policy item still counts (its limit unknown); a policy item with no RateLimit item
  * keeps its quota (a concurrency cap is read from `q`). Undefined when neither field is a list of
  * named items.
@@ -123,7 +148,7 @@ export function parseDraft10(get: FieldLookup, clock: Clock): QuotaObservation[]
   const used = new Set<string>();
   for (const [value, params] of limitField ? items(limitField) : []) {
     const policy = name(value);
-    const remaining = count(params.get('r'));
+    const remaining = available(params);
     if (policy === undefined || remaining === undefined) continue;
     const partition = partitionKey(params.get('pk'));
     // With a pk, its own policy item; without one, the first policy item of that name.
@@ -138,7 +163,7 @@ export function parseDraft10(get: FieldLookup, clock: Clock): QuotaObservation[]
         limit: declared ? count(declared.params.get('q')) : undefined,
         windowMs: declared ? windowMs(declared.params) : undefined,
         remaining,
-        ...reset(count(params.get('t')), clock),
+        ...reset(effectiveWindow(params), clock),
       }),
     );
   }

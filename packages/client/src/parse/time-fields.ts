@@ -31,10 +31,11 @@ export function serverDateMs(date: string | undefined): number | undefined {
  * Ms from the response until the reset a value names, never negative, and the convention it was read in.
  *
  * The rule: a value below 10^9 is delta seconds; from 10^9 it is a Unix time in seconds; from 10^12 a
- * Unix time in milliseconds. An absolute time is read against the response's Date field when it has
- * one (the server's own clock, so a client whose clock is off still waits the right time: the
- * difference of two times on one clock), else against the client's clock. Date is whole seconds,
- * rounded down, so the difference may be up to a second long: never short.
+ * Unix time in milliseconds. An absolute time is read against the response's Date field when the
+ * client's clock is off it (the server's own clock, so a client whose clock is off still waits the
+ * right time: the difference of two times on one clock; Date is whole seconds, rounded down, so that
+ * difference may be up to a second long: never short), and against the client's clock when that
+ * lies within the second Date names (referenceMs).
  *
  * A whole number of Unix seconds names a second, not a moment: servers round the moment up
  * (express-rate-limit, Floodgate) or down (koa-ratelimit), and the client cannot tell which, so it
@@ -43,8 +44,18 @@ export function serverDateMs(date: string | undefined): number | undefined {
 export function resetToMs(value: number, nowMs: number, dateMs?: number): { ms: number; convention: ResetConvention } {
   if (value < EPOCH_SECONDS_FROM) return { ms: Math.max(0, value * 1000), convention: 'delta-seconds' };
   const atMs = value < EPOCH_MS_FROM ? (Number.isInteger(value) ? value + 1 : value) * 1000 : value;
-  const reference = dateMs ?? nowMs;
-  return { ms: Math.max(0, atMs - reference), convention: value < EPOCH_MS_FROM ? 'epoch-seconds' : 'epoch-ms' };
+  return { ms: Math.max(0, atMs - referenceMs(nowMs, dateMs)), convention: value < EPOCH_MS_FROM ? 'epoch-seconds' : 'epoch-ms' };
+}
+
+/**
+ * The moment an absolute time is measured from: the client's clock when it lies within the second
+ * the response's Date names (the two clocks agree as far as Date can tell, and the client's has
+ * milliseconds: up to a second less to wait per reset, issue #46), else Date (the server's clock,
+ * whole seconds: never early, whatever the client's clock says), else the client's.
+ */
+function referenceMs(nowMs: number, dateMs: number | undefined): number {
+  if (dateMs === undefined) return nowMs;
+  return nowMs >= dateMs && nowMs < dateMs + 1000 ? nowMs : dateMs;
 }
 
 /**

@@ -121,7 +121,8 @@ function five(algorithm: AlgorithmName): LimitOptions {
 const EXHAUST: Record<AlgorithmName, { reset: (k: number) => number; deniedReset: number; retry: number }> = {
   'fixed-window': { reset: () => 60_000, deniedReset: 60_000, retry: 60_000 },
   'sliding-window-log': { reset: () => 60_000, deniedReset: 60_000, retry: 60_000 },
-  'sliding-window-counter': { reset: () => 120_000, deniedReset: 120_000, retry: 72_000 },
+  // The admission that leaves nothing resets when the next unit is back: the denial's retry (draft-10's t, issue #46).
+  'sliding-window-counter': { reset: (k) => (k === 5 ? 72_000 : 120_000), deniedReset: 120_000, retry: 72_000 },
   'token-bucket': { reset: (k) => k * 1000, deniedReset: 5000, retry: 1000 },
   gcra: { reset: (k) => k * 1000, deniedReset: 5000, retry: 1000 },
 };
@@ -724,11 +725,13 @@ const SCENARIOS: readonly Scenario[] = [
       await expectDecision('8 at T0', l.consume('a', { cost: 8 }), { allowed: true, remaining: 2, resetMs: 120_000 });
       ctx.clock.advance(75_000); // 15 s into the next window: 8 * 0.75 = 6 still count
       await expectDecision('peek at 25%', l.peek('a'), { allowed: true, remaining: 3, resetMs: 105_000 });
-      await expectDecision('4 fit exactly (6 + 4)', l.consume('a', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 105_000 });
+      // Nothing left: the reset is when the next unit is back (8 * (1 - e / 60000) + 4 <= 9 at e = 22500), as the denial's retry below.
+      await expectDecision('4 fit exactly (6 + 4)', l.consume('a', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 7500 });
       // 8 * (1 - e / 60000) + 4 + 1 <= 10 at e = 22500: 7500 ms from now.
       await expectDecision('one more', l.consume('a'), { allowed: false, remaining: 0, resetMs: 105_000, retryAfterMs: 7500 });
       expect(await expectExactRetry(ctx, l, 'a', 1, 'interpolated')).toBe(7500);
-      await expectDecision('at 37.5%: 5 + 4 + 1', l.consume('a'), { allowed: true, remaining: 0, resetMs: 97_500 });
+      // 8 * (1 - e / 60000) + 5 <= 9 at e = 30000: 7500 ms on.
+      await expectDecision('at 37.5%: 5 + 4 + 1', l.consume('a'), { allowed: true, remaining: 0, resetMs: 7500 });
     },
   },
   {
@@ -740,7 +743,8 @@ const SCENARIOS: readonly Scenario[] = [
       await expectDecision('peek', l.peek('s'), { allowed: true, remaining: 3, resetMs: 100_000 });
       // 5.333 + 5 > 10; room 5 -> 8 * (1 - e / 60000) <= 5 at e = 22500: 2500 ms from now.
       await expectDecision('cost 5', l.consume('s', { cost: 5 }), { allowed: false, remaining: 4, resetMs: 40_000, retryAfterMs: 2500 });
-      await expectDecision('cost 4 fits (9.333)', l.consume('s', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 100_000 });
+      // 9.333 leaves nothing whole: the next unit is back when 8 * (1 - e / 60000) <= 5, at e = 22500.
+      await expectDecision('cost 4 fits (9.333)', l.consume('s', { cost: 4 }), { allowed: true, remaining: 0, resetMs: 2500 });
       ctx.clock.advance(120_000); // two windows on: both counts are forgotten
       await expectDecision('fresh', l.peek('s'), { allowed: true, remaining: 9, resetMs: 100_000 });
       await expectDecision('10 fit again', l.consume('s', { cost: 10 }), { allowed: true, remaining: 0 });

@@ -24,37 +24,45 @@ end
 local function write(key, ttlMs, w, c, p)
   hsave(key, ttlMs, 'w', w, 'c', c, 'p', p)
 end
+-- Ms until a request of `cost` fits, from the stored state `s` at `now` (c, p, elapsed: its view); -1
+-- when it never can. Used for a denial's retry, and for an admission that leaves nothing: the reset
+-- then says when the next unit is back, as on a denial (draft-10's "until additional quota").
+local function untilFits(s, win, now, cap, cost, c, p, elapsed)
+  if cost > cap then return -1 end
+  local retry
+  local room = cap - c - cost
+  if room >= 0 then
+    -- still in this window: p * (win - e) / win + c + cost <= cap + EPSILON
+    retry = math.max(1, math.ceil(win - (room + EPSILON) * win / p - elapsed))
+  else
+    -- in the next window c becomes p: c * (win - e2) / win + cost <= cap + EPSILON
+    local e2 = win - (cap - cost + EPSILON) * win / c
+    if e2 < 0 then e2 = 0 end
+    retry = math.max(1, math.ceil(win - elapsed + e2))
+  end
+  -- Rounding can put that estimate 1 ms off the admission test: settle on the test itself, so that
+  -- waiting retry admits and waiting retry - 1 does not.
+  if retry > 1 and view(s, win, now + retry - 1) + cost <= cap + EPSILON then
+    retry = retry - 1
+  elseif view(s, win, now + retry) + cost > cap + EPSILON then
+    retry = retry + 1
+  end
+  return retry
+end
 local function check(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
   local est, c, p, elapsed, w = view(s, win, now)
   if est + cost <= cap + EPSILON then
+    local left = math.max(0, math.floor(cap - est - cost + EPSILON))
     local reset = 0
-    if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
-    return 1, math.max(0, math.floor(cap - est - cost + EPSILON)), reset, 0, write, windowTtl(s, w, now, (w + 2) * win), w, c + cost, p
+    if left == 0 and cap >= 1 then
+      reset = untilFits({ w, c + cost, p }, win, now, cap, 1, c + cost, p, elapsed)
+    elseif c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
+    return 1, left, reset, 0, write, windowTtl(s, w, now, (w + 2) * win), w, c + cost, p
   end
   local reset = 0
   if c > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
-  local retry = -1
-  if cost <= cap then
-    local room = cap - c - cost
-    if room >= 0 then
-      -- still in this window: p * (win - e) / win + c + cost <= cap + EPSILON
-      retry = math.max(1, math.ceil(win - (room + EPSILON) * win / p - elapsed))
-    else
-      -- in the next window c becomes p: c * (win - e2) / win + cost <= cap + EPSILON
-      local e2 = win - (cap - cost + EPSILON) * win / c
-      if e2 < 0 then e2 = 0 end
-      retry = math.max(1, math.ceil(win - elapsed + e2))
-    end
-    -- Rounding can put that estimate 1 ms off the admission test above: settle on the test itself,
-    -- so that waiting retry admits and waiting retry - 1 does not.
-    if retry > 1 and view(s, win, now + retry - 1) + cost <= cap + EPSILON then
-      retry = retry - 1
-    elseif view(s, win, now + retry) + cost > cap + EPSILON then
-      retry = retry + 1
-    end
-  end
-  return 0, math.max(0, math.floor(cap - est + EPSILON)), reset, retry, nil
+  return 0, math.max(0, math.floor(cap - est + EPSILON)), reset, untilFits(s, win, now, cap, cost, c, p, elapsed), nil
 end
 -- Refund: a charge made in the current window comes off c, one made in the previous window off p
 -- (never below zero); an older one no longer counts. Writes only when a count changes, with the TTL
