@@ -62,6 +62,11 @@ describe.each(servers)('%s', (name) => {
       expect(over.body.data ?? null).toBeNull();
       expect(over.body.extensions?.cost).toEqual({ requestedQueryCost: 51, actualQueryCost: null, throttleStatus: null });
       expect(s.calls.items).toBe(0);
+      // A hostile size (Int's largest) is bounded and refused the same way.
+      const hostile = await post(s.url, '{ items(first: 2147483647) { id name } }');
+      expect(hostile.body.errors![0].extensions?.code).toBe('MAX_COST_EXCEEDED');
+      expect(hostile.body.extensions?.cost?.requestedQueryCost).toBe(2147483647);
+      expect(s.calls.items).toBe(0);
       const dry = await post(s.url, ITEMS_10, DRY);
       expect(dry.body.extensions?.cost?.throttleStatus?.currentlyAvailable).toBe(100);
       // At the maximum it runs.
