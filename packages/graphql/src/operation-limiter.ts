@@ -40,6 +40,12 @@ export interface OperationLimiter {
   readonly http: HttpLimiter<OperationRequest>;
   /** Decides one operation before it runs. Rejects only when an app function (estimate, key, skip) fails or returns a bad cost. */
   begin(facts: HttpFacts, operation: OperationInput, context: unknown): Promise<Admission>;
+  /**
+   * Charges one subscription event after the first (whose cost settles the subscription's
+   * reservation): its actual cost from its `data`, consumed now. 'refused' when it does not fit
+   * (the plugin replaces the event with the THROTTLED error). Never rejects for a limit.
+   */
+  event(facts: HttpFacts, operation: OperationInput, context: unknown, data: unknown): Promise<Admission>;
   health(options?: HealthOptions): Health;
 }
 
@@ -131,5 +137,14 @@ export function createOperationLimiter(options: GraphqlRateLimitOptions = {}): O
     };
   }
 
-  return { options: own, http, begin, health: (o) => http.health(o) };
+  async function event(facts: HttpFacts, operation: OperationInput, context: unknown, data: unknown): Promise<Admission> {
+    // An event costs what it holds, at most the per-operation maximum (what the subscription was admitted under).
+    const actual = Math.min(actualOf(operation, data, context, maxCost), maxCost);
+    const result = await http.handle({ ...facts, method: 'POST', route: undefined }, { context, operation, cost: actual });
+    const cost: CostExtension = { requestedQueryCost: actual, actualQueryCost: result.status === 'next' ? actual : null, throttleStatus: statusOf(result.decision) };
+    if (result.status !== 'next') return { kind: 'refused', refusal: refusalOf(result), headers: result.headers, cost };
+    return { kind: 'admitted', headers: result.headers, cost, finish: () => Promise.resolve(cost) };
+  }
+
+  return { options: own, http, begin, event, health: (o) => http.health(o) };
 }

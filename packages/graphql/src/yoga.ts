@@ -18,8 +18,10 @@ interface YogaContext {
  * (codes MAX_COST_EXCEEDED, THROTTLED with `retryAfterMs`) and never runs; after it runs the
  * actual cost is settled. Every answer carries `extensions.cost` (Shopify's shape) and the
  * RateLimit headers. Identity: API key, else the client IP (the Node peer, X-Forwarded-For only
- * through `trustProxy`). Subscriptions and incremental delivery are charged their requested cost
- * and not settled. See docs/graphql.md.
+ * through `trustProxy`). A subscription reserves its requested cost when it starts; its first
+ * event settles it, each later event is charged its own cost (one that does not fit is replaced by
+ * the THROTTLED error). Incremental delivery (@defer/@stream) is charged its requested cost and
+ * not settled. See docs/graphql.md.
  */
 export function useFloodgate(options: GraphqlRateLimitOptions = {}): Plugin & { readonly limiter: OperationLimiter } {
   const limiter = createOperationLimiter(options);
@@ -40,6 +42,27 @@ export function useFloodgate(options: GraphqlRateLimitOptions = {}): Plugin & { 
           const cost = await admission.finish(result.data);
           setResult({ ...result, extensions: { ...result.extensions, cost } });
         },
+      };
+    },
+    async onSubscribe({ args, setResultAndStopExecution }) {
+      const context = args.contextValue as YogaContext;
+      const operation = { schema: args.schema, document: args.document, operationName: args.operationName, variables: args.variableValues };
+      const facts = factsOf(context.req, context.request?.headers);
+      const admission = await limiter.begin(facts, operation, context);
+      if (context.request && admission.headers.length > 0) headersFor.set(context.request, admission.headers);
+      if (admission.kind !== 'admitted') return setResultAndStopExecution(notRunResult(admission, 'status'));
+      // Per event: the first settles the subscription's reservation, each later one is charged its own cost.
+      let first = true;
+      return {
+        onSubscribeResult: () => ({
+          async onNext({ result, setResult }) {
+            const charged = first ? admission : await limiter.event(facts, operation, context, result.data);
+            const cost = first ? await admission.finish(result.data) : charged.cost;
+            first = false;
+            if (charged.kind === 'refused') return setResult({ ...notRunResult(charged, 'none'), data: null });
+            setResult({ ...result, extensions: { ...result.extensions, cost } });
+          },
+        }),
       };
     },
     onResponse({ request, response }) {
