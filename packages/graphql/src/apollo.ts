@@ -1,5 +1,6 @@
 // floodgateApolloPlugin: the Apollo Server 5 plugin: reserve an operation's cost once it is resolved, settle the actual cost before the response is sent.
 import type { ApolloServerPlugin, BaseContext, GraphQLRequestListener } from '@apollo/server';
+import { invalidOption } from '@floodgate/core/http';
 import { notRunResult } from './answers';
 import { nodeFactsReader, type NodeRequestLike } from './http-facts';
 import { createOperationLimiter, type Admission, type OperationLimiter } from './operation-limiter';
@@ -28,7 +29,7 @@ const defaultRequestOf = (context: BaseContext) => (context as { req?: NodeReque
  */
 export function floodgateApolloPlugin<TContext extends BaseContext = BaseContext>(options: ApolloOptions = {}): ApolloServerPlugin<TContext> & { readonly limiter: OperationLimiter } {
   const { requestOf = defaultRequestOf, ...rest } = options;
-  if (typeof requestOf !== 'function') throw new TypeError('requestOf: expected a function (context) => IncomingMessage');
+  if (typeof requestOf !== 'function') invalidOption('requestOf', requestOf, 'a function (context) => the Node request');
   const limiter = createOperationLimiter(rest);
   const factsOf = nodeFactsReader(limiter.options.trustProxy);
   return {

@@ -53,7 +53,7 @@ function listen(server: Server): Promise<string> {
 }
 
 /** Starts one of the three servers with the plugin under `options`; `available`: how many items `items` returns at most. */
-export async function startServer(name: ServerName, options: GraphqlRateLimitOptions, available = 3): Promise<Running> {
+export async function startServer(name: ServerName, options: GraphqlRateLimitOptions, available = 3, fastifyTrustProxy?: boolean | string): Promise<Running> {
   const calls: Calls = { items: 0, touch: 0 };
   const resolvers = resolversFor(calls, available);
   if (name === 'yoga') {
@@ -67,7 +67,7 @@ export async function startServer(name: ServerName, options: GraphqlRateLimitOpt
     const { url } = await startStandaloneServer(apollo, { listen: { port: 0, host: '127.0.0.1' }, context: async ({ req }) => ({ req }) });
     return { url, calls, close: () => apollo.stop() };
   }
-  const app = Fastify();
+  const app = Fastify({ trustProxy: fastifyTrustProxy ?? false });
   // cache: false: Mercurius's query cache loads quick-lru with a dynamic import(), which Jest's CommonJS runtime cannot run.
   await app.register(mercurius, { schema: SDL, resolvers: resolvers as never, cache: false });
   floodgateMercurius(app as never, options);

@@ -1,7 +1,7 @@
 // Bad options fail at construction with FloodgateError: the option, the value and the valid range, a stable code; a bad estimate at request time rejects with FG_INVALID_COST.
 import { buildSchema, parse } from 'graphql';
 import { FloodgateError } from '@floodgate/core';
-import { createOperationLimiter, floodgateMercurius, useFloodgate, type GraphqlRateLimitOptions } from '../src';
+import { createOperationLimiter, floodgateApolloPlugin, floodgateMercurius, useFloodgate, type GraphqlRateLimitOptions } from '../src';
 
 function errorOf(make: () => unknown): FloodgateError {
   try {
@@ -41,6 +41,8 @@ describe('construction', () => {
   it('the plugins parse their options when they are made, not at the first request', () => {
     expect(errorOf(() => useFloodgate({ maxDepth: 0 })).code).toBe('FG_INVALID_OPTION');
     expect(errorOf(() => floodgateMercurius({} as never, {})).message).toMatch(/mercurius registered/);
+    expect(errorOf(() => floodgateApolloPlugin({ requestOf: 'req' as never })).message).toMatch(/requestOf.*"req".*a function/);
+    expect(errorOf(() => floodgateApolloPlugin({ mutationWeight: -1 })).code).toBe('FG_INVALID_OPTION');
   });
 });
 
