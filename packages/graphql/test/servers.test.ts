@@ -90,6 +90,15 @@ describe.each(servers)('%s', (name) => {
       expect(s.calls.items).toBe(3);
     });
 
+    it('settles 20 concurrent operations exactly: each reserves 10 and is charged its 3', async () => {
+      const s = await start({ limit: 1000 });
+      const answers = await Promise.all(Array.from({ length: 20 }, () => post(s.url, ITEMS_10)));
+      expect(answers.every((a) => a.body.errors === undefined && a.body.extensions?.cost?.actualQueryCost === 3)).toBe(true);
+      const dry = await post(s.url, ITEMS_10, DRY);
+      expect(dry.body.extensions?.cost?.throttleStatus?.currentlyAvailable).toBe(1000 - 20 * 3);
+      expect(s.calls.items).toBe(20);
+    });
+
     it('answers a dry run with the cost only: even a mutation never runs, and nothing is charged', async () => {
       const s = await start({});
       const dry = await post(s.url, 'mutation { touch }', DRY);
