@@ -1,9 +1,11 @@
-// NestJS GraphQL resolvers (code-first and schema-first, Apollo driver on Express) limited by FloodgateGuard and @RateLimit(), on MemoryStore and a real Redis: the refused call's resolver never runs.
+// NestJS GraphQL resolvers (code-first and schema-first; the Apollo driver on Express, the Mercurius driver on Fastify) limited by FloodgateGuard and @RateLimit(), on MemoryStore and a real Redis: the refused call's resolver never runs.
 import 'reflect-metadata';
 import type { AddressInfo } from 'node:net';
 import { Module, type INestApplication } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
+import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Args, Field, GraphQLModule, ID, Int, ObjectType, Query, Resolver } from '@nestjs/graphql';
 import { MemoryStore, RedisStore, type Store } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
@@ -65,17 +67,22 @@ class HelloResolver {
   }
 }
 
-async function start(kind: 'code-first' | 'schema-first', store: Store): Promise<{ app: INestApplication; url: string }> {
+async function start(kind: 'code-first' | 'schema-first' | 'mercurius', store: Store): Promise<{ app: INestApplication; url: string }> {
+  const context = ({ req, res }: { req: unknown; res: unknown }) => ({ req, res });
   const graphql =
     kind === 'code-first'
-      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, context: ({ req, res }: { req: unknown; res: unknown }) => ({ req, res }) })
-      : GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs: 'type Query { hello: String }', context: ({ req, res }: { req: unknown; res: unknown }) => ({ req, res }) });
+      ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, context })
+      : kind === 'schema-first'
+        ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs: 'type Query { hello: String }', context })
+        : // Mercurius's own context carries `reply` (its `request` the Fastify request). cache: false: its query cache loads quick-lru with a dynamic import() Jest's CommonJS runtime cannot run.
+          GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, cache: false });
   @Module({
     imports: [FloodgateModule.forRoot({ store, prefix: `gql${Math.random().toString(36).slice(2, 10)}`, limit: 100, windowMs: '1m' }), graphql],
-    providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }, kind === 'code-first' ? ItemsResolver : HelloResolver],
+    providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }, kind === 'schema-first' ? HelloResolver : ItemsResolver],
   })
   class AppModule {}
-  const app = await NestFactory.create(AppModule, { logger: ['error'], abortOnError: false });
+  const options = { logger: ['error' as const], abortOnError: false };
+  const app = kind === 'mercurius' ? await NestFactory.create(AppModule, new FastifyAdapter(), options) : await NestFactory.create(AppModule, options);
   await app.listen(0, '127.0.0.1');
   return { app, url: `http://127.0.0.1:${(app.getHttpServer().address() as AddressInfo).port}/graphql` };
 }
@@ -99,8 +106,8 @@ describe.each(stores)('on %s', (_name, makeStore) => {
     for (const k of Object.keys(calls) as (keyof typeof calls)[]) calls[k] = 0;
   });
 
-  it('code-first: a resolver limited by @RateLimit() is refused on its third call and does not run; @SkipRateLimit() and cost apply', async () => {
-    const started = await start('code-first', makeStore());
+  it.each(['code-first', 'mercurius'] as const)('%s: a resolver limited by @RateLimit() is refused on its third call and does not run; @SkipRateLimit() and cost apply', async (kind) => {
+    const started = await start(kind, makeStore());
     app = started.app;
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await post(started.url, '{ items { id } }'));
