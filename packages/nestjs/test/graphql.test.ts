@@ -10,6 +10,7 @@ import { Args, Field, GraphQLModule, ID, Int, ObjectType, Query, Resolver } from
 import { MemoryStore, RedisStore, type Store } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
+import { floodgateApolloPlugin } from '@floodgate/graphql';
 import { FloodgateGuard, FloodgateModule, RateLimit, SkipRateLimit } from '../src';
 
 let redis: RedisServer;
@@ -67,10 +68,13 @@ class HelloResolver {
   }
 }
 
-async function start(kind: 'code-first' | 'schema-first' | 'mercurius', store: Store): Promise<{ app: INestApplication; url: string }> {
+async function start(kind: 'code-first' | 'schema-first' | 'mercurius' | 'cost', store: Store): Promise<{ app: INestApplication; url: string }> {
   const context = ({ req, res }: { req: unknown; res: unknown }) => ({ req, res });
   const graphql =
-    kind === 'code-first'
+    kind === 'cost'
+      ? // Whole operations by cost: @floodgate/graphql's Apollo plugin in the driver's plugins (no guard).
+        GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, context, plugins: [floodgateApolloPlugin({ store, prefix: `cost${Math.random().toString(36).slice(2, 10)}`, limit: 100, windowMs: '1m' })] })
+      : kind === 'code-first'
       ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, autoSchemaFile: true, context })
       : kind === 'schema-first'
         ? GraphQLModule.forRoot<ApolloDriverConfig>({ driver: ApolloDriver, typeDefs: 'type Query { hello: String }', context })
@@ -78,7 +82,7 @@ async function start(kind: 'code-first' | 'schema-first' | 'mercurius', store: S
           GraphQLModule.forRoot<MercuriusDriverConfig>({ driver: MercuriusDriver, autoSchemaFile: true, cache: false });
   @Module({
     imports: [FloodgateModule.forRoot({ store, prefix: `gql${Math.random().toString(36).slice(2, 10)}`, limit: 100, windowMs: '1m' }), graphql],
-    providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }, kind === 'schema-first' ? HelloResolver : ItemsResolver],
+    providers: kind === 'cost' ? [ItemsResolver] : [{ provide: APP_GUARD, useClass: FloodgateGuard }, kind === 'schema-first' ? HelloResolver : ItemsResolver],
   })
   class AppModule {}
   const options = { logger: ['error' as const], abortOnError: false };
@@ -124,6 +128,17 @@ describe.each(stores)('on %s', (_name, makeStore) => {
     let refused = 0;
     for (let i = 0; i < 34; i++) refused += (await post(started.url, '{ costly(n: 1) }')).body.errors ? 1 : 0;
     expect({ refused, ran: calls.costly }).toEqual({ refused: 1, ran: 33 });
+  });
+
+  it("@floodgate/graphql's Apollo plugin in Nest's Apollo driver: requested 10 (a list of assumed length 10), actual 1, settled", async () => {
+    const started = await start('cost', makeStore());
+    app = started.app;
+    const first = await post(started.url, '{ items { id } }');
+    expect(first.body).toEqual({
+      data: { items: [{ id: '1' }] },
+      extensions: { cost: { requestedQueryCost: 10, actualQueryCost: 1, throttleStatus: { maximumAvailable: 100, currentlyAvailable: 99, restoreRate: 1.667 } } },
+    });
+    expect(first.headers['ratelimit-remaining']).toBe('90');
   });
 
   it('schema-first: the resolver bound by name is limited the same way', async () => {
