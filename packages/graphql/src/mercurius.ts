@@ -1,7 +1,7 @@
 // floodgateMercurius: Mercurius hooks: reserve an operation's cost in preExecution (an operation refused or dry-run runs only `__typename`), settle the actual cost in onResolution.
 import { Kind, parse, type DocumentNode, type ExecutionResult } from 'graphql';
 import { invalidOption, trustProxyOf } from '@floodgate/core/http';
-import { notRunResult } from './answers';
+import { notRunResult, refusalError } from './answers';
 import { createOperationLimiter, type Admission, type OperationLimiter } from './operation-limiter';
 import type { GraphqlRateLimitOptions } from './options';
 
@@ -19,7 +19,7 @@ type Hook = (...args: never[]) => Promise<unknown>;
 /** The part of a Fastify instance with Mercurius registered that this reads. */
 export interface MercuriusAppLike {
   readonly initialConfig: { readonly trustProxy?: unknown };
-  readonly graphql: { addHook(name: 'preExecution' | 'onResolution', hook: Hook): void };
+  readonly graphql: { addHook(name: 'preExecution' | 'onResolution' | 'preSubscriptionExecution' | 'onSubscriptionResolution' | 'onSubscriptionEnd', hook: Hook): void };
 }
 
 /** A document that runs nothing but `__typename`, under every operation name of the original (so `operationName` still finds its operation). */
@@ -71,5 +71,50 @@ export function floodgateMercurius(app: MercuriusAppLike, options: GraphqlRateLi
   };
   app.graphql.addHook('preExecution', preExecution as unknown as Hook);
   app.graphql.addHook('onResolution', onResolution as unknown as Hook);
+  addSubscriptionHooks(app, limiter, trustProxy);
   return limiter;
+}
+
+/** One subscription's state: the facts it was admitted under, and whether its first event (which settles the reservation) has come. */
+interface Subscription {
+  readonly facts: { ip: string; headers: FastifyRequestLike['headers']; trustProxy: ReturnType<typeof trustProxyOf> };
+  readonly operation: { schema: never; document: DocumentNode };
+  admission: Admission | undefined;
+}
+
+/**
+ * Subscriptions over Mercurius's WebSocket: the requested cost is reserved when one starts (a
+ * refusal is the subscription's error), its first event settles it, each later event is charged
+ * its own cost, and one that does not fit is sent as the THROTTLED error in place of its data.
+ */
+function addSubscriptionHooks(app: MercuriusAppLike, limiter: OperationLimiter, trustProxy: ReturnType<typeof trustProxyOf>): void {
+  // Per connection context, then per subscription id; ended subscriptions are forgotten (onSubscriptionEnd), a closed connection's context with it.
+  const subscriptions = new WeakMap<object, Map<unknown, Subscription>>();
+  const pre = async (schema: never, document: DocumentNode, context: { request: FastifyRequestLike }, id: unknown) => {
+    const facts = { ip: context.request.ip, headers: context.request.headers, trustProxy };
+    const operation = { schema, document };
+    const admission = await limiter.begin(facts, operation, context);
+    if (admission.kind === 'dry-run') throw refusalError({ code: 'BAD_REQUEST', message: 'A dry run answers queries and mutations over HTTP, not subscriptions', status: 400, retryAfterMs: null }, 'none');
+    if (admission.kind === 'refused') throw refusalError(admission.refusal, 'none');
+    let byId = subscriptions.get(context);
+    if (!byId) subscriptions.set(context, (byId = new Map()));
+    byId.set(id, { facts, operation, admission });
+  };
+  const onEvent = async (execution: ExecutionResult & { data?: unknown }, context: object, id: unknown) => {
+    const sub = subscriptions.get(context)?.get(id);
+    if (!sub) return;
+    const first = sub.admission;
+    sub.admission = undefined;
+    const charged = first ?? (await limiter.event(sub.facts, sub.operation, context, execution.data));
+    const cost = first?.kind === 'admitted' ? await first.finish(execution.data) : charged.cost;
+    if (charged.kind === 'refused') {
+      execution.data = null;
+      (execution as { errors?: unknown[] }).errors = [refusalError(charged.refusal, 'none')];
+    }
+    (execution as { extensions?: Record<string, unknown> }).extensions = { ...execution.extensions, cost };
+  };
+  const onEnd = async (context: object, id: unknown) => void subscriptions.get(context)?.delete(id);
+  app.graphql.addHook('preSubscriptionExecution', pre as unknown as Hook);
+  app.graphql.addHook('onSubscriptionResolution', onEvent as unknown as Hook);
+  app.graphql.addHook('onSubscriptionEnd', onEnd as unknown as Hook);
 }
