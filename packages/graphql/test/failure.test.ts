@@ -17,7 +17,8 @@ beforeAll(async () => {
   if (client.status !== 'end') await once(client, 'end');
 });
 afterAll(async () => {
-  client.disconnect();
+  // Already ended with its server; disconnect() on an ended ioredis client leaves a timer behind.
+  if (client.status !== 'end') client.disconnect();
   await redis.stop();
 });
 
