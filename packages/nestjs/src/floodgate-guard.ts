@@ -1,6 +1,7 @@
 // FloodgateGuard: the guard that limits each HTTP request on its handler's route, global (APP_GUARD) or per controller (@UseGuards).
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { FloodgateService } from './floodgate-service';
+import { decideResolver } from './graphql-context';
 import { answersEveryMethod, routePattern, type PlatformRequest, type PlatformResponse } from './platform';
 
 /**
@@ -9,7 +10,7 @@ import { answersEveryMethod, routePattern, type PlatformRequest, type PlatformRe
  * handler's and its controller's `@RateLimit()` options over FloodgateModule's. Admits (headers
  * set, `req.rateLimit` the decision) or throws RateLimitException (429, 503 or 401) for Nest's
  * exception filters. Guards run before interceptors and pipes: a denied request reaches neither.
- * Other contexts (RPC, WebSocket) pass.
+ * GraphQL resolvers are limited per resolver (graphql-context.ts); other contexts (RPC, WebSocket) pass.
  */
 /** Guards made per service, so that one made by hand for `app.useGlobalGuards()` can be told from the container's (FG_ROUTE_NOT_LIMITED). */
 const made = new WeakMap<FloodgateService, number>();
@@ -26,6 +27,7 @@ export class FloodgateGuard implements CanActivate {
   }
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
+    if (context.getType<string>() === 'graphql') return decideResolver(this.floodgate, context);
     if (context.getType() !== 'http') return true;
     const controller = context.getClass();
     const handler = context.getHandler();

@@ -2,6 +2,10 @@
 import { invalidOption } from '../base/errors';
 import { checkOptionNames, oneOf, optionNames } from '../base/validate';
 import type { SheddingStats } from '../observe/states';
+import type { Performance as NodePerformance } from 'node:perf_hooks';
+
+// Node's global performance, typed as Node's even in a program that also loads the DOM lib (graphql-yoga's fetch types do), where `performance` would be the DOM's.
+const loop = performance as unknown as NodePerformance;
 
 /** A route's priority class: the order load is shed in is background, then default; critical never. */
 export const PRIORITIES = ['critical', 'default', 'background'] as const;
@@ -61,7 +65,7 @@ export class LoadShedder {
   private calm = 0;
   private last = { utilization: 0, delayMs: 0 };
   private readonly shed = { background: 0, default: 0 };
-  private previous = performance.eventLoopUtilization();
+  private previous = loop.eventLoopUtilization();
   private expected: number;
   private readonly timer: ReturnType<typeof setInterval>;
 
@@ -105,8 +109,8 @@ export class LoadShedder {
     const now = performance.now();
     const delayMs = Math.max(0, now - this.expected);
     this.expected = now + this.o.sampleMs;
-    const current = performance.eventLoopUtilization();
-    const utilization = performance.eventLoopUtilization(current, this.previous).utilization;
+    const current = loop.eventLoopUtilization();
+    const utilization = loop.eventLoopUtilization(current, this.previous).utilization;
     this.previous = current;
     this.observe({ utilization, delayMs });
   }
