@@ -28,8 +28,9 @@ const TSC = require.resolve('typescript/bin/tsc');
  */
 const EXTRA_NODES = (process.env.FLOODGATE_EXTRA_NODES ?? '').split(':').filter(Boolean);
 
-// Building (tsup's declaration pass) and a cold `npm install` dominate; on 2 busy cores allow minutes.
-const SETUP_TIMEOUT_MS = 300_000;
+// Building (tsup's declaration pass, every published package) and a cold `npm install` dominate: on 2
+// cores busy with other work the build alone took 226 s, so the set-up gets 15 minutes (a hang guard).
+const SETUP_TIMEOUT_MS = 900_000;
 const STEP_TIMEOUT_MS = 120_000;
 
 interface Manifest {
