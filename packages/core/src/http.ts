@@ -21,3 +21,5 @@ export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
+// For an adapter with options of its own: the one unknown-option check (FG_UNKNOWN_OPTION, with a did-you-mean).
+export { checkOptionNames } from './base/validate';
