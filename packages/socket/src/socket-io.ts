@@ -65,7 +65,8 @@ export function socketIoLimiter(options: SocketIoLimiterOptions): SocketIoLimite
     const ack = packet[packet.length - 1];
     if (typeof ack === 'function') ack(refusal(v));
     else socket.emit(errorEvent, { ...refusal(v), event: typeof packet[0] === 'string' ? packet[0] : undefined });
-    if (o.onLimit === 'close') socket.disconnect(true);
+    // After the admitted events before it: Socket.IO hands each to its handler on the next tick, and drops those a disconnect overtakes.
+    if (o.onLimit === 'close') setImmediate(() => socket.disconnect(true));
   }
 
   return {

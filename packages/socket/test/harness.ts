@@ -51,6 +51,9 @@ export async function startWs(options: WsLimiterOptions, useVerifyClient = true)
   };
 }
 
+/** The events the Socket.IO test server handles. */
+export const EVENTS = ['chat', 'upload'] as const;
+
 /** A Socket.IO server whose handlers ack (or emit 'ok') each admitted event. */
 export async function startIo(options: SocketIoLimiterOptions): Promise<Running> {
   const counts: Counts = { admitted: 0, limited: [], closed: 0 };
@@ -59,12 +62,15 @@ export async function startIo(options: SocketIoLimiterOptions): Promise<Running>
   const io = new IoServer(server, { transports: ['websocket'] });
   io.use(limiter.middleware);
   io.on('connection', (socket) => {
-    socket.onAny((event: string, ...args: unknown[]) => {
-      counts.admitted++;
-      const ack = args[args.length - 1];
-      if (typeof ack === 'function') ack({ ok: event });
-      else socket.emit('ok', event);
-    });
+    // Named handlers: Socket.IO calls onAny listeners before the socket's middlewares (socket.use), so they would see refused events too.
+    for (const event of EVENTS) {
+      socket.on(event, (...args: unknown[]) => {
+        counts.admitted++;
+        const ack = args[args.length - 1];
+        if (typeof ack === 'function') ack({ ok: event });
+        else socket.emit('ok', event);
+      });
+    }
     socket.on('disconnect', () => counts.closed++);
   });
   const port = await listen(server);
