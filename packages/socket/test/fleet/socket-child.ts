@@ -26,7 +26,7 @@ async function onSetup(setup: FleetSetup): Promise<{ ws: Counts; io: Counts }> {
   // connection of the test comes from 127.0.0.1, so all are one identity on both instances.
   const common = {
     store,
-    messages: { limit: 50, windowMs: '10s', algorithm: 'sliding-window-log' as const },
+    messages: { limit: 50, windowMs: '10s' as const, algorithm: 'sliding-window-log' as const },
     connections: { limit: 3, leaseMs: setup.leaseMs },
     onLimit: 'error' as const,
     maxPending: 500,
