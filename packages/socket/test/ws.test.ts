@@ -62,6 +62,16 @@ test('per connection: each connection has its own budget inside the identity one
   expect(r.counts.admitted).toBe(12);
 });
 
+test("a message the identity refuses is given back to the connection's count: a flood past the identity's limit stays refused by it, not by a spent connection budget", async () => {
+  const r = await server({ perConnection: { limit: 5, windowMs: '1m' }, messages: { limit: 3, windowMs: '1m' }, onLimit: 'error' });
+  const a = await open(r.url);
+  const frames = framesOn([a], 20);
+  for (let i = 0; i < 20; i++) a.send(`a${i}`);
+  const got = await frames;
+  expect(got.filter((f) => f.startsWith('ok:'))).toHaveLength(3);
+  expect(got.filter((f) => f.includes('"limit":"identity"'))).toHaveLength(17);
+});
+
 test('messages are delivered in the order they were sent', async () => {
   const r = await server({ messages: { limit: 100, windowMs: '1m' } });
   const a = await open(r.url);
