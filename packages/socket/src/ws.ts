@@ -4,9 +4,12 @@ import { invalidOption } from '@floodgate/core/http';
 import { admit, SocketConnection, type Admission, type Handshake, type Verdict } from './connection';
 import { resolveSocketOptions, type ResolvedSocketOptions, type SocketLimiterOptions } from './options';
 
+/** A ws message as ws hands it over (its `RawData`): a Buffer, an ArrayBuffer or fragments, per `binaryType`. */
+export type WsData = Buffer | ArrayBuffer | Buffer[];
+
 /** The parts of a ws `WebSocket` the limiter uses (typed by shape: no import of ws). */
 export interface WsSocket {
-  on(event: 'message', listener: (data: unknown, isBinary: boolean) => void): unknown;
+  on(event: 'message', listener: (data: WsData, isBinary: boolean) => void): unknown;
   once(event: 'close', listener: () => void): unknown;
   send(data: string): void;
   close(code?: number, reason?: string): void;
@@ -20,7 +23,7 @@ export interface UpgradeRequest {
 
 export interface WsLimiterOptions extends SocketLimiterOptions {
   /** Units one message draws: a whole number, or a function of the message. Default 1. */
-  cost?: number | ((data: unknown, isBinary: boolean) => number);
+  cost?: number | ((data: WsData, isBinary: boolean) => number);
   /** With `onLimit: 'error'`, the text frame sent back for a refused message. Default JSON: `{"type":"rate-limited","limit":...,"retryAfterMs":...,"reason":...}`. */
   errorMessage?: (verdict: Verdict) => string;
 }
@@ -37,7 +40,7 @@ export interface WsLimiter {
    * 'connection'. Without `verifyClient`, the handshake is decided here, and a refused connection
    * is closed (`closeCode` for a limit, 1008 for an unknown key, 1013 when the store failed).
    */
-  attach(socket: WsSocket, req: UpgradeRequest, handler: (data: unknown, isBinary: boolean) => void): void;
+  attach(socket: WsSocket, req: UpgradeRequest, handler: (data: WsData, isBinary: boolean) => void): void;
 }
 
 const defaultErrorMessage = (v: Verdict) => JSON.stringify({ type: 'rate-limited', limit: v.limit, retryAfterMs: v.retryAfterMs, reason: v.reason });
@@ -51,7 +54,7 @@ function refusalCode(o: ResolvedSocketOptions, status: 401 | 429 | 503): number 
   return status === 429 ? o.closeCode : status === 401 ? 1008 : 1013;
 }
 
-function costOf(cost: WsLimiterOptions['cost']): (data: unknown, isBinary: boolean) => unknown {
+function costOf(cost: WsLimiterOptions['cost']): (data: WsData, isBinary: boolean) => unknown {
   if (cost === undefined) return () => 1;
   if (typeof cost === 'function') return cost;
   if (typeof cost !== 'number' || !Number.isInteger(cost) || cost < 0) invalidOption('cost', cost, 'a whole number from 0, or a function of the message');
