@@ -1,10 +1,14 @@
 // Real ws and Socket.IO servers with the limiter, and real clients that wait on events: the socket tests' shared helpers.
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { RedisStore, type Store } from '@floodgate/core';
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
 import { Server as IoServer } from 'socket.io';
 import { io as ioClient, type Socket as ClientSocket } from 'socket.io-client';
-import { socketIoLimiter, wsLimiter, type LimitedEvent, type SocketIoLimiterOptions, type WsLimiterOptions } from '../src';
+import { socketIoLimiter, wsLimiter, type LimitedEvent, type SocketIoLimiterOptions, type SocketLimiterOptions, type WsLimiterOptions } from '../src';
 
 /** A running server's counts: admitted messages seen by the app's handler, and the limiter's refusals. */
 export interface Counts {
@@ -138,4 +142,28 @@ export async function until(check: () => boolean, what: string, timeoutMs = 20_0
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+}
+
+/**
+ * Runs a file's tests on each store: the memory store, and a real redis-server started once for the
+ * file (each server on its own random prefix). `withStore` fills in `store` and `prefix` unless the
+ * test set its own store.
+ */
+export function eachStore(body: (withStore: <O extends SocketLimiterOptions>(options: O) => O) => void): void {
+  describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
+    let redis: RedisServer | undefined;
+    let client: Redis | undefined;
+    let store: Store | undefined;
+    beforeAll(async () => {
+      if (kind !== 'redis') return;
+      redis = await startRedis();
+      client = redis.client({ autoResendUnfulfilledCommands: false });
+      store = new RedisStore({ client });
+    });
+    afterAll(async () => {
+      client?.disconnect();
+      await redis?.stop();
+    });
+    body((options) => (options.store !== undefined || kind === 'memory' ? options : { ...options, store, prefix: `t${randomBytes(4).toString('hex')}` }));
+  });
 }
