@@ -25,3 +25,5 @@ export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './hea
 export { signalOnClose } from './http/shape';
 export { DEFAULT_MAX_WAITING } from './http/shape-options';
 export type { ShapeOptions } from './http/shape-options';
+// For an adapter with options of its own: the one unknown-option check (FG_UNKNOWN_OPTION, with a did-you-mean).
+export { checkOptionNames } from './base/validate';
