@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { fleetConfigsKey, fleetKey } from '../base/keys';
 import type { ResolvedLimit } from '../model/limit';
 import type { Store } from '../stores/store';
-import type { FleetView } from '../observe/states';
+import type { FleetSource, FleetView } from '../observe/states';
 
 /**
  * This process's id in every fleet it announces itself to: random, made once per process, so two
@@ -47,6 +47,8 @@ function within(a: readonly string[], b: ReadonlySet<string>): boolean {
 export class FleetCount implements FleetView {
   instances = 1;
   readonly learning = true;
+  /** 'unlearned' until a count is known: 'recorded' (an earlier fleet's on this connection), then 'learned'. */
+  source: FleetSource = 'unlearned';
   learnedAt: number | undefined;
   failures = 0;
   private busy = false;
@@ -71,6 +73,7 @@ export class FleetCount implements FleetView {
   ) {
     if (known !== undefined) {
       this.instances = known;
+      this.source = 'recorded';
       this.recent.push({ count: known, at: performance.now() });
     }
     const ref = new WeakRef(this);
@@ -146,6 +149,7 @@ export class FleetCount implements FleetView {
         const lifetime = ANNOUNCE_TTL_PERIODS * this.periodMs;
         while (this.recent.length > 1 && this.recent[0].at < now - lifetime) this.recent.shift();
         this.instances = Math.max(...this.recent.map((r) => r.count));
+        this.source = 'learned';
         this.learnedAt = Date.now();
         this.learned(this.instances);
         this.compare();
@@ -164,5 +168,5 @@ export class FleetCount implements FleetView {
 
 /** A fleet of one that learns nothing: a fixed `instances`, or a store that cannot announce (MemoryStore, a custom store). */
 export function fixedFleet(prefix: string, instances: number): FleetView {
-  return { instances, learnedAt: undefined, failures: 0, prefix, learning: false };
+  return { instances, learnedAt: undefined, failures: 0, prefix, learning: false, source: 'fixed' };
 }

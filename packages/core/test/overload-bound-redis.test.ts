@@ -1,0 +1,112 @@
+// Issue 49 on a real redis-server: local decisions while Redis is slow or paused (SIGSTOP) use what the instance knows: what the store last said was left, its denials, and a fleet count never assumed smaller than it may be.
+import { createLimiter, RedisStore, type Logger } from '@floodgate/core';
+import { failOnUnhandledErrors, startRedis, whilePaused, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+
+failOnUnhandledErrors();
+
+const rnd = () => `ob${Math.random().toString(36).slice(2, 10)}`;
+const quiet: Logger = { warn: () => undefined, error: () => undefined };
+
+let server: RedisServer;
+const clients: Redis[] = [];
+
+beforeAll(async () => {
+  server = await startRedis({ args: ['--enable-debug-command', 'yes'] });
+});
+
+afterAll(async () => {
+  for (const c of clients) c.disconnect();
+  await server?.stop();
+});
+
+async function client(): Promise<Redis> {
+  const c = server.client({ autoResendUnfulfilledCommands: false });
+  clients.push(c);
+  await c.ping();
+  return c;
+}
+
+const admitted = (ds: readonly { allowed: boolean }[]) => ds.filter((d) => d.allowed).length;
+
+describe('a subject the store last told this instance about', () => {
+  it.each(['fixed-window', 'sliding-window-counter', 'sliding-window-log'] as const)('%s: remembered at 3 left, it gets at most its share of 3 while Redis is paused, not its share of the limit', async (algorithm) => {
+    const store = new RedisStore({ client: await client() });
+    // A fleet of 2 (fixed): its share of the limit is 5, its share of 3 left is 1.
+    const limiter = createLimiter({ store, prefix: rnd(), algorithm, limit: 10, windowMs: '1h', instances: 2, logger: quiet });
+    const healthy = await Promise.all(Array.from({ length: 7 }, () => limiter.consume('caller')));
+    expect(admitted(healthy)).toBe(7);
+    expect(healthy.some((d) => d.remaining === 3)).toBe(true);
+    const paused = await whilePaused(server, () => Promise.all(Array.from({ length: 10 }, () => limiter.consume('caller'))));
+    expect(paused.every((d) => d.reason === 'fail-local')).toBe(true);
+    expect(admitted(paused)).toBe(1);
+    // A subject the store never saw used still gets the share of the limit.
+    const other = await whilePaused(server, () => Promise.all(Array.from({ length: 10 }, () => limiter.consume('someone-else'))));
+    expect(admitted(other)).toBe(5);
+  });
+
+  it('token-bucket: 3 tokens left, a fleet of 1: at most 3 (plus what refills), not a full burst of 10', async () => {
+    const store = new RedisStore({ client: await client() });
+    const limiter = createLimiter({ store, prefix: rnd(), algorithm: 'token-bucket', burst: 10, refillPerSecond: 1 / 3600, instances: 1, logger: quiet });
+    expect(admitted(await Promise.all(Array.from({ length: 7 }, () => limiter.consume('caller'))))).toBe(7);
+    const paused = await whilePaused(server, () => Promise.all(Array.from({ length: 10 }, () => limiter.consume('caller'))));
+    expect(admitted(paused)).toBe(3);
+  });
+
+  it("limiter.reset() forgets what the store said, with the subject's local counts", async () => {
+    const store = new RedisStore({ client: await client() });
+    const limiter = createLimiter({ store, prefix: rnd(), limit: 10, windowMs: '1h', instances: 1, logger: quiet });
+    expect(admitted(await Promise.all(Array.from({ length: 10 }, () => limiter.consume('caller'))))).toBe(10);
+    await limiter.reset('caller');
+    const paused = await whilePaused(server, () => Promise.all(Array.from({ length: 12 }, () => limiter.consume('caller'))));
+    expect(admitted(paused)).toBe(10);
+  });
+});
+
+describe('a fleet not counted yet', () => {
+  it('a fresh instance that never reached Redis (paused from the start) gives a flooding caller 1 unit, not the whole limit; minInstances: its share of that many', async () => {
+    const c = await client();
+    await whilePaused(server, async () => {
+      const fresh = createLimiter({ store: new RedisStore({ client: c }), prefix: rnd(), limit: 100, windowMs: '1h', logger: quiet });
+      const flood = await Promise.all(Array.from({ length: 150 }, () => fresh.consume('flooder')));
+      expect(flood.every((d) => d.reason === 'fail-local')).toBe(true);
+      expect(admitted(flood)).toBe(1);
+      expect(fresh.health().fleets?.[0]).toMatchObject({ source: 'unlearned', instances: null });
+      const declared = createLimiter({ store: new RedisStore({ client: c }), prefix: rnd(), limit: 100, windowMs: '1h', minInstances: 8, logger: quiet });
+      expect(admitted(await Promise.all(Array.from({ length: 150 }, () => declared.consume('flooder'))))).toBe(12);
+      expect(declared.health().fleets?.[0]).toMatchObject({ source: 'declared', instances: 8 });
+    });
+  });
+
+  it('minInstances is checked at construction: a whole number from 1, and only with instances auto', async () => {
+    const store = new RedisStore({ client: await client() });
+    for (const bad of [0, 1.5, -2, '4', 10_001]) {
+      expect(() => createLimiter({ store, limit: 10, minInstances: bad as number })).toThrow(expect.objectContaining({ code: 'FG_INVALID_OPTION', option: 'minInstances' }));
+    }
+    expect(() => createLimiter({ store, limit: 10, instances: 4, minInstances: 2 })).toThrow(/minInstances.*fixed instances/);
+    expect(() => createLimiter({ store, limit: 10, minInstances: 3 })).not.toThrow();
+  });
+});
+
+describe('a slow Redis (busy with DEBUG SLEEP), one script per request', () => {
+  it('requests that wait past their deadline are decided with what the store answered meanwhile: the flooder gets its limit, not its limit plus a local share', async () => {
+    const [c, side] = await Promise.all([client(), client()]);
+    const store = new RedisStore({ client: c, timeoutMs: 300, coalesce: false, maxInFlight: 4 });
+    const limiter = createLimiter({ store, prefix: rnd(), limit: 3, windowMs: '1h', instances: 1, breaker: { failureThreshold: 1_000 }, logger: quiet });
+    let running = true;
+    const busy = (async () => {
+      while (running) await side.call('DEBUG', 'SLEEP', '0.060');
+    })();
+    let decisions;
+    try {
+      decisions = await Promise.all(Array.from({ length: 120 }, () => limiter.consume('flooder')));
+    } finally {
+      running = false;
+      await busy;
+    }
+    // 4 calls at a time behind 60 ms sleeps: most of the 120 wait past their 300 ms deadline (shed, or timed out).
+    expect(decisions.filter((d) => d.reason !== 'allowed' && d.reason !== 'limited').length).toBeGreaterThan(0);
+    // Before issue 49: each request decided without the store drew on a fresh local share of 3, so 3 (Redis) + 3 (local).
+    expect(admitted(decisions)).toBe(3);
+  });
+});
