@@ -132,7 +132,9 @@ it('limiters of one process on one connection share one announcement; health() s
 
 it('before the first answer no count is assumed (a fleet that starts during an outage): a share of 1 unit per subject, source unlearned; with minInstances, its share of that many', async () => {
   await whilePaused(server, async () => {
-    const limiter = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet });
+    // The breaker opens at the first timeout (another subject's), so the flood's requests are never sent: none is pending in Redis.
+    const limiter = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet, breaker: { failureThreshold: 1 } });
+    await limiter.consume('opener');
     const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('early')));
     // Issue 49: the whole limit (7) before; a new instance must not hold a full limit of its own.
     expect(decisions.filter((d) => d.allowed).length).toBe(1);
@@ -141,7 +143,8 @@ it('before the first answer no count is assumed (a fleet that starts during an o
     const fleet = limiter.health().fleets![0];
     expect({ instances: fleet.instances, source: fleet.source, learnedAt: fleet.learnedAt }).toEqual({ instances: null, source: 'unlearned', learnedAt: null });
     // The app's declared floor: floor(7 / 3) = 2.
-    const floored = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet, minInstances: 3 });
+    const floored = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet, minInstances: 3, breaker: { failureThreshold: 1 } });
+    await floored.consume('opener');
     const more = await Promise.all(Array.from({ length: 20 }, () => floored.consume('early')));
     expect(more.filter((d) => d.allowed).length).toBe(2);
     expect(floored.health().fleets![0]).toMatchObject({ instances: 3, source: 'declared' });

@@ -79,7 +79,8 @@ export function linkStore(
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: ScriptCallCounts });
 
   const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
-  const guard = guarded(shared, failure.timeoutMs, book);
+  // A store that can fail (asynchronous) tells the fallback which units it has been asked for and not answered yet.
+  const guard = guarded(shared, failure.timeoutMs, book, typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined && !resolved.hotKeys ? undefined : (request, units) => fallback.pending(request, units));
   const store: Store = withHotKeys(guard, resolved.hotKeys);
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
@@ -96,6 +97,8 @@ export function linkStore(
     degraded(request, error) {
       // A late answer still counts (the limiter caches its denial); a lease draw's is the hot-key store's own.
       const late = hotKeys === undefined ? lateAnswer<StoreResult>(error) : undefined;
+      // A call that timed out may still be counted: its own units are among the pending ones (guard.ts) until its late answer.
+      const ownPending = late !== undefined && sync === undefined;
       if (late) {
         late.then((result) => {
           try {
@@ -107,7 +110,7 @@ export function linkStore(
       }
       // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode. Nor
       // is one subject's script error, which a caller may provoke: never an admission without limit.
-      return isOverload(error) || isScriptError(error) ? fallback.local(request) : fallback.decide(request);
+      return isOverload(error) || isScriptError(error) || failure.failMode === 'local' ? fallback.local(request, ownPending) : fallback.decide(request);
     },
     // A synchronous store (MemoryStore) never decides late nor overloads: nothing to remember.
     remember: sync === undefined ? fallback.remember : ignore,

@@ -22,6 +22,13 @@ export const ANNOUNCE_TTL_PERIODS = 3;
  */
 const EARLY_DELAYS_MS = [250, 1_000];
 
+/**
+ * A count is believed once an announcement at least this long after the instance's first answered
+ * one confirms it (or one period, if shorter): instances started together (an autoscaler's) find
+ * only those that announced before them at first, a count too small by as many as start with them.
+ */
+const CONFIRM_MS = 1_000;
+
 type Announce = NonNullable<Store['announce']>;
 type Peers = NonNullable<Store['peers']>;
 
@@ -59,6 +66,8 @@ export class FleetCount implements FleetView {
   private warned = false;
   /** The counts learned within the last announcement lifetime (performance.now()): `instances` is their largest. */
   private readonly recent: { count: number; at: number }[] = [];
+  /** performance.now() of the first answered announcement: its count is believed from CONFIRM_MS later. */
+  private firstAnswerAt: number | undefined;
 
   constructor(
     readonly prefix: string,
@@ -149,6 +158,9 @@ export class FleetCount implements FleetView {
         const lifetime = ANNOUNCE_TTL_PERIODS * this.periodMs;
         while (this.recent.length > 1 && this.recent[0].at < now - lifetime) this.recent.shift();
         this.instances = Math.max(...this.recent.map((r) => r.count));
+        this.firstAnswerAt ??= now;
+        // Not believed before it is confirmed: until then the start stands (recorded, or none).
+        if (now - this.firstAnswerAt < Math.min(CONFIRM_MS, this.periodMs) && this.source !== 'learned') return;
         this.source = 'learned';
         this.learnedAt = Date.now();
         this.learned(this.instances);

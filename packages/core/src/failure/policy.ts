@@ -178,10 +178,16 @@ export function localLimits(limits: readonly ResolvedLimit[], instances: number)
 /** What a request gets when the store could not decide it: a degraded Decision, per the failure mode. */
 export interface Fallback {
   decide(request: StoreRequest): Decision;
-  /** This instance's share, from memory (reason 'fail-local'): failMode 'local', and any mode's answer while the store is overloaded. */
-  local(request: StoreRequest): Decision;
+  /**
+   * This instance's share, from memory (reason 'fail-local'): failMode 'local', and any mode's
+   * answer while the store is overloaded. `ownPending`: this request's own call may still be
+   * counted by the store (it timed out): it is not one of the others the store may count.
+   */
+  local(request: StoreRequest, ownPending?: boolean): Decision;
   /** The store's answer to a request (in time or late): what it says is left caps the subject's local decisions (failure/subject-memory.ts). */
   remember(request: StoreRequest, result: StoreResult): void;
+  /** Units of a consume asked of the store (+cost), or whose answer or failure is known (-cost): units the store may still count cap the subject's local decisions. */
+  pending(request: StoreRequest, units: number): void;
   /** Where a lease taken from memory (a local decision) is released and renewed. */
   readonly leases: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets a subject's local counts, with the limiter's reset(). */
@@ -203,7 +209,7 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
   // 100,000 keys), and most limiters never decide locally; an app with many routes has many limiters.
   let memory: MemoryStore | undefined;
   const subjects = new SubjectMemory(clock);
-  const local = (request: StoreRequest): Decision => {
+  const local = (request: StoreRequest, ownPending = false): Decision => {
     memory ??= new MemoryStore();
     const instances = fleet.instances;
     if (shares?.instances !== instances) {
@@ -211,11 +217,13 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
       shares = { instances, limits: cut, storeLimits: cut.map((l) => l.store) };
     }
     // What the store last said is left for this subject caps its share of it (a consume only).
-    const allowance = request.mode === 'consume' ? subjects.allowance(request.keys, request.limits, instances) : undefined;
+    // So do the units of this subject still asked of the store, which it may count yet.
+    const others = request.mode === 'consume' ? subjects.pendingOf(request.keys) - (ownPending ? request.cost : 0) : 0;
+    const allowance = request.mode === 'consume' ? subjects.allowance(request.keys, request.limits, instances, others) : undefined;
     if (allowance !== undefined && request.cost > allowance) return spent(request, allowance);
     // Same keys as the shared store, so a subject's local bucket is the one it has there.
     const result = memory.evaluateSync({ keys: request.keys, limits: shares.storeLimits, cost: request.cost, mode: request.mode, token: request.token });
-    if (allowance !== undefined && result.allowed) subjects.used(request.keys, request.cost);
+    if (allowance !== undefined && result.allowed) subjects.used(request.keys, request.limits, request.cost);
     const decision = toDecision(shares.limits, result.allowed, result.results, request.cost, 'fail-local', true, undefined, result.at);
     // A cost above the local share may well fit the shared limit once the store is back.
     return decision.retryAfterMs < 0 ? { ...decision, retryAfterMs: retryMs() } : decision;
@@ -233,14 +241,15 @@ export function createFallback(limits: readonly ResolvedLimit[], failure: Resolv
     void memory?.reset(keys);
   };
   const remember = (request: StoreRequest, result: StoreResult) => subjects.remember(request, result);
+  const pending = (request: StoreRequest, units: number) => subjects.pending(request.keys, units);
   // A lease's release and renewal name only the lease limit (its length is all they read).
   const leases = { evaluate: (request: StoreRequest) => Promise.resolve((memory ??= new MemoryStore()).evaluateSync(request)) };
   switch (failure.failMode) {
     case 'open':
-      return { decide: () => bareDecision(true, 'fail-open'), local, remember, leases, reset };
+      return { decide: () => bareDecision(true, 'fail-open'), local, remember, pending, leases, reset };
     case 'closed':
-      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), local, remember, leases, reset };
+      return { decide: () => bareDecision(false, 'fail-closed', retryMs()), local, remember, pending, leases, reset };
     case 'local':
-      return { decide: local, local, remember, leases, reset };
+      return { decide: local, local, remember, pending, leases, reset };
   }
 }

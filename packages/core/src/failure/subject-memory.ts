@@ -30,6 +30,8 @@ interface Remembered {
  */
 export class SubjectMemory {
   private entries: LRUCache<string, Remembered> | undefined;
+  /** Per subject, units asked of the store and not answered yet: an entry lives only while some are (bounded by the requests in flight). */
+  private readonly inFlight = new Map<string, number>();
 
   constructor(private readonly clock: () => number) {}
 
@@ -57,34 +59,64 @@ export class SubjectMemory {
   }
 
   /**
-   * How many units this instance may still admit locally for the subject of `keys`, from the store's
-   * last figures; undefined when it has none in force (nothing remembered, or every limit back).
+   * How many units this instance may still admit locally for the subject of `keys`: its share of
+   * what the store last said was left (each limit whose quota is not back yet; the whole limit when
+   * it said nothing), less the units of this subject asked of the store and not answered yet, which
+   * the store may still count (`pendingOthers`: this request's own call excluded), less what it
+   * admitted locally since. Undefined when there is nothing to go on (no figure, nothing pending).
    */
-  allowance(keys: readonly string[], limits: readonly StoreLimit[], instances: number): number | undefined {
-    const entry = this.entries?.get(keys[0]);
-    if (entry === undefined) return undefined;
+  allowance(keys: readonly string[], limits: readonly StoreLimit[], instances: number, pendingOthers: number): number | undefined {
+    let entry = this.entries?.get(keys[0]);
+    if (entry === undefined && pendingOthers <= 0) return undefined;
     const now = this.clock();
-    let least: number | undefined;
+    if (entry !== undefined && !entry.fullAt.some((t) => t !== Infinity && t > now)) {
+      this.entries!.delete(keys[0]);
+      if (pendingOthers <= 0) return undefined;
+      entry = undefined;
+    }
+    let least = Infinity;
     for (let i = 0; i < limits.length; i++) {
       const l = limits[i];
-      if (!(entry.fullAt[i] > now) || entry.fullAt[i] === Infinity) continue;
-      let left = entry.remaining[i];
-      // A refilling limit earns units back as it goes; a window's come back at its reset (the safe side: none before).
-      if ('refillPerSecond' in l) left = Math.min(l.capacity, left + (l.refillPerSecond * (now - entry.at)) / 1000);
-      const share = Math.floor(left / instances);
-      least = least === undefined ? share : Math.min(least, share);
+      if ('leaseMs' in l) continue;
+      let left = l.capacity;
+      if (entry !== undefined && entry.fullAt[i] > now) {
+        left = entry.remaining[i];
+        // A refilling limit earns units back as it goes; a window's come back at its reset (the safe side: none before).
+        if ('refillPerSecond' in l) left = Math.min(l.capacity, left + (l.refillPerSecond * (now - entry.at)) / 1000);
+      }
+      least = Math.min(least, Math.floor(Math.max(0, left - pendingOthers) / instances));
     }
-    if (least === undefined) {
-      this.entries!.delete(keys[0]);
-      return undefined;
-    }
-    return Math.max(0, least - entry.used);
+    if (least === Infinity) return undefined;
+    return Math.max(0, least - (entry?.used ?? 0));
   }
 
-  /** `cost` units admitted locally for the subject of `keys` (remembered: they count against its allowance). */
-  used(keys: readonly string[], cost: number): void {
-    const entry = this.entries?.get(keys[0]);
-    if (entry !== undefined) entry.used += cost;
+  /**
+   * `cost` units admitted locally for the subject of `keys` under an allowance: they count against
+   * it until its limits come back (an entry is made if the allowance came from pending calls alone).
+   */
+  used(keys: readonly string[], limits: readonly StoreLimit[], cost: number): void {
+    let entry = this.entries?.get(keys[0]);
+    if (entry === undefined) {
+      const now = this.clock();
+      const back = (l: StoreLimit) => ('leaseMs' in l ? Infinity : now + ('refillPerSecond' in l ? (l.capacity * 1000) / l.refillPerSecond : l.windowMs));
+      entry = { remaining: limits.map((l) => l.capacity), fullAt: limits.map(back), at: now, used: 0 };
+      this.entries ??= new LRUCache<string, Remembered>({ max: SUBJECT_MEMORY_MAX });
+      this.entries.set(keys[0], entry);
+    }
+    entry.used += cost;
+  }
+
+  /** Units of a subject asked of the store (+cost when sent, -cost when its answer or failure is known). */
+  pending(keys: readonly string[], delta: number): void {
+    const key = keys[0];
+    const n = (this.inFlight.get(key) ?? 0) + delta;
+    if (n > 0) this.inFlight.set(key, n);
+    else this.inFlight.delete(key);
+  }
+
+  /** Units of this subject asked of the store and not answered yet. */
+  pendingOf(keys: readonly string[]): number {
+    return this.inFlight.get(keys[0]) ?? 0;
   }
 
   /** Forgets subjects (the limiter's reset()). */
