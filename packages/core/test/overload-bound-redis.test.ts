@@ -2,6 +2,7 @@
 import { createLimiter, RedisStore, type Decision, type Limiter, type Logger } from '@floodgate/core';
 import { failOnUnhandledErrors, startRedis, waitFor, whilePaused, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
+import { AggregationTemporality, MeterProvider, MetricReader, type DataPoint } from '@opentelemetry/sdk-metrics';
 
 failOnUnhandledErrors();
 
@@ -119,6 +120,38 @@ describe('a fleet not counted yet', () => {
       expect(admitted(await flood(declared, 'flooder', 150))).toBe(12);
       expect(declared.health().fleets?.[0]).toMatchObject({ source: 'declared', instances: 8 });
     });
+  });
+
+  it("the floodgate.instances gauge says where the count comes from: unlearned (0), declared, fixed, then learned once Redis answers", async () => {
+    class Reader extends MetricReader {
+      constructor() {
+        super({ aggregationTemporalitySelector: () => AggregationTemporality.CUMULATIVE });
+      }
+      protected async onForceFlush(): Promise<void> {}
+      protected async onShutdown(): Promise<void> {}
+    }
+    const reader = new Reader();
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    const gauge = async () => {
+      const { resourceMetrics } = await reader.collect();
+      const metric = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'floodgate.instances');
+      return Object.fromEntries(((metric?.dataPoints ?? []) as DataPoint<number>[]).map((p) => [String(p.attributes['floodgate.instances.source']), p.value]));
+    };
+    const c = await client();
+    const held = await whilePaused(server, async () => {
+      const limiters = [
+        createLimiter({ store: new RedisStore({ client: c }), prefix: rnd(), limit: 10, meterProvider, logger: quiet }),
+        createLimiter({ store: new RedisStore({ client: c }), prefix: rnd(), limit: 10, minInstances: 3, meterProvider, logger: quiet }),
+        createLimiter({ store: new RedisStore({ client: c }), prefix: rnd(), limit: 10, instances: 4, meterProvider, logger: quiet }),
+      ];
+      expect(await gauge()).toEqual({ unlearned: 0, declared: 3, fixed: 4 });
+      return limiters;
+    });
+    // Redis answers: the first announcement, then its confirmation at least 1 s later (waited on, not timed).
+    await waitFor('the fleet count to be learned', async () => 'learned' in (await gauge()));
+    // The declared limiter learned 1 too, below its floor: it stays at 3, 'declared'.
+    expect(await gauge()).toMatchObject({ learned: 1, declared: 3, fixed: 4 });
+    expect(held.length).toBe(3);
   });
 
   it('minInstances is checked at construction: a whole number from 1, and only with instances auto', async () => {
