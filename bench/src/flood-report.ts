@@ -171,7 +171,7 @@ export function formatReasons(byReason: Record<string, number>, decisions: numbe
 
 /** What a scenario is, in words. */
 export function scenarioLabel(r: Pick<FloodScenarioRow, 'subjects' | 'coalesce' | 'fleet' | 'limit' | 'algorithm'>): string {
-  const who = r.subjects === 'one' ? `one subject (limit ${r.limit})` : 'a fresh subject per decision';
+  const who = r.subjects === 'one' ? `one subject (limit ${r.limit})` : r.subjects === 'callers' ? `400 callers, each decision on the next (limit ${r.limit} each)` : 'a fresh subject per decision';
   const fleet = r.fleet === 'fresh' ? ', processes started just before (fresh fleet)' : '';
   return `${who}${fleet}, ${r.coalesce === 'off' ? '`coalesce: false`' : 'default (coalesced)'}, ${r.algorithm}`;
 }

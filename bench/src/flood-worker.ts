@@ -19,11 +19,14 @@ export type FloodCoalesce = 'default' | 'off';
  * One burst: `inFlight` decisions made in one turn at `startAt` (epoch ms, so that every process
  * starts together), on one subject or on a fresh subject each.
  */
+/** The 'callers' bursts' callers (issue 49's row "400 callers x about 10, limit 5 each"). */
+export const FLOOD_CALLERS = 400;
+
 export interface FloodBurst {
   type: 'burst';
   algorithm: AlgorithmName;
   coalesce: FloodCoalesce;
-  subjects: 'one' | 'fresh';
+  subjects: 'one' | 'fresh' | 'callers';
   limit: number;
   inFlight: number;
   prefix: string;
@@ -227,7 +230,9 @@ async function burst(job: FloodBurst): Promise<FloodAnswers> {
   const calls: Promise<void>[] = new Array(job.inFlight);
   const fromUs = process.hrtime.bigint() / 1000n;
   // All in one turn: every decision is in flight at once, as a flood's are.
-  for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, job.subjects === 'one' ? job.subject : `${job.subject}-${process.pid}-${i}`);
+  // 'callers': FLOOD_CALLERS subjects shared by every process, decision i on caller i mod FLOOD_CALLERS.
+  const subjectOf = (i: number) => (job.subjects === 'one' ? job.subject : job.subjects === 'callers' ? `${job.subject}-c${i % FLOOD_CALLERS}` : `${job.subject}-${process.pid}-${i}`);
+  for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, subjectOf(i));
   await Promise.all(calls);
   // The burst's span on the monotonic clock a CPU profile's timestamps use (FLOOD_CPU_PROF): profiles can be cut to bursts.
   if (process.env.FLOOD_CPU_PROF) console.error(JSON.stringify({ burst: job.prefix, algorithm: job.algorithm, coalesce: job.coalesce, subjects: job.subjects, fromUs: String(fromUs), toUs: String(process.hrtime.bigint() / 1000n) }));

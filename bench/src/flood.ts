@@ -38,7 +38,9 @@ export interface FloodSettings {
   joiners: number;
 }
 
-export const FLOOD_KINDS = ['one', 'fresh', 'fresh-fleet'] as const;
+export const FLOOD_KINDS = ['one', 'fresh', 'fresh-fleet', 'callers'] as const;
+/** The 'callers' bursts' limit per caller (issue 49's row: 400 callers x about 8 decisions, limit 5 each). */
+export const CALLER_LIMIT = 5;
 export type FloodKind = (typeof FLOOD_KINDS)[number];
 
 export const FULL: FloodSettings = {
@@ -63,6 +65,8 @@ export function floodScenarios(topology: FloodTopology, s: FloodSettings): Flood
     if (s.kinds.includes('one')) for (const algorithm of s.algorithms) out.push({ ...base, id: `${topology}/one/${coalesce}/${algorithm}`, subjects: 'one', coalesce, algorithm });
     if (s.kinds.includes('fresh')) out.push({ ...base, id: `${topology}/fresh/${coalesce}/${DEFAULT_ALGORITHM}`, subjects: 'fresh', coalesce, algorithm: DEFAULT_ALGORITHM });
   }
+  // Issue 49's many-caller row: 400 callers shared by every process, limit 5 each, default options.
+  if (s.kinds.includes('callers')) out.push({ ...base, limit: CALLER_LIMIT, id: `${topology}/callers/default/${DEFAULT_ALGORITHM}`, subjects: 'callers', coalesce: 'default', algorithm: DEFAULT_ALGORITHM });
   // The race of issue 49: one script per request, every process started just before the flood.
   if (s.kinds.includes('fresh-fleet')) {
     for (const algorithm of s.algorithms) out.push({ ...base, id: `${topology}/fresh-fleet/off/${algorithm}`, subjects: 'one', coalesce: 'off', fleet: 'fresh', algorithm });
@@ -353,7 +357,8 @@ const HELP = `Usage: pnpm bench:flood [options]
   --outages LIST     kill,pause or none (default both; --quick pause)
   --outage-ms MS     how long Redis is out (default ${FULL.outageMs})
   --kinds LIST       burst kinds: one (a fleet up a while, one subject), fresh (a fresh subject per decision),
-                     fresh-fleet (processes started just before, one subject, coalesce false) (default all)
+                     fresh-fleet (processes started just before, one subject, coalesce false),
+                     callers (400 callers shared by every process, limit ${CALLER_LIMIT} each) (default all)
   --joiners N        the outage's autoscaler phase: processes started halfway through it, flooding at once
                      (default ${FULL.joiners}; 0: none)
   --label NAME       record the run under this name in bench/flood-runs.json and on docs/benchmarks.md

@@ -329,8 +329,8 @@ export const FLOOD_TOPOLOGIES: readonly FloodTopology[] = ['single', 'cluster'];
 export interface FloodScenarioRow {
   id: string;
   topology: FloodTopology;
-  /** 'one': every decision on one subject; 'fresh': a fresh subject per decision. */
-  subjects: 'one' | 'fresh';
+  /** 'one': every decision on one subject; 'fresh': a fresh subject per decision; 'callers': 400 subjects shared by every process (issue 49), decision i on caller i mod 400. */
+  subjects: 'one' | 'fresh' | 'callers';
   /** 'default': no `coalesce` option; 'off': `coalesce: false`. */
   coalesce: 'default' | 'off';
   /**

@@ -122,7 +122,8 @@ describe('scenarios and options', () => {
       'single/one/default/fixed-window',
       'single/one/default/gcra',
       'single/fresh/default/sliding-window-counter',
-      // Issue 49: processes started just before the flood, one script per request, each algorithm.
+      // Issue 49: 400 callers of limit 5 shared by every process; processes started just before the flood, one script per request, each algorithm.
+      'single/callers/default/sliding-window-counter',
       'single/fresh-fleet/off/fixed-window',
       'single/fresh-fleet/off/gcra',
     ]);
@@ -138,7 +139,8 @@ describe('scenarios and options', () => {
       'outage pause (+4 joined): 196 of 100 while Redis was out (goal 1.25x)',
     ]);
     expect(parseFloodArgs(['--kinds', 'fresh-fleet', '--joiners', '0'])).toMatchObject({ settings: { kinds: ['fresh-fleet'], joiners: 0 } });
-    expect(() => parseFloodArgs(['--kinds', 'race'])).toThrow(/--kinds: "race" is not one of one, fresh, fresh-fleet/);
+    expect(() => parseFloodArgs(['--kinds', 'race'])).toThrow(/--kinds: "race" is not one of one, fresh, fresh-fleet, callers/);
+    expect(floodScenarios('single', { ...QUICK, kinds: ['callers'] })).toMatchObject([{ subjects: 'callers', limit: 5, coalesce: 'default' }]);
   });
 
   it("defaults to the issue's 8 x 400, limit 100; --quick keeps both topologies and one outage", () => {
