@@ -183,6 +183,7 @@ describe('a slow Redis (busy with DEBUG SLEEP), one script per request', () => {
     // 4 calls at a time behind 60 ms sleeps: most of the 120 wait past their 300 ms deadline (shed, or timed out).
     expect(decisions.filter((d) => d.reason !== 'allowed' && d.reason !== 'limited').length).toBeGreaterThan(0);
     // Before issue 49: each request decided without the store drew on a fresh local share of 3, so 3 (Redis) + 3 (local).
-    expect(admitted(decisions)).toBe(3);
+    // At most 3 now (exactly 3 on a quiet machine; fewer when Redis admits some only after their callers' deadline).
+    expect(admitted(decisions)).toBeLessThanOrEqual(3);
   });
 });
