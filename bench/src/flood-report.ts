@@ -1,5 +1,5 @@
 // The flood section's logic without Redis: children's answers summed into rows, the rows rendered, the section spliced into docs/benchmarks.md, runs recorded by label.
-import { overAdmissionBound } from './bounds';
+import { OVERLOAD_GOAL_RATIO, overAdmissionBound } from './bounds';
 import type { FloodAnswers } from './flood-worker';
 import { sum } from './stats';
 import type { FloodOutageRow, FloodRun, FloodScenarioRow } from './types';
@@ -37,7 +37,7 @@ function pool(answers: readonly FloodAnswers[]) {
   };
 }
 
-export type FloodScenario = Pick<FloodScenarioRow, 'id' | 'topology' | 'subjects' | 'coalesce' | 'algorithm' | 'processes' | 'inFlight' | 'limit'>;
+export type FloodScenario = Pick<FloodScenarioRow, 'id' | 'topology' | 'subjects' | 'coalesce' | 'fleet' | 'algorithm' | 'processes' | 'inFlight' | 'limit'>;
 
 /**
  * One scenario's row from its repetitions (each: every process's answers to one burst). A subject's
@@ -89,6 +89,8 @@ export interface OutageTimes {
   outageFrom: number;
   outageTo: number;
   stoppedAt: number;
+  /** Processes the autoscaler phase started halfway through the outage (among `answers`). */
+  joined?: number;
 }
 
 /** The outage run's row: the flooding caller's admissions split at the moment Redis answered again. */
@@ -105,7 +107,8 @@ export function summarizeOutage(t: OutageTimes, answers: readonly FloodAnswers[]
     admittedDuringOutage: at.filter((x) => x < t.outageTo).length,
     admittedAfter: at.filter((x) => x >= t.outageTo).length,
     afterMs: Math.round(t.stoppedAt - t.outageTo),
-    bound: overAdmissionBound(t.limit, answers.length),
+    bound: overAdmissionBound(t.limit, answers.length - (t.joined ?? 0), t.joined ?? 0),
+    ...(t.joined ? { joined: t.joined } : {}),
     byReason: p.byReason,
     degraded: p.degraded,
     deadlineMs: p.deadlineMs,
@@ -116,6 +119,22 @@ export function summarizeOutage(t: OutageTimes, answers: readonly FloodAnswers[]
     maxLoopStallMs: p.maxLoopStallMs,
     rejected: p.rejected,
   };
+}
+
+/**
+ * Issue 49's goal check: every one-subject row's most on one subject, every fresh-subject row's, and
+ * every outage's admissions while Redis was out, at most OVERLOAD_GOAL_RATIO x the limit. One line
+ * per miss; `pnpm bench:flood` fails (exit 1) when there is any.
+ */
+export function floodGoalMisses(run: Pick<FloodRun, 'scenarios' | 'outages'>): string[] {
+  const misses: string[] = [];
+  for (const r of run.scenarios) {
+    if (r.maxAdmittedPerSubject > OVERLOAD_GOAL_RATIO * r.limit) misses.push(`${r.id}: ${r.maxAdmittedPerSubject} of ${r.limit} on one subject (goal ${OVERLOAD_GOAL_RATIO}x)`);
+  }
+  for (const o of run.outages) {
+    if (o.admittedDuringOutage > OVERLOAD_GOAL_RATIO * o.limit) misses.push(`outage ${o.fault}${o.joined ? ` (+${o.joined} joined)` : ''}: ${o.admittedDuringOutage} of ${o.limit} while Redis was out (goal ${OVERLOAD_GOAL_RATIO}x)`);
+  }
+  return misses;
 }
 
 /** `runs` with `run` recorded: it replaces the run of the same label, else it is added at the end. */
@@ -151,9 +170,10 @@ export function formatReasons(byReason: Record<string, number>, decisions: numbe
 }
 
 /** What a scenario is, in words. */
-export function scenarioLabel(r: Pick<FloodScenarioRow, 'subjects' | 'coalesce' | 'limit' | 'algorithm'>): string {
-  const who = r.subjects === 'one' ? `one subject (limit ${r.limit})` : 'a fresh subject per decision';
-  return `${who}, ${r.coalesce === 'off' ? '`coalesce: false`' : 'default (coalesced)'}, ${r.algorithm}`;
+export function scenarioLabel(r: Pick<FloodScenarioRow, 'subjects' | 'coalesce' | 'fleet' | 'limit' | 'algorithm'>): string {
+  const who = r.subjects === 'one' ? `one subject (limit ${r.limit})` : r.subjects === 'callers' ? `400 callers, each decision on the next (limit ${r.limit} each)` : 'a fresh subject per decision';
+  const fleet = r.fleet === 'fresh' ? ', processes started just before (fresh fleet)' : '';
+  return `${who}${fleet}, ${r.coalesce === 'off' ? '`coalesce: false`' : 'default (coalesced)'}, ${r.algorithm}`;
 }
 const topologyLabel = (t: FloodScenarioRow['topology']) => (t === 'cluster' ? '3-master Cluster' : 'one Redis');
 

@@ -8,6 +8,8 @@ export interface FloodWorkerSetup {
   /** A single redis-server on this loopback port, or the startup nodes of a Cluster. */
   port?: number;
   cluster?: { host: string; port: number }[];
+  /** Ready without waiting for a PING: an instance started while Redis is away (the outage run's autoscaler phase). */
+  lazy?: boolean;
 }
 
 /** How the worker's RedisStore shares script calls: 'default' passes no `coalesce` option at all. */
@@ -17,17 +19,25 @@ export type FloodCoalesce = 'default' | 'off';
  * One burst: `inFlight` decisions made in one turn at `startAt` (epoch ms, so that every process
  * starts together), on one subject or on a fresh subject each.
  */
+/** The 'callers' bursts' callers (issue 49's row "400 callers x about 10, limit 5 each"). */
+export const FLOOD_CALLERS = 400;
+
 export interface FloodBurst {
   type: 'burst';
   algorithm: AlgorithmName;
   coalesce: FloodCoalesce;
-  subjects: 'one' | 'fresh';
+  subjects: 'one' | 'fresh' | 'callers';
   limit: number;
   inFlight: number;
   prefix: string;
   /** The subject (or, for fresh subjects, the stem each request's subject is made from). */
   subject: string;
   startAt: number;
+  /**
+   * A fleet started just now (an autoscaler's new instances): the limiter is made at `startAt`,
+   * with no call before the flood, so no instance has learned how many share the limit yet.
+   */
+  freshFleet?: boolean;
 }
 
 /**
@@ -78,6 +88,17 @@ export interface FloodAnswers {
   /** Calls that rejected instead of resolving with a Decision: a bug. */
   rejected: number;
   firstRejection?: string;
+}
+
+/** The outage run's autoscaler phase: an instance started during the outage makes its limiter and floods at once. */
+export interface FloodJoin {
+  type: 'join';
+  limit: number;
+  prefix: string;
+  subject: string;
+  everyMs: number;
+  perTick: number;
+  maxInFlight: number;
 }
 
 export type FloodWorkerMessage = { type: 'ready'; pid: number } | { type: 'warmed' } | FloodAnswers | { type: 'error'; message: string };
@@ -192,17 +213,26 @@ class Tally {
 }
 
 async function burst(job: FloodBurst): Promise<FloodAnswers> {
+  const untilStart = async () => {
+    const wait = job.startAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  };
+  // A fresh fleet makes its limiter as the flood starts (the bench loaded every script on every node before).
+  if (job.freshFleet) await untilStart();
   const { store, limiter } = limiterFor(job.coalesce, job.algorithm, job.limit, job.prefix);
-  // Loads the script on the subject's node (NOSCRIPT, then EVAL) before the flood; fresh subjects land on every node of a Cluster.
-  if (job.subjects === 'one') await limiter.peek(job.subject);
-  else await Promise.all(Array.from({ length: 12 }, (_, k) => limiter.peek(`${job.subject}-warm-${process.pid}-${k}`)));
-  const wait = job.startAt - Date.now();
-  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  if (!job.freshFleet) {
+    // Loads the script on the subject's node (NOSCRIPT, then EVAL) before the flood; fresh subjects land on every node of a Cluster.
+    if (job.subjects === 'one') await limiter.peek(job.subject);
+    else await Promise.all(Array.from({ length: 12 }, (_, k) => limiter.peek(`${job.subject}-warm-${process.pid}-${k}`)));
+    await untilStart();
+  }
   const tally = new Tally(store.timeoutMs, undefined, () => limiter.health());
   const calls: Promise<void>[] = new Array(job.inFlight);
   const fromUs = process.hrtime.bigint() / 1000n;
   // All in one turn: every decision is in flight at once, as a flood's are.
-  for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, job.subjects === 'one' ? job.subject : `${job.subject}-${process.pid}-${i}`);
+  // 'callers': FLOOD_CALLERS subjects shared by every process, decision i on caller i mod FLOOD_CALLERS.
+  const subjectOf = (i: number) => (job.subjects === 'one' ? job.subject : job.subjects === 'callers' ? `${job.subject}-c${i % FLOOD_CALLERS}` : `${job.subject}-${process.pid}-${i}`);
+  for (let i = 0; i < job.inFlight; i++) calls[i] = tally.track(limiter, subjectOf(i));
   await Promise.all(calls);
   // The burst's span on the monotonic clock a CPU profile's timestamps use (FLOOD_CPU_PROF): profiles can be cut to bursts.
   if (process.env.FLOOD_CPU_PROF) console.error(JSON.stringify({ burst: job.prefix, algorithm: job.algorithm, coalesce: job.coalesce, subjects: job.subjects, fromUs: String(fromUs), toUs: String(process.hrtime.bigint() / 1000n) }));
@@ -221,6 +251,13 @@ async function warm(job: FloodWarm): Promise<void> {
     for (let i = 0; i < job.perTick; i++) void background.track(limiter, `warm-${process.pid}-${n++}`);
   }, job.everyMs);
   await limiter.peek('warm-up');
+}
+
+/** An instance the autoscaler starts during the outage: its limiter is made now, and it floods at once. */
+function join(job: FloodJoin): void {
+  const { store, limiter } = limiterFor('default', undefined, job.limit, job.prefix);
+  outage = { store, limiter, calls: new Set() };
+  flood({ type: 'flood', subject: job.subject, everyMs: job.everyMs, perTick: job.perTick, maxInFlight: job.maxInFlight });
 }
 
 function flood(job: FloodStart): void {
@@ -250,16 +287,17 @@ async function connect(setup: FloodWorkerSetup): Promise<void> {
     ? new Cluster(setup.cluster, { redisOptions: { autoResendUnfulfilledCommands: false } })
     : new Redis({ host: '127.0.0.1', port: setup.port, autoResendUnfulfilledCommands: false });
   client.on('error', () => undefined);
-  await client.ping();
+  if (!setup.lazy) await client.ping();
 }
 
-process.on('message', (message: FloodBurst | FloodWarm | FloodStart | { type: 'stop' } | { type: 'exit' }) => {
+process.on('message', (message: FloodBurst | FloodWarm | FloodStart | FloodJoin | { type: 'stop' } | { type: 'exit' }) => {
   const handle = async () => {
     if (message.type === 'burst') send(await burst(message));
     else if (message.type === 'warm') {
       await warm(message);
       send({ type: 'warmed' });
     } else if (message.type === 'flood') flood(message);
+    else if (message.type === 'join') join(message);
     else if (message.type === 'stop') send(await stop());
     else {
       client.disconnect();

@@ -12,7 +12,7 @@ import express from 'express';
 import fastify from 'fastify';
 import Koa from 'koa';
 import type { Redis } from 'ioredis';
-import { DEADLINE_MARGIN_MS, overAdmissionBound } from './bounds';
+import { DEADLINE_MARGIN_MS, overAdmissionBound, UNLEARNED_SHARE } from './bounds';
 import { LoopWatch } from './loop-watch';
 
 export { DEADLINE_MARGIN_MS } from './bounds';
@@ -58,8 +58,13 @@ const limitOf = (route: SoakRoute) => (route === 'default' || route === 'hot' ? 
 /** Requests per second one instance must see for a subject before it leases quota for it: a flood's hot caller is, the steady load is not. */
 export const HOT_THRESHOLD = 50;
 export const FAULT_KINDS = ['kill', 'pause', 'slow'] as const;
-/** Floods: one hot caller, or a fresh caller per request, FLOOD_IN_FLIGHT requests in flight all along, on the routes that keep a limit. */
-export const FLOOD_KINDS = ['flood-hot', 'flood-fresh'] as const;
+/**
+ * Floods: one hot caller, or a fresh caller per request, FLOOD_IN_FLIGHT requests in flight all
+ * along, on the routes that keep a limit; and the autoscaler's case (issue 49, 'flood-scale-out'):
+ * Redis paused, a new Express instance on a connection of its own (it has counted no fleet) starts
+ * during the pause and a hot caller floods its default route and the first one's.
+ */
+export const FLOOD_KINDS = ['flood-hot', 'flood-fresh', 'flood-scale-out'] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number] | (typeof FLOOD_KINDS)[number];
 export const FLOOD_IN_FLIGHT = 24;
 /** Routes a flood is aimed at: every route that keeps a limit ('open' admits everything while the store is away by design). */
@@ -77,12 +82,27 @@ const KEY_SCAN_PASSES = 100;
  * instance: the 'local' route is told INSTANCES (its local share is LIMIT / INSTANCES), the others
  * set no `instances` and have the fleet of one they run in.
  */
-export function admissionCeiling(route: SoakRoute, restartsInWindow = 0): number {
+export function admissionCeiling(route: SoakRoute, restartsInWindow = 0, joinedInWindow = 0): number {
   const limit = limitOf(route);
   // A redis-server restarted without its data (the soak's: no RDB, no AOF) forgets what it had
   // admitted in the window: it may admit the limit again, once per restart within the window
   // (docs/failure-modes.md#the-bound-on-over-admission, its row for a restart without data).
-  return limit * (1 + restartsInWindow) + overAdmissionBound(limit, route === 'local' ? INSTANCES : 1);
+  // An instance started during an outage has counted no fleet: 1 unit per subject (issue 49; it was the whole limit).
+  return limit * (1 + restartsInWindow) + overAdmissionBound(limit, route === 'local' ? INSTANCES : 1, joinedInWindow);
+}
+
+/** The autoscaler phase's caller (its windows are judged against scaleOutCeiling). */
+const SCALE_OUT_CALLER = 'scale-out-';
+
+/**
+ * The autoscaler phase's bound for its caller (issue 49): the running instance heard from Redis
+ * that the caller had used its limit (it denies it, from the block cache or what Redis said was
+ * left), and each instance started during the pause has counted no fleet (1 unit per subject). So:
+ * the limit (Redis, and the running instance in a window Redis said nothing of the caller) plus 1
+ * unit per joined instance. Before issue 49 the joined instance alone gave the whole limit.
+ */
+export function scaleOutCeiling(route: SoakRoute, restartsInWindow: number, joinedInWindow: number): number {
+  return limitOf(route) * (1 + restartsInWindow) + joinedInWindow * UNLEARNED_SHARE;
 }
 
 export interface SoakOptions {
@@ -139,6 +159,8 @@ export interface SoakReport {
   /** Caller windows judged against admissionCeiling (every route but 'open', every window, faults and floods included), and the most admitted in one. */
   callerWindowsChecked: number;
   worstAdmittedInWindow: { key: string; admitted: number; ceiling: number } | null;
+  /** The autoscaler phase's caller: the most admitted in one window, and its ceiling (scaleOutCeiling); null when it did not run. */
+  worstScaleOut: { key: string; admitted: number; ceiling: number } | null;
   /** Requests the floods sent. */
   floodRequests: number;
   /** Requests each flood kept in flight. */
@@ -213,6 +235,16 @@ async function startApps(store: RedisStore, prefix: string, logger: Logger, rout
     { name: 'fastify', port: (f.server.address() as AddressInfo).port, close: () => f.close() },
     { name: 'koa', port: (kServer.address() as AddressInfo).port, close: () => closeServer(kServer) },
   ];
+}
+
+/** The autoscaler phase's new instance: an Express app with the 'default' route alone, on its own store and connection. */
+async function startJoined(store: RedisStore, prefix: string, logger: Logger): Promise<App> {
+  const e = express();
+  e.get('/default', expressRateLimit({ ...options(store, prefix, logger), ...perRoute('default') }), (_req, res) => void res.send('ok'));
+  const server = e.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  server.keepAliveTimeout = 10 * 60_000;
+  return { name: 'express', port: (server.address() as AddressInfo).port, close: () => closeServer(server) };
 }
 
 interface Answer {
@@ -316,7 +348,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const floodInFlight = opts.floodInFlight ?? FLOOD_IN_FLIGHT;
   const floodAgent = new Agent({ keepAlive: true, maxSockets: floodInFlight });
   const loop = new LoopWatch();
-  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, restart: 0, floodsDuringFaults: 0 };
+  const faults: SoakReport['faults'] = { kill: 0, pause: 0, slow: 0, 'flood-hot': 0, 'flood-fresh': 0, 'flood-scale-out': 0, restart: 0, floodsDuringFaults: 0 };
   const byOutcome: Record<string, number> = {};
   // Store admissions per route and caller per window (the healthy-window check), and every admission (the ceiling).
   const windows = new Map<string, number>();
@@ -325,6 +357,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
   const unhealthy: [number, number][] = [];
   /** Each kill and the restart after it (ms since the time origin, as `unhealthy`): the data the server lost. */
   const restarts: [number, number][] = [];
+  /** Each autoscaler phase's span, while its new instance ran (as `restarts`): the joined instance's unlearned share counts in the windows it touches. */
+  const joins: [number, number][] = [];
   let requests = 0;
   let floodRequests = 0;
   let worstMs = 0;
@@ -365,6 +399,42 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const floodTargets = targetsOn(FLOOD_ROUTES);
     // Through a fault, the flood aims at the routes on default failure options: what the defaults do for an attacker's moment.
     const duringTargets = targetsOn(['default', 'hot']);
+
+    /**
+     * The autoscaler's case: a hot caller first uses its limit on the first Express app's default
+     * route while Redis answers (that instance hears so), then Redis is paused, a new Express app
+     * (the 'default' route, the first app's prefix, a connection of its own: it has counted no
+     * fleet) starts, and the caller floods both, judged as 'express default' (one shared limit):
+     * at most the limit plus 1 unit per window (scaleOutCeiling), where before issue 49 the new
+     * instance alone gave the whole limit.
+     */
+    const scaleOut = async (n: number, lengthMs: number): Promise<number> => {
+      const caller = () => `${SCALE_OUT_CALLER}${n}`;
+      const express = apps.find((a) => a.name === 'express')!;
+      const first = { route: 'express default', port: express.port, path: '/default' };
+      let sent = await flood(floodAgent, [first], caller, floodInFlight, performance.now() + 200, floodSamples, floodErrors);
+      const joinedAt = performance.now();
+      server.pause();
+      const joinedClient = server.client({ autoResendUnfulfilledCommands: false });
+      joinedClient.on('error', () => undefined);
+      clients.push(joinedClient);
+      try {
+        const joined = await startJoined(new RedisStore({ client: joinedClient }), `${prefix}e`, logger);
+        try {
+          const targets = [first, { route: 'express default', port: joined.port, path: '/default' }];
+          sent += await flood(floodAgent, targets, caller, floodInFlight, joinedAt + lengthMs, floodSamples, floodErrors);
+        } finally {
+          await joined.close();
+        }
+      } finally {
+        server.resume();
+        joinedClient.disconnect();
+        joins.push([joinedAt, performance.now()]);
+        // A pause, as the others: no window it touched is judged as healthy.
+        unhealthy.push([joinedAt, performance.now()]);
+      }
+      return sent;
+    };
 
     const origin = performance.timeOrigin;
     const judgeOne = (s: Sample) => {
@@ -430,6 +500,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         const lengthMs = Math.round(300 + rnd() * 1_000);
         const from = performance.now();
         log(`${((from - start) / 1000).toFixed(1)} s: ${kind} for ${lengthMs} ms`);
+        if (kind === 'flood-scale-out') {
+          faults[kind]++;
+          floodRequests += await scaleOut(faults[kind], lengthMs);
+          continue;
+        }
         if (kind === 'flood-hot' || kind === 'flood-fresh') {
           faults[kind]++;
           const n = faults[kind];
@@ -530,6 +605,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     }
     // Admitted by anyone (the store, a failure mode, a lease) within the limit plus the documented bound, in every window.
     let worstAdmittedInWindow: SoakReport['worstAdmittedInWindow'] = null;
+    let worstScaleOut: SoakReport['worstScaleOut'] = null;
     // A restart forgets admissions only when Redis admitted before the kill and again after the
     // restart within one window: both ends inside it (5 ms of slack, as the windows have).
     const restartsIn = (w: number) => restarts.filter(([k, r]) => origin + k + 5 >= w * WINDOW_MS && origin + r - 5 < (w + 1) * WINDOW_MS).length;
@@ -537,8 +613,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const parts = key.split(' ');
       const route = parts[1] as SoakRoute;
       const restarted = restartsIn(Number(parts[3]));
-      const ceiling = admissionCeiling(route, restarted);
+      const w = Number(parts[3]);
+      const joined = parts[0] === 'express' && route === 'default' ? joins.filter(([a, b]) => origin + a - 5 < (w + 1) * WINDOW_MS && origin + b + 5 >= w * WINDOW_MS).length : 0;
+      const ceiling = parts[2].startsWith(SCALE_OUT_CALLER) ? scaleOutCeiling(route, restarted, joined) : admissionCeiling(route, restarted, joined);
       if (!worstAdmittedInWindow || admitted - ceiling > worstAdmittedInWindow.admitted - worstAdmittedInWindow.ceiling) worstAdmittedInWindow = { key, admitted, ceiling };
+      if (parts[2].startsWith(SCALE_OUT_CALLER) && (!worstScaleOut || admitted - ceiling > worstScaleOut.admitted - worstScaleOut.ceiling)) worstScaleOut = { key, admitted, ceiling };
       if (admitted > ceiling) {
         violate(`${key}: ${admitted} admitted in one window, past the limit ${limitOf(route)} plus the bound (${ceiling} in all${restarted ? `, ${restarted} restart(s) without data within it counted` : ''})`);
       }
@@ -551,7 +630,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
 
     const firstFailureLines = lines.filter((l) => l.includes('requests it cannot decide are now')).length;
     // A flood may time calls out too: it counts as a possible outage.
-    const outages = faults.kill + faults.pause + faults.slow + faults['flood-hot'] + faults['flood-fresh'];
+    const outages = faults.kill + faults.pause + faults.slow + faults['flood-hot'] + faults['flood-fresh'] + faults['flood-scale-out'];
     // Every fault is at least one outage, and each outage is announced once (a slow or short fault may end before a call fails: then none).
     if (firstFailureLines > outages * 2) violate(`${firstFailureLines} first-failure lines for ${outages} faults`);
 
@@ -572,6 +651,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       healthyWindowsChecked,
       callerWindowsChecked: admittedWindows.size,
       worstAdmittedInWindow,
+      worstScaleOut,
       floodRequests,
       floodInFlight,
       worstRecoveryMs,
@@ -602,11 +682,12 @@ export function formatReport(r: SoakReport): string {
     `requests: ${r.requests} (${Object.entries(r.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `faults injected: ${r.faults.kill} kill (+${r.faults.restart} restart), ${r.faults.pause} pause (SIGSTOP/SIGCONT), ${r.faults.slow} slow (DEBUG SLEEP)` +
       (r.overload
-        ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${r.floodInFlight} in flight)`
+        ? `; floods: ${r.faults['flood-hot']} of one hot caller, ${r.faults['flood-fresh']} of fresh callers, ${r.faults['flood-scale-out']} with an instance started during a pause (autoscaler), ${r.faults.floodsDuringFaults} of a hot caller through a fault (${r.floodRequests} requests, ${r.floodInFlight} in flight)`
         : ''),
     `deadline ${STORE_TIMEOUT_MS} ms + ${DEADLINE_MARGIN_MS} ms + the loop's own stall${r.latencyAllowanceMs ? ` + an allowance of ${r.latencyAllowanceMs} ms` : ''}: worst response ${r.worstMs.toFixed(0)} ms, worst excess ${r.worstOverDeadlineMs.toFixed(0)} ms; ${r.lateWithoutStallAllowance} later than ${STORE_TIMEOUT_MS + DEADLINE_MARGIN_MS} ms if the stall is not allowed for; worst loop stall ${r.worstLoopStallMs.toFixed(0)} ms`,
     `healthy windows checked: ${r.healthyWindowsChecked} (store admissions <= the route's limit, ${LIMIT} or ${OVERLOAD_LIMIT}, per ${WINDOW_MS} ms); worst recovery: ${r.worstRecoveryMs.toFixed(0)} ms after Redis answered${r.overload ? ` (at most ${RECOVERY_MS + r.latencyAllowanceMs} ms)` : ''}`,
     `caller windows checked: ${r.callerWindowsChecked} (all admissions <= the limit plus the bound, src/bounds.ts); most admitted in one: ${w ? `${w.admitted} of ${w.ceiling} (${w.key})` : 'none'}`,
+    ...(r.worstScaleOut ? [`autoscaler phase (an instance started during a pause): most admitted in one window ${r.worstScaleOut.admitted} of ${r.worstScaleOut.ceiling} (the limit + 1 unit per new instance; ${r.worstScaleOut.key})`] : []),
     `keys checked for a TTL: ${r.keysChecked}; heap ${r.heapStartMb.toFixed(0)} MB -> ${r.heapEndMb.toFixed(0)} MB; log lines ${r.logLines} (first-failure ${r.firstFailureLines})`,
     `violations: ${r.violationCount}`,
     ...r.violations.map((v) => `  ${v}`),

@@ -329,10 +329,15 @@ export const FLOOD_TOPOLOGIES: readonly FloodTopology[] = ['single', 'cluster'];
 export interface FloodScenarioRow {
   id: string;
   topology: FloodTopology;
-  /** 'one': every decision on one subject; 'fresh': a fresh subject per decision. */
-  subjects: 'one' | 'fresh';
+  /** 'one': every decision on one subject; 'fresh': a fresh subject per decision; 'callers': 400 subjects shared by every process (issue 49), decision i on caller i mod 400. */
+  subjects: 'one' | 'fresh' | 'callers';
   /** 'default': no `coalesce` option; 'off': `coalesce: false`. */
   coalesce: 'default' | 'off';
+  /**
+   * 'fresh': processes started for each repetition, their limiters made as the flood starts (an
+   * autoscaler's new instances: none has learned how many share the limit). Absent: a fleet up a while.
+   */
+  fleet?: 'fresh';
   algorithm: AlgorithmName;
   processes: number;
   inFlight: number;
@@ -384,6 +389,12 @@ export interface FloodOutageRow {
   afterMs: number;
   /** The bound the run is judged against (src/bounds.ts) for this many processes. */
   bound: number;
+  /**
+   * The autoscaler phase: processes started halfway through the outage (they never reached Redis)
+   * that flood the same caller at once; their admissions are in `admittedDuringOutage`. Absent in
+   * runs recorded before it existed.
+   */
+  joined?: number;
   byReason: Record<string, number>;
   degraded: number;
   deadlineMs: number;

@@ -4,6 +4,7 @@ import { floodScenarios, parseFloodArgs, QUICK } from '../src/flood';
 import {
   FLOOD_END,
   FLOOD_START,
+  floodGoalMisses,
   floodSection,
   formatReasons,
   percentile,
@@ -14,7 +15,7 @@ import {
   type FloodScenario,
 } from '../src/flood-report';
 import type { FloodAnswers } from '../src/flood-worker';
-import type { FloodRun } from '../src/types';
+import type { FloodOutageRow, FloodRun, FloodScenarioRow } from '../src/types';
 
 function answers(partial: Partial<FloodAnswers>): FloodAnswers {
   return {
@@ -121,7 +122,25 @@ describe('scenarios and options', () => {
       'single/one/default/fixed-window',
       'single/one/default/gcra',
       'single/fresh/default/sliding-window-counter',
+      // Issue 49: 400 callers of limit 5 shared by every process; processes started just before the flood, one script per request, each algorithm.
+      'single/callers/default/sliding-window-counter',
+      'single/fresh-fleet/off/fixed-window',
+      'single/fresh-fleet/off/gcra',
     ]);
+    expect(floodScenarios('cluster', { ...QUICK, kinds: ['fresh-fleet'] }).map((s) => [s.id, s.fleet])).toEqual([['cluster/fresh-fleet/off/sliding-window-counter', 'fresh']]);
+  });
+
+  it("issue 49's goal: a one-subject row or an outage past 1.25x the limit is a miss, at 1.25x it is not", () => {
+    const row = (id: string, most: number) => ({ id, limit: 100, maxAdmittedPerSubject: most }) as FloodScenarioRow;
+    const outage = (admitted: number, joined?: number) => ({ fault: 'pause', limit: 100, admittedDuringOutage: admitted, joined }) as FloodOutageRow;
+    expect(floodGoalMisses({ scenarios: [row('a', 125), row('b', 100)], outages: [outage(125, 4)] })).toEqual([]);
+    expect(floodGoalMisses({ scenarios: [row('a', 126)], outages: [outage(196, 4)] })).toEqual([
+      'a: 126 of 100 on one subject (goal 1.25x)',
+      'outage pause (+4 joined): 196 of 100 while Redis was out (goal 1.25x)',
+    ]);
+    expect(parseFloodArgs(['--kinds', 'fresh-fleet', '--joiners', '0'])).toMatchObject({ settings: { kinds: ['fresh-fleet'], joiners: 0 } });
+    expect(() => parseFloodArgs(['--kinds', 'race'])).toThrow(/--kinds: "race" is not one of one, fresh, fresh-fleet, callers/);
+    expect(floodScenarios('single', { ...QUICK, kinds: ['callers'] })).toMatchObject([{ subjects: 'callers', limit: 5, coalesce: 'default' }]);
   });
 
   it("defaults to the issue's 8 x 400, limit 100; --quick keeps both topologies and one outage", () => {

@@ -6,9 +6,9 @@ import { Progress } from '../src/progress';
 it('runs every burst scenario on one Redis and answers and counts every decision', async () => {
   await buildChildren({ children: ['flood-worker'] });
   const quiet = new Progress(0, { write: () => true, isTTY: false } as unknown as NodeJS.WriteStream);
-  const settings = { processes: 2, inFlight: 20, limit: 10, repetitions: 1, algorithms: ['fixed-window' as const], topologies: ['single' as const], outages: [], outageMs: 1_000 };
+  const settings = { processes: 2, inFlight: 20, limit: 10, repetitions: 1, algorithms: ['fixed-window' as const], topologies: ['single' as const], outages: [], outageMs: 1_000, kinds: ['one' as const, 'fresh' as const, 'fresh-fleet' as const], joiners: 0 };
   const [{ scenarios, outages }] = await runFlood(settings, [thisSide()], quiet);
-  expect(scenarios.map((s) => s.id)).toEqual(['single/one/off/fixed-window', 'single/fresh/off/sliding-window-counter', 'single/one/default/fixed-window', 'single/fresh/default/sliding-window-counter']);
+  expect(scenarios.map((s) => s.id)).toEqual(['single/one/off/fixed-window', 'single/fresh/off/sliding-window-counter', 'single/one/default/fixed-window', 'single/fresh/default/sliding-window-counter', 'single/fresh-fleet/off/fixed-window']);
   expect(outages).toEqual([]);
   for (const s of scenarios) {
     expect({ id: s.id, decisions: s.decisions, rejected: s.rejected }).toEqual({ id: s.id, decisions: 40, rejected: 0 });

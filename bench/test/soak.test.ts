@@ -24,6 +24,8 @@ it('20 s of load through Express, Fastify and Koa while Redis is killed, paused,
   // The overload phases ran: each flood kind, and the default route decided alone during the faults (its local share).
   expect(report.overload).toBe(true);
   for (const kind of FLOOD_KINDS) expect(report.faults[kind]).toBeGreaterThanOrEqual(1);
+  // The autoscaler phase (issue 49) ran and its caller's windows were judged (scaleOutCeiling; a miss is a violation above).
+  expect(report.worstScaleOut).not.toBeNull();
   expect(report.floodRequests).toBeGreaterThan(0);
   expect((report.byOutcome['fail-default-admitted'] ?? 0) + (report.byOutcome['fail-default-limited'] ?? 0)).toBeGreaterThan(0);
   expect(report.byOutcome['store-admitted']).toBeGreaterThan(0);

@@ -130,7 +130,7 @@ export function runFaultScenarios(h: AdapterHarness): void {
     const quota = (r: Reply) => QUOTA_HEADERS.filter((name) => r.headers[name] !== undefined);
 
     /** What each route answers while the store is down: the issue's contract, over HTTP. */
-    function checkDegraded(replies: Reply[]): void {
+    function checkDegraded(replies: Reply[], paused = false): void {
       const catalog = replies.filter((r) => r.route === '/catalog');
       const login = replies.filter((r) => r.route === '/login');
       const feed = replies.filter((r) => r.route === '/feed');
@@ -144,9 +144,12 @@ export function runFaultScenarios(h: AdapterHarness): void {
         expect(r.status).toBe(503);
         expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       }
-      // Local: this instance's share, floor(10 / 2) = 5, then 429 with Retry-After.
+      // Local: this instance's share, floor(10 / 2) = 5, then 429 with Retry-After. Paused, at most
+      // that: the subject's calls sent before the breaker opened stay pending in Redis, which runs them
+      // when it resumes, and they come off the share first (issue 49).
       const ok = feed.filter((r) => r.status === 200);
-      expect(ok.length).toBe(5);
+      if (paused) expect(ok.length).toBeLessThanOrEqual(5);
+      else expect(ok.length).toBe(5);
       for (const r of ok) expect(JSON.parse(r.body).reason).toBe('fail-local');
       const limited = feed.filter((r) => r.status !== 200);
       for (const r of limited) {
@@ -209,7 +212,7 @@ export function runFaultScenarios(h: AdapterHarness): void {
 
         // Fired and answered while Redis was stopped (a probe in flight at SIGCONT gets Redis' answer).
         const during = replies.filter((r) => r.firedAt > pausedAt && r.firedAt + r.ms < resumedAt);
-        checkDegraded(during);
+        checkDegraded(during, true);
         measure('Redis paused, from SIGSTOP', during);
         measure('Redis paused, breaker open', during.filter((r) => r.firedAt > openedAt));
         const probes = events.filter((e) => e.state === 'half-open' && e.at > openedAt && e.at < resumedAt).length;

@@ -116,7 +116,8 @@ function threeRoutes(store: Store, events: TimedEvent[], logger: Logger) {
   };
 }
 
-function checkDegraded(after: Sample[]): void {
+/** `share`: what the local route's subject may be admitted locally ('at most': a paused Redis keeps its calls pending, below). */
+function checkDegraded(after: Sample[], share: { exactly: number } | { atMost: number } = { exactly: 5 }): void {
   const open = after.filter((s) => s.route === 'open');
   const closed = after.filter((s) => s.route === 'closed');
   const local = after.filter((s) => s.route === 'local');
@@ -129,9 +130,10 @@ function checkDegraded(after: Sample[]): void {
   // The local route keeps limiting: each subject gets its local share (5 of 10) and no more.
   for (const s of local) expect(s.decision).toMatchObject({ reason: 'fail-local', degraded: true, limit: 5 });
   const admitted = local.filter((s) => s.decision.allowed).length;
-  expect(admitted).toBe(5);
+  if ('exactly' in share) expect(admitted).toBe(share.exactly);
+  else expect(admitted).toBeLessThanOrEqual(share.atMost);
   const denied = local.filter((s) => !s.decision.allowed);
-  expect(denied.length).toBe(local.length - 5);
+  expect(denied.length).toBe(local.length - admitted);
   for (const s of denied) expect(s.decision.retryAfterMs).toBeGreaterThan(0);
 }
 
@@ -228,7 +230,9 @@ it('Redis paused (SIGSTOP): the same answers, and once the breaker is open only 
 
     // Fired and answered while Redis was stopped (a probe in flight at SIGCONT gets Redis' answer).
     const during = running.samples.filter((s) => s.firedAt > pausedAt && s.firedAt + s.ms < resumedAt);
-    checkDegraded(during);
+    // Paused, the subject's calls sent until the breaker opened stay pending in Redis, which runs them
+    // when it resumes: they come off its local share first (issue 49; the steady load sends more than it).
+    checkDegraded(during, { atMost: 5 });
     measure('pause', during);
     measure('pause, breaker open', during.filter((s) => s.firedAt > openedAt));
 

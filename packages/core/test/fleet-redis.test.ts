@@ -118,26 +118,35 @@ it('limiters of one process on one connection share one announcement; health() s
   expect(counted).toBeGreaterThanOrEqual(1);
   expect(counted).toBeLessThanOrEqual(Math.ceil(periods) + 1);
   expect(await client.zcard(`${prefix}.instances`)).toBe(1);
-  expect(limiters[0].health().fleets).toEqual([{ prefix, instances: 1, learned: true, learnedAt: expect.any(String), failures: 0 }]);
+  expect(limiters[0].health().fleets).toEqual([{ prefix, instances: 1, source: 'learned', learned: true, learnedAt: expect.any(String), failures: 0 }]);
 
   const fixed = rnd();
   const four = createLimiter({ store, prefix: fixed, limit: 10, windowMs: '1m', instances: 4, logger: quiet });
   expect((await four.consume('a')).allowed).toBe(true);
   await sleep(2 * ANNOUNCE_MS);
   expect(await client.exists(`${fixed}.instances`)).toBe(0);
-  expect(four.health().fleets).toEqual([{ prefix: fixed, instances: 4, learned: false, learnedAt: null, failures: 0 }]);
+  expect(four.health().fleets).toEqual([{ prefix: fixed, instances: 4, source: 'fixed', learned: false, learnedAt: null, failures: 0 }]);
   // MemoryStore learns nothing: one instance, nothing to show.
   expect(createLimiter({ store: new MemoryStore(), limit: 10, windowMs: '1m' }).health().fleets).toBeUndefined();
 }, 30_000);
 
-it('before the first answer the count is 1 (a fleet that starts during an outage): the local share is the whole limit, documented as the worst case', async () => {
+it('before the first answer no count is assumed (a fleet that starts during an outage): a share of 1 unit per subject, source unlearned; with minInstances, its share of that many', async () => {
   await whilePaused(server, async () => {
-    const limiter = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet });
+    // The breaker opens at the first timeout (another subject's), so the flood's requests are never sent: none is pending in Redis.
+    const limiter = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet, breaker: { failureThreshold: 1 } });
+    await limiter.consume('opener');
     const decisions = await Promise.all(Array.from({ length: 20 }, () => limiter.consume('early')));
-    expect(decisions.filter((d) => d.allowed).length).toBe(7);
+    // Issue 49: the whole limit (7) before; a new instance must not hold a full limit of its own.
+    expect(decisions.filter((d) => d.allowed).length).toBe(1);
     expect(decisions.every((d) => d.reason === 'fail-local')).toBe(true);
     await sleep(2 * ANNOUNCE_MS);
     const fleet = limiter.health().fleets![0];
-    expect({ instances: fleet.instances, learnedAt: fleet.learnedAt }).toEqual({ instances: 1, learnedAt: null });
+    expect({ instances: fleet.instances, source: fleet.source, learnedAt: fleet.learnedAt }).toEqual({ instances: null, source: 'unlearned', learnedAt: null });
+    // The app's declared floor: floor(7 / 3) = 2.
+    const floored = createLimiter({ store: new RedisStore({ client, announceMs: ANNOUNCE_MS }), prefix: rnd(), limit: 7, windowMs: '1h', logger: quiet, minInstances: 3, breaker: { failureThreshold: 1 } });
+    await floored.consume('opener');
+    const more = await Promise.all(Array.from({ length: 20 }, () => floored.consume('early')));
+    expect(more.filter((d) => d.allowed).length).toBe(2);
+    expect(floored.health().fleets![0]).toMatchObject({ instances: 3, source: 'declared' });
   });
 }, 30_000);

@@ -30,7 +30,7 @@ const limiter: Limiter = createLimiter({
 });
 
 async function handle(request: FleetWorkerRequest): Promise<FleetWorkerReply> {
-  if (request.type === 'instances') return { instances: limiter.health().fleets?.[0]?.instances };
+  if (request.type === 'instances') return { instances: limiter.health().fleets?.[0]?.instances ?? undefined };
   // All at once, as a flood's requests are.
   const decisions = await Promise.all(Array.from({ length: request.requests }, () => limiter.consume(request.subject)));
   const byReason: Record<string, number> = {};

@@ -196,7 +196,15 @@ describe('slow is not down', () => {
     const health = limiter.health().stores[0];
     expect(health.shed).toBeGreaterThan(0);
     const local = result.filter((r) => r.decision.reason === 'fail-local');
-    expect(local.length).toBe(health.shed);
+    // A shed request whose subject the store denied meanwhile (the flooder's, after its first 10) is
+    // answered from the block cache (issue 49): exact, not a local share. All 200 were made in one
+    // turn, before any answer, so a 'blocked' one is a shed one or (on a machine stalled past the
+    // 1 s deadline) a timed-out one, failMode 'open' no longer letting the flooder through.
+    const blocked = result.filter((r) => r.decision.reason === 'blocked');
+    expect(blocked.every((r) => r.flooder)).toBe(true);
+    expect(local.length).toBeLessThanOrEqual(health.shed);
+    expect(local.length + blocked.length).toBeGreaterThanOrEqual(health.shed);
+    expect(local.length + blocked.length).toBeLessThanOrEqual(health.shed + health.errors.timeout);
     // Shed requests keep this instance's share (10 / 2): the flooder is limited, not let through.
     expect(local.filter((r) => r.flooder && r.decision.allowed).length).toBeLessThanOrEqual(5);
     // Decided within the deadline, without the clock: with Redis paused no call ends, so no place

@@ -299,6 +299,7 @@ class Engine {
 
   /** The store's answer as a Decision: `at` only on a charged consume. */
   fromResult(request: StoreRequest, result: StoreResult): Decision {
+    this.link.remember(request, result);
     const charged = (request.mode === 'consume' || request.mode === 'hold') && result.allowed && !result.lockedMs;
     const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
     if (result.delayMs) return { ...decision, delayMs: result.delayMs };
@@ -353,15 +354,24 @@ class Engine {
       try {
         decision = this.fromResult(request, link.evaluateSync(request));
       } catch (error) {
-        decision = link.degraded(request, error);
+        decision = this.degraded(request, error, base, cost);
       }
       return this.tallied(decision, base, cost, scope, consume, drew, maxDelayMs);
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
       (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew, maxDelayMs),
-      (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew, maxDelayMs),
+      (error: unknown) => this.tallied(this.degraded(request, error, base, cost), base, cost, scope, consume, drew, maxDelayMs),
     );
+  }
+
+  /**
+   * The failure mode's answer, unless the store denied this subject meanwhile (an answer to another
+   * of its requests, in time or late, while this one waited): then the block cache's, which is exact.
+   */
+  private degraded(request: StoreRequest, error: unknown, base: string, cost: number): Decision {
+    // (Its call's late answer then goes unheard: it could only block a subject blocked already.)
+    return (request.mode === 'consume' ? this.fromBlock(base, cost) : undefined) ?? this.link.degraded(request, error);
   }
 
   /** A consume's `maxDelayMs` (shaping): a whole number of ms from 0; FG_INVALID_OPTION otherwise, or with an in-flight limit. */
@@ -382,7 +392,7 @@ class Engine {
       return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
     };
     const degraded = (error: unknown): Decision => {
-      const decision = link.degraded(request, error);
+      const decision = this.degraded(request, error, base, cost);
       return withLease(decision, decision.reason === 'fail-local' ? link.localLeases : undefined);
     };
     if (link.evaluateSync) {

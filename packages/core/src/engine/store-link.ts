@@ -7,7 +7,7 @@ import type { ResolvedLimiterOptions } from './options';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
 import { lateAnswer } from '../base/deadline';
 import { CallBook, guarded, guardedSync, isOverload, isScriptError } from '../failure/guard';
-import { createFallback, type Fallback } from '../failure/policy';
+import { createFallback, localFleet, type Fallback } from '../failure/policy';
 import { runtimeFor } from '../failure/store-runtime';
 import { configDigest, FleetCount, fixedFleet } from '../failure/fleet-count';
 import type { FleetView } from '../observe/states';
@@ -26,6 +26,8 @@ export interface StoreLink {
   readonly evaluateSync: ((request: StoreRequest) => StoreResult) | undefined;
   /** The failure mode's decision for a request whose call failed with `error`. */
   degraded(request: StoreRequest, error: unknown): Decision;
+  /** The store's answer to a request (in time or late): remembered per subject, to cap its local decisions (a store that can fail only). */
+  remember(request: StoreRequest, result: StoreResult): void;
   /** Where a lease taken by a local ('fail-local') decision is released and renewed. */
   readonly localLeases: { evaluate(request: StoreRequest): Promise<unknown> };
   /** Forgets these keys in the store (through the same guard; rejects when the store fails) and in the local fallback. */
@@ -33,7 +35,7 @@ export interface StoreLink {
   readonly monitor: StoreMonitor;
   readonly hotKeys: { readonly stats: HotKeyCounts } | undefined;
   readonly scriptStats: ScriptCallCounts | undefined;
-  /** The instances this limiter's local share is cut for: fixed, or learned through the store. */
+  /** The instances this limiter's local share is cut for: fixed, learned through the store, recorded, declared (`minInstances`) or not yet known. */
   readonly fleet: FleetView;
   /** What the `floodgate.instances` gauge reads (held here: the meter holds it weakly). */
   readonly fleetGauge: object;
@@ -63,19 +65,22 @@ export function linkStore(
   channel.countOn(meter);
   runtime.warnOnce(failure.logger);
   // The instances sharing the limit: fixed, or learned through the store ('auto', the default).
-  const fleet: FleetView =
+  const counted: FleetView =
     (failure.instances === undefined ? runtime.connection.fleet(resolved.prefix, shared) : undefined) ?? fixedFleet(resolved.prefix, failure.instances ?? 1);
   // Two apps on one prefix: told once (FG_PREFIX_SHARED), through this limiter's logger if it is the
   // first. A limiter made by traffic (a plan) is no part of the app's configuration.
-  if (fleet instanceof FleetCount && !resolved.madeForRequest) fleet.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
+  if (counted instanceof FleetCount && !resolved.madeForRequest) counted.register(configDigest(limits), (message) => void warnOnce(failure.logger, resolved.warnings, 'FG_PREFIX_SHARED', message));
+  // The count this limiter's shares are cut for: the fleet's, raised to minInstances; never 1 by default before any count.
+  const fleet = localFleet(counted, failure.minInstances);
   // Held by the link (the meter holds it weakly): the gauge shows it while this limiter lives.
   const fleetGauge = { store: shared.name, fleet };
   meter.fleets.add(fleetGauge);
-  const fallback: Fallback = createFallback(limits, failure, channel.breaker, fleet);
+  const fallback: Fallback = createFallback(limits, failure, channel.breaker, fleet, clock);
   if (shared.scriptStats) meter.scriptCalls.add(shared as { name: string; scriptStats: ScriptCallCounts });
 
   const book = new CallBook(channel, meter, failure.failMode, failure.timeoutMs ?? shared.timeoutMs ?? DEFAULT_DEADLINE_MS);
-  const guard = guarded(shared, failure.timeoutMs, book);
+  // A store that can fail (asynchronous) tells the fallback which units it has been asked for and not answered yet.
+  const guard = guarded(shared, failure.timeoutMs, book, typeof shared.evaluateSync === 'function' && failure.timeoutMs === undefined && !resolved.hotKeys ? undefined : (request, units) => fallback.pending(request, units));
   const store: Store = withHotKeys(guard, resolved.hotKeys);
   const hotKeys = store instanceof HotKeyStore ? store : undefined;
   if (hotKeys) meter.hotKeys.add(hotKeys);
@@ -92,6 +97,8 @@ export function linkStore(
     degraded(request, error) {
       // A late answer still counts (the limiter caches its denial); a lease draw's is the hot-key store's own.
       const late = hotKeys === undefined ? lateAnswer<StoreResult>(error) : undefined;
+      // A call that timed out may still be counted: its own units are among the pending ones (guard.ts) until its late answer.
+      const ownPending = late !== undefined && sync === undefined;
       if (late) {
         late.then((result) => {
           try {
@@ -103,8 +110,10 @@ export function linkStore(
       }
       // Busy is not down: every route keeps a limit, this instance's share, whatever its failMode. Nor
       // is one subject's script error, which a caller may provoke: never an admission without limit.
-      return isOverload(error) || isScriptError(error) ? fallback.local(request) : fallback.decide(request);
+      return isOverload(error) || isScriptError(error) || failure.failMode === 'local' ? fallback.local(request, ownPending) : fallback.decide(request);
     },
+    // A synchronous store (MemoryStore) never decides late nor overloads: nothing to remember.
+    remember: sync === undefined ? fallback.remember : ignore,
     localLeases: fallback.leases,
     async reset(keys) {
       fallback.reset(keys);

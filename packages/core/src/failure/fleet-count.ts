@@ -3,7 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { fleetConfigsKey, fleetKey } from '../base/keys';
 import type { ResolvedLimit } from '../model/limit';
 import type { Store } from '../stores/store';
-import type { FleetView } from '../observe/states';
+import type { FleetSource, FleetView } from '../observe/states';
 
 /**
  * This process's id in every fleet it announces itself to: random, made once per process, so two
@@ -21,6 +21,13 @@ export const ANNOUNCE_TTL_PERIODS = 3;
  * the others within about a second instead of a whole period later.
  */
 const EARLY_DELAYS_MS = [250, 1_000];
+
+/**
+ * A count is believed once an announcement at least this long after the instance's first answered
+ * one confirms it (or one period, if shorter): instances started together (an autoscaler's) find
+ * only those that announced before them at first, a count too small by as many as start with them.
+ */
+const CONFIRM_MS = 1_000;
 
 type Announce = NonNullable<Store['announce']>;
 type Peers = NonNullable<Store['peers']>;
@@ -47,6 +54,8 @@ function within(a: readonly string[], b: ReadonlySet<string>): boolean {
 export class FleetCount implements FleetView {
   instances = 1;
   readonly learning = true;
+  /** 'unlearned' until a count is known: 'recorded' (an earlier fleet's on this connection), then 'learned'. */
+  source: FleetSource = 'unlearned';
   learnedAt: number | undefined;
   failures = 0;
   private busy = false;
@@ -57,6 +66,8 @@ export class FleetCount implements FleetView {
   private warned = false;
   /** The counts learned within the last announcement lifetime (performance.now()): `instances` is their largest. */
   private readonly recent: { count: number; at: number }[] = [];
+  /** performance.now() of the first answered announcement: its count is believed from CONFIRM_MS later. */
+  private firstAnswerAt: number | undefined;
 
   constructor(
     readonly prefix: string,
@@ -71,6 +82,7 @@ export class FleetCount implements FleetView {
   ) {
     if (known !== undefined) {
       this.instances = known;
+      this.source = 'recorded';
       this.recent.push({ count: known, at: performance.now() });
     }
     const ref = new WeakRef(this);
@@ -146,6 +158,10 @@ export class FleetCount implements FleetView {
         const lifetime = ANNOUNCE_TTL_PERIODS * this.periodMs;
         while (this.recent.length > 1 && this.recent[0].at < now - lifetime) this.recent.shift();
         this.instances = Math.max(...this.recent.map((r) => r.count));
+        this.firstAnswerAt ??= now;
+        // Not believed before it is confirmed: until then the start stands (recorded, or none).
+        if (now - this.firstAnswerAt < Math.min(CONFIRM_MS, this.periodMs) && this.source !== 'learned') return;
+        this.source = 'learned';
         this.learnedAt = Date.now();
         this.learned(this.instances);
         this.compare();
@@ -164,5 +180,5 @@ export class FleetCount implements FleetView {
 
 /** A fleet of one that learns nothing: a fixed `instances`, or a store that cannot announce (MemoryStore, a custom store). */
 export function fixedFleet(prefix: string, instances: number): FleetView {
-  return { instances, learnedAt: undefined, failures: 0, prefix, learning: false };
+  return { instances, learnedAt: undefined, failures: 0, prefix, learning: false, source: 'fixed' };
 }

@@ -173,11 +173,26 @@ export class CallBook {
  * other (reset included) is bounded by `timeoutMs` (when the store does not bound its own calls)
  * and counted by the breaker.
  */
-export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook): Store {
+export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook, pending?: (request: StoreRequest, units: number) => void): Store {
   const what = `Store "${shared.name}"`;
   const bounded = <T>(promise: Promise<T>): Promise<T> => (timeoutMs === undefined ? promise : withDeadline(promise, timeoutMs, what));
   // Made once: a call passes its request (or keys) beside them, never in a closure of its own.
-  const evaluate = (request: StoreRequest): Promise<StoreResult> => bounded(shared.evaluate(request));
+  const plain = (request: StoreRequest): Promise<StoreResult> => bounded(shared.evaluate(request));
+  // A consume's units are pending from when the store is asked until it answers or fails, late
+  // answers included: the store may count them meanwhile (failure/subject-memory.ts). Told before
+  // any caller hears the outcome (these reactions are attached first).
+  const evaluate = pending === undefined ? plain : (request: StoreRequest): Promise<StoreResult> => {
+    const call = plain(request);
+    if (request.mode !== 'consume') return call;
+    pending(request, request.cost);
+    const done = (): void => pending(request, -request.cost);
+    call.then(done, (error: unknown) => {
+      const late = lateAnswer(error);
+      if (late) late.then(done, done);
+      else done();
+    });
+    return call;
+  };
   const reset = (keys: readonly string[]): Promise<void> => bounded(shared.reset(keys));
   return {
     name: shared.name,

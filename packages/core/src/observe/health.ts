@@ -1,5 +1,5 @@
 // The health snapshot: per store its breaker state, last error and counts, for an app's health route.
-import type { BreakerState, FleetView, SheddingStats } from './states';
+import type { BreakerState, FleetSource, FleetView, SheddingStats } from './states';
 import { invalidOption } from '../base/errors';
 import { checkOptionNames, optionNames, optionsObject } from '../base/validate';
 import { storeErrorKind, type HotKeyCounts, type KeyLookupCounts, type Outcome, type ScriptCallCounts, type StoreErrorKind, type StoreMonitor } from './metrics';
@@ -72,8 +72,14 @@ export interface StoreHealth {
 /** The instances one limiter prefix's local shares are cut for (docs/failure-modes.md#instances). */
 export interface FleetHealth {
   readonly prefix: string;
-  /** Live instances last counted, this one included (or the fixed `instances`); 1 before the first count. */
-  readonly instances: number;
+  /**
+   * The count local shares are cut for: live instances last counted, this one included (or the
+   * fixed `instances`), raised to `minInstances`; null before any count with no `minInstances`
+   * (source 'unlearned': a share of 1 unit per subject).
+   */
+  readonly instances: number | null;
+  /** Where that count comes from: 'fixed', 'learned', 'recorded', 'declared' or 'unlearned' (FleetView.source). */
+  readonly source: FleetSource;
   /** True when learned through the store (`instances: 'auto'`, the default, on RedisStore). */
   readonly learned: boolean;
   /** Wall-clock time of the last count (ISO 8601); null before the first, or when fixed. */
@@ -169,7 +175,8 @@ export function healthOf(sources: Iterable<HealthSource>, keyLookups?: Iterable<
   for (const s of sources) {
     const f = s.fleet;
     if (f && (f.learning || f.instances > 1) && !fleets.has(`${f.learning}\0${f.prefix}`)) {
-      fleets.set(`${f.learning}\0${f.prefix}`, { prefix: f.prefix, instances: f.instances, learned: f.learning, learnedAt: iso(f.learnedAt), failures: f.failures });
+      const instances = Number.isFinite(f.instances) ? f.instances : null;
+      fleets.set(`${f.learning}\0${f.prefix}`, { prefix: f.prefix, instances, source: f.source, learned: f.learning, learnedAt: iso(f.learnedAt), failures: f.failures });
     }
     const m = s.monitor;
     if (!stores.has(m)) stores.set(m, storeHealthOf(m, s, detail));

@@ -20,6 +20,8 @@ export const ATTR = {
   errorType: 'error.type',
   priority: 'floodgate.priority',
   shedBy: 'floodgate.shed.by',
+  /** Where the floodgate.instances count comes from (FleetView.source). */
+  fleetSource: 'floodgate.instances.source',
 } as const;
 
 /**
@@ -206,7 +208,7 @@ export class FloodgateMetrics {
   readonly keyLookups = new WeakList<KeyLookupCounts>();
   readonly scriptCalls = new WeakList<{ readonly name: string; readonly scriptStats: ScriptCallCounts }>();
   /** The instances each limiter's local shares are cut for (failure/fleet-count.ts), by store. */
-  readonly fleets = new WeakList<{ readonly store: string; readonly fleet: { readonly instances: number } }>();
+  readonly fleets = new WeakList<{ readonly store: string; readonly fleet: { readonly instances: number; readonly source: string } }>();
   /** Load shedders (`shedding`: by 'worker'; `fleet`: by 'fleet') and what each has shed, by class. */
   readonly shedders = new WeakList<{ readonly by: 'worker' | 'fleet'; readonly shedCounts: { readonly background: number; readonly default: number; readonly critical?: number } }>();
   /** Store call durations, by store and (for failures) error.type. */
@@ -258,13 +260,18 @@ export class FloodgateMetrics {
 
     meter
       .createObservableGauge('floodgate.instances', {
-        description: "Instances sharing a limit, as this instance's local shares are cut for (learned through the store, or fixed): the most among this store's limiter prefixes.",
+        description:
+          "Instances sharing a limit, as this instance's local shares are cut for: the most among this store's limiter prefixes, per source (floodgate.instances.source: fixed, learned, recorded, declared, or unlearned: no count yet, observed as 0, a share of 1 unit per subject).",
         unit: '{instance}',
       })
       .addCallback((result) => {
-        const most = new Map<string, number>();
-        for (const f of this.fleets) most.set(f.store, Math.max(most.get(f.store) ?? 0, f.fleet.instances));
-        for (const [store, n] of most) result.observe(n, { [ATTR.store]: store });
+        const most = new Map<string, { store: string; source: string; n: number }>();
+        for (const f of this.fleets) {
+          const key = `${f.store}\0${f.fleet.source}`;
+          const n = Number.isFinite(f.fleet.instances) ? f.fleet.instances : 0;
+          most.set(key, { store: f.store, source: f.fleet.source, n: Math.max(most.get(key)?.n ?? 0, n) });
+        }
+        for (const { store, source, n } of most.values()) result.observe(n, { [ATTR.store]: store, [ATTR.fleetSource]: source });
       });
 
     const counter = (name: string, description: string, unit: string, read: (sums: Sums) => void) =>

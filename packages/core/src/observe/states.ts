@@ -5,7 +5,7 @@ export type BreakerState = 'closed' | 'open' | 'half-open';
 
 /** What a limiter reads of its fleet. */
 export interface FleetView {
-  /** The live instances last counted (this one included), at least 1; 1 before the first count. */
+  /** The live instances last counted (this one included), at least 1; 1 before the first count (source 'unlearned'). */
   readonly instances: number;
   /** Date.now() of the last count, undefined before the first. */
   readonly learnedAt: number | undefined;
@@ -15,7 +15,18 @@ export interface FleetView {
   readonly prefix: string;
   /** True when the count is learned through the store; false for a fixed `instances` (or a store that cannot announce). */
   readonly learning: boolean;
+  /**
+   * Where the count comes from (docs/failure-modes.md#instances-learned-through-the-store):
+   * 'fixed' (`instances: N`, or a store that cannot announce), 'learned' (counted through the store),
+   * 'recorded' (not counted yet: the last count this process recorded for the prefix on this
+   * connection), 'declared' (the app's `minInstances` floor), 'unlearned' (none of these: each
+   * subject's local share is 1 unit per limit).
+   */
+  readonly source: FleetSource;
 }
+
+/** Where a fleet's count comes from: see FleetView.source. */
+export type FleetSource = 'fixed' | 'learned' | 'recorded' | 'declared' | 'unlearned';
 
 /** What the shedder reports for a health route. */
 export interface SheddingStats {

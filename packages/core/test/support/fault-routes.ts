@@ -67,10 +67,13 @@ export async function threeRoutesThrough(fault: 'kill' | 'pause', server: RedisS
   for (const route of ROUTES) expect({ route, answers: of(route).length > 0 }).toEqual({ route, answers: true });
   for (const d of of('open')) expect(d).toMatchObject({ allowed: true, reason: 'fail-open', degraded: true });
   for (const d of of('closed')) expect(d).toMatchObject({ allowed: false, reason: 'fail-closed', degraded: true });
-  // The outage's subject, from the fault on (a call already on its way may still have been answered): exactly its local share.
+  // The outage's subject, from the fault on (a call already on its way may still have been answered):
+  // at most its local share, less its units still asked of Redis (issue 49): a paused Redis runs them
+  // when it resumes, and a client that times a killed server's calls out rather than failing them at
+  // once (GLIDE) keeps them pending too; here the load's calls until the breaker opened, past the burst.
   const local = running.samples.filter((s) => s.route === 'local' && s.subject === 'outage' && s.decision.degraded);
   for (const s of local) expect(s.decision).toMatchObject({ reason: 'fail-local', limit: SHARE });
-  expect(local.filter((s) => s.decision.allowed)).toHaveLength(SHARE);
+  expect(local.filter((s) => s.decision.allowed).length).toBeLessThanOrEqual(SHARE);
   expect(running.samples.some((s) => s.firedAt > to && s.route === 'closed' && !s.decision.degraded)).toBe(true);
   const health = limiters.closed.health().stores[0];
   // Every failure was the outage itself: none an ACL refusal, none unexplained.
