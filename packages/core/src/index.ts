@@ -17,6 +17,7 @@ export type { MemoryStoreOptions } from './stores/memory-store';
 export { RedisStore } from './stores/redis/redis-store';
 export type { RedisStoreOptions, CoalesceMode } from './stores/redis/redis-store';
 export type { RedisClient, IoredisClient, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel, GlideClient } from './stores/redis/clients';
+export type { HttpRedisClient, HttpRedisPipeline } from './stores/redis/http-client';
 export { aclRule } from './stores/redis/acl';
 export type { AclRuleOptions } from './stores/redis/acl';
 export type { Store, StoreRequest, StoreResult, StoreLockout, StoreSettle, SettleOutcome } from './stores/store';

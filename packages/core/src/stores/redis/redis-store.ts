@@ -4,6 +4,7 @@ import { parseDuration } from '../../base/duration';
 import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../../base/validate';
 import { StoreTimeout, withDeadline } from '../../base/deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './clients';
+import { httpBinding, isHttpRedis, type HttpRedisClient } from './http-client';
 import type { ReplyEntry } from './protocol';
 import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from '../store';
 import { Coalescer } from './coalescer';
@@ -24,11 +25,13 @@ export interface RedisStoreOptions {
    * - iovalkey (the ioredis fork for Valkey): as ioredis.
    * - Valkey GLIDE `GlideClient.createClient()` or `GlideClusterClient.createClient()`: already
    *   connected when created; keep its `requestTimeout` at or above `timeoutMs`.
+   * - Redis over HTTP: `new Redis({ url, token, retry: false })` from `@upstash/redis` (for edge
+   *   runtimes without TCP); a turn's script calls leave in one `/pipeline` request (docs/edge.md).
    * Give the client an 'error' listener: ioredis prints unhandled connection errors, and node-redis
    * without one ends the process (Floodgate warns at construction).
    * Production setups (TLS, ACL users, Sentinel, Cluster): docs/production-redis.md.
    */
-  client: RedisClient;
+  client: RedisClient | HttpRedisClient;
   /**
    * Longest wait for one decision, in ms (or a duration string). Past it the call fails with
    * FG_STORE_TIMEOUT and is never retried: the script may already have counted. Default 100: a
@@ -92,7 +95,7 @@ export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
-const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient';
+const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, a Valkey GLIDE GlideClient or GlideClusterClient, or an HTTP client such as @upstash/redis';
 
 /** The request itself, as the one item of its one group (coalesce: false). */
 const itself = (request: StoreRequest): StoreRequest => request;
@@ -147,7 +150,8 @@ export class RedisStore implements Store {
       invalidOption('RedisStore', options, 'an options object: new RedisStore({ client })');
     }
     checkOptionNames('RedisStore options', options, REDIS_STORE_OPTION_NAMES);
-    const client = bindClient(options.client);
+    // An HTTP client first: it has evalsha and eval too (keys as an array), which ioredis's shape would claim.
+    const client = isHttpRedis(options.client) ? httpBinding(options.client) : bindClient(options.client);
     if (!client) invalidOption('client', options.client, CLIENTS);
     this.client = client;
     this.raw = options.client as RedisStore['raw'];
