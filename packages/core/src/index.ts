@@ -19,6 +19,8 @@ export type { RedisStoreOptions, CoalesceMode } from './stores/redis/redis-store
 export type { RedisClient, IoredisClient, NodeRedisClient, NodeRedisCluster, NodeRedisSentinel, GlideClient } from './stores/redis/clients';
 export type { HttpRedisClient, HttpRedisPipeline } from './stores/redis/http-client';
 export { aclRule } from './stores/redis/acl';
+export { DurableObjectStore, type DurableObjectStoreOptions, type DurableObjectNamespaceLike } from './stores/durable-object/durable-object-store';
+export { FloodgateDurableObject } from './stores/durable-object/durable-object';
 export type { AclRuleOptions } from './stores/redis/acl';
 export type { Store, StoreRequest, StoreResult, StoreLockout, StoreSettle, SettleOutcome } from './stores/store';
 export { FloodgateError, invalidOption } from './base/errors';
