@@ -21,6 +21,7 @@ export type { HttpRedisClient, HttpRedisPipeline } from './stores/redis/http-cli
 export { aclRule } from './stores/redis/acl';
 export { DurableObjectStore, type DurableObjectStoreOptions, type DurableObjectNamespaceLike } from './stores/durable-object/durable-object-store';
 export { FloodgateDurableObject } from './stores/durable-object/durable-object';
+export { rateLimitFetch, type FetchRateLimitOptions, type FetchRateLimiter, type FetchLimitResult } from './http/fetch-limiter';
 export type { AclRuleOptions } from './stores/redis/acl';
 export type { Store, StoreRequest, StoreResult, StoreLockout, StoreSettle, SettleOutcome } from './stores/store';
 export { FloodgateError, invalidOption } from './base/errors';

@@ -66,6 +66,41 @@ const RUNTIMES: Record<string, () => Promise<Runtime>> = {
   workerd: async () => startWorkerd(await bundle('worker.ts')),
 };
 
+/** The same cases through core's fetch-style entry, with no framework. */
+const FETCH_ENTRY: Record<string, () => Promise<Runtime>> = {
+  bun: async () => {
+    const file = await bundle('fetch-bun.ts');
+    return startServer(join(BIN, 'bun'), [file], dirname(file));
+  },
+  workerd: async () => startWorkerd(await bundle('fetch-worker.ts')),
+};
+
+describe.each(Object.keys(FETCH_ENTRY))('rateLimitFetch (no framework) on %s', (name) => {
+  let runtime: Runtime;
+  beforeAll(async () => {
+    runtime = await FETCH_ENTRY[name]();
+  }, 60_000);
+  afterAll(async () => {
+    await runtime?.stop();
+  });
+
+  it('passes admitted requests through with RateLimit headers, then answers 429 with Retry-After', async () => {
+    const seen: (string | number | null)[][] = [];
+    for (let i = 0; i <= 3; i++) {
+      const res = await runtime.fetch('/anything');
+      seen.push([res.status, res.headers.get('ratelimit-remaining'), await res.text()]);
+      if (res.status === 429) expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    expect(seen.map((s) => s.slice(0, 2))).toEqual([
+      [200, '2'],
+      [200, '1'],
+      [200, '0'],
+      [429, '0'],
+    ]);
+    expect(seen[0][2]).toBe('ok');
+  });
+});
+
 describe.each(Object.keys(RUNTIMES))('on %s', (name) => {
   let runtime: Runtime;
   beforeAll(async () => {
