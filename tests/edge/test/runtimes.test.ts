@@ -72,6 +72,10 @@ const FETCH_ENTRY: Record<string, () => Promise<Runtime>> = {
     const file = await bundle('fetch-bun.ts');
     return startServer(join(BIN, 'bun'), [file], dirname(file));
   },
+  deno: async () => {
+    const file = await bundle('fetch-deno.ts');
+    return startServer(join(BIN, 'deno'), ['run', '--allow-net=127.0.0.1', '--no-prompt', file], dirname(file));
+  },
   workerd: async () => startWorkerd(await bundle('fetch-worker.ts')),
 };
 
