@@ -1,7 +1,7 @@
 // Bad options throw at construction: FloodgateError FG_INVALID_OPTION naming the option, the value given and the valid range.
 import { Redis } from 'ioredis';
 import { createClient, createCluster } from 'redis';
-import { createIdentify, createLimiter, FloodgateError, HotKeyStore, MemoryStore, RedisStore } from '../src';
+import { createIdentify, createLimiter, DurableObjectStore, FloodgateError, HotKeyStore, MemoryStore, RedisStore } from '../src';
 import type { CreateLimiterOptions, MemoryStoreOptions, RedisStoreOptions } from '../src';
 import { createHttpLimiter } from '../src/http';
 
@@ -93,8 +93,8 @@ const ROWS: Row[] = [
   { label: 'MemoryStore maxKeys 0', build: memory({ maxKeys: 0 }), option: 'maxKeys', shown: '0', range: 'a whole number from 1 to 100000000' },
   { label: 'MemoryStore fractional maxKeys', build: memory({ maxKeys: 2.5 }), option: 'maxKeys', shown: '2.5', range: 'a whole number from 1 to 100000000' },
   { label: 'MemoryStore clock not a function', build: memory({ clock: 5 }), option: 'clock', shown: '5', range: CLOCK },
-  { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient' },
-  { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient' },
+  { label: 'RedisStore without a client', build: redis({}), option: 'client', shown: 'undefined', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, a Valkey GLIDE GlideClient or GlideClusterClient, or an HTTP client such as @upstash/redis' },
+  { label: 'RedisStore client not a client', build: redis({ client: { get: 1 } }), option: 'client', shown: '{"get":1}', range: 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, a Valkey GLIDE GlideClient or GlideClusterClient, or an HTTP client such as @upstash/redis' },
   { label: 'RedisStore timeoutMs 0', build: redis({ client: idle, timeoutMs: 0 }), option: 'timeoutMs', shown: '0', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs above a minute', build: redis({ client: idle, timeoutMs: 60_001 }), option: 'timeoutMs', shown: '60001', range: 'from 1 to 60000' },
   { label: 'RedisStore timeoutMs not a duration', build: redis({ client: idle, timeoutMs: 'soon' }), option: 'timeoutMs', shown: '"soon"', range: 'from 1 to 60000' },
@@ -200,5 +200,24 @@ describe('settle and countOnly on one route', () => {
     expect(() => createHttpLimiter({ limit: 5, countOnly: 'failed', settle: {} })).toThrow(expect.objectContaining({ code: 'FG_INVALID_OPTION', option: 'settle' }));
     expect(() => createHttpLimiter({ limit: 5, countOnly: 'failed' })).not.toThrow();
     expect(() => createHttpLimiter({ limit: 5, settle: {} })).not.toThrow();
+  });
+});
+
+describe('edge stores at construction', () => {
+  it('DurableObjectStore names a bad namespace, shards, name and timeoutMs', () => {
+    const namespace = { idFromName: () => 'id', get: () => ({ fetch: () => Promise.reject(new Error('unused')) }) };
+    const bad: [object, string][] = [
+      [{}, 'namespace'],
+      [{ namespace: { get: () => undefined } }, 'namespace'],
+      [{ namespace, shards: 0 }, 'shards'],
+      [{ namespace, shards: 1025 }, 'shards'],
+      [{ namespace, name: 'a:b' }, 'name'],
+      [{ namespace, timeoutMs: 0 }, 'timeoutMs'],
+    ];
+    for (const [options, option] of bad) {
+      expect(() => new DurableObjectStore(options as never)).toThrow(expect.objectContaining({ code: 'FG_INVALID_OPTION', message: expect.stringContaining(`\`${option}\``) }));
+    }
+    // A typo is an unknown option that suggests the intended one.
+    expect(() => new DurableObjectStore({ namespace, shard: 4 } as never)).toThrow(expect.objectContaining({ code: 'FG_UNKNOWN_OPTION', message: expect.stringContaining('did you mean `shards`?') }));
   });
 });

@@ -17,3 +17,4 @@ export { runCommand, isProcessAlive, freshMachineEnv, startExample, type Running
 export { prng, type Prng } from './prng';
 export { raceMessages, forkRaceChildren, stopRaceChildren, raceRound, inFlightTogetherMs, allInFlightTogether, type RaceMessage, type RaceTimes, type ForkRaceOptions, type Pausable } from './race';
 export { leasesHeld } from './leases';
+export { startRedisRest, type RedisRestServer } from './redis-rest';

@@ -1,4 +1,5 @@
 // A deadline on one store call: past it the call fails with FG_STORE_TIMEOUT, and nothing retries it; the store's late answer stays observable.
+import { nextTurn } from './next-turn';
 import { FloodgateError, withoutStack } from './errors';
 
 const ignore = (): void => undefined;
@@ -41,7 +42,7 @@ export function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: st
   return new Promise<T>((resolve, reject) => {
     let done = false;
     const timer = setTimeout(() => {
-      setImmediate(() => {
+      nextTurn(() => {
         if (done) return;
         done = true;
         onExpire?.();

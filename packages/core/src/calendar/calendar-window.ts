@@ -253,3 +253,18 @@ export function resolveCalendarWindow(option: string, value: unknown): ResolvedC
   const weekday = weekdayOf(dayNumber(w.year, w.month, w.day));
   return new ResolvedCalendarWindow(every, timeZone, { month: w.month, day: w.day, weekday, hour: w.hour, minute: w.minute, second: w.second });
 }
+
+/**
+ * A calendar window again from what JSON keeps of one (`every`, `timeZone` and its anchor's own
+ * fields): how a Durable Object rebuilds the windows of the requests it is sent. Undefined when the
+ * fields are not those of a window this module made (the object then refuses the request).
+ */
+export function calendarWindowFromJson(value: unknown): ResolvedCalendarWindow | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const { every, timeZone, anchor } = value as { every?: unknown; timeZone?: unknown; anchor?: Record<string, unknown> };
+  if (typeof every !== 'string' || !(CALENDAR_UNITS as readonly string[]).includes(every) || typeof timeZone !== 'string' || !anchor) return undefined;
+  const fields = ['month', 'day', 'weekday', 'hour', 'minute', 'second'] as const;
+  if (!fields.every((f) => Number.isInteger(anchor[f]))) return undefined;
+  const a = anchor as unknown as Anchor;
+  return new ResolvedCalendarWindow(every as CalendarUnit, timeZone, { month: a.month, day: a.day, weekday: a.weekday, hour: a.hour, minute: a.minute, second: a.second });
+}

@@ -8,9 +8,11 @@ import type { FleetSource, FleetView } from '../observe/states';
 /**
  * This process's id in every fleet it announces itself to: random, made once per process, so two
  * stores (or two clients) of one process to one Redis count as one instance, and a restarted
- * process is a new one (the old id ages out).
+ * process is a new one (the old id ages out). Made at the first announcement, not when the module
+ * loads: a Cloudflare Worker may not generate random values in its global scope (it fails to start).
  */
-export const INSTANCE_ID = randomBytes(12).toString('base64url');
+let instanceId: string | undefined;
+export const INSTANCE_ID = (): string => (instanceId ??= randomBytes(12).toString('base64url'));
 
 /** An announcement is good for this many periods: a process that stops announcing (SIGKILL) leaves the count after about as many. */
 export const ANNOUNCE_TTL_PERIODS = 3;
@@ -120,7 +122,7 @@ export class FleetCount implements FleetView {
     const mine = new Set(own);
     let pending: Promise<readonly string[]>;
     try {
-      pending = this.peers(fleetConfigsKey(this.prefix), INSTANCE_ID, own.join(','), ANNOUNCE_TTL_PERIODS * this.periodMs);
+      pending = this.peers(fleetConfigsKey(this.prefix), INSTANCE_ID(), own.join(','), ANNOUNCE_TTL_PERIODS * this.periodMs);
     } catch (error) {
       pending = Promise.reject(error);
     }
@@ -140,7 +142,7 @@ export class FleetCount implements FleetView {
     this.busy = true;
     let pending: Promise<number>;
     try {
-      pending = this.announce(fleetKey(this.prefix), INSTANCE_ID, ANNOUNCE_TTL_PERIODS * this.periodMs);
+      pending = this.announce(fleetKey(this.prefix), INSTANCE_ID(), ANNOUNCE_TTL_PERIODS * this.periodMs);
     } catch (error) {
       pending = Promise.reject(error);
     }

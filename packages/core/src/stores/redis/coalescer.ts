@@ -1,6 +1,7 @@
 // Coalescing for RedisStore: requests that can share a script call go in one ('turn': those of one event-loop turn; 'in-flight': those behind their subject's call in flight).
 import { FloodgateError } from '../../base/errors';
 import { StoreTimeout } from '../../base/deadline';
+import { nextTurn } from '../../base/next-turn';
 import type { StoreRequest, StoreResult } from '../store';
 import type { ClientBinding } from './clients';
 import { scriptFor, type ReplyEntry } from './protocol';
@@ -86,7 +87,7 @@ export class Coalescer {
       else this.turn.set(key, [waiter]);
       if (!this.turnScheduled) {
         this.turnScheduled = true;
-        setImmediate(this.endTurn);
+        nextTurn(this.endTurn);
       }
       return promise;
     }

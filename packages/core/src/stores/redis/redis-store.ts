@@ -4,6 +4,7 @@ import { parseDuration } from '../../base/duration';
 import { checkOptionNames, clockOption, optionNames, leaseToken, refundAt, wholeNumber } from '../../base/validate';
 import { StoreTimeout, withDeadline } from '../../base/deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './clients';
+import { httpBinding, isHttpRedis, type HttpRedisClient } from './http-client';
 import type { ReplyEntry } from './protocol';
 import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from '../store';
 import { Coalescer } from './coalescer';
@@ -24,11 +25,13 @@ export interface RedisStoreOptions {
    * - iovalkey (the ioredis fork for Valkey): as ioredis.
    * - Valkey GLIDE `GlideClient.createClient()` or `GlideClusterClient.createClient()`: already
    *   connected when created; keep its `requestTimeout` at or above `timeoutMs`.
+   * - Redis over HTTP: `new Redis({ url, token, retry: false })` from `@upstash/redis` (for edge
+   *   runtimes without TCP); a turn's script calls leave in one `/pipeline` request (docs/edge.md).
    * Give the client an 'error' listener: ioredis prints unhandled connection errors, and node-redis
    * without one ends the process (Floodgate warns at construction).
    * Production setups (TLS, ACL users, Sentinel, Cluster): docs/production-redis.md.
    */
-  client: RedisClient;
+  client: RedisClient | HttpRedisClient;
   /**
    * Longest wait for one decision, in ms (or a duration string). Past it the call fails with
    * FG_STORE_TIMEOUT and is never retried: the script may already have counted. Default 100: a
@@ -44,7 +47,7 @@ export interface RedisStoreOptions {
   /**
    * How requests for the same subject share script calls; each request is still decided on its own,
    * in arrival order, exactly as if sent alone (the script runs them one after another).
-   * - 'turn' (default): requests made in the same turn of the event loop go together in one call,
+   * - 'turn' (default, but on Workers): requests made in the same turn of the event loop go together in one call,
    *   sent at the end of that turn (`setImmediate`), so no request waits for another's round trip.
    *   Under concurrent load a hot subject costs Redis and the application one script call per turn
    *   instead of one per request; an idle server sends each request alone, as before. The turn's
@@ -55,7 +58,8 @@ export interface RedisStoreOptions {
    * - 'in-flight': also holds a subject's requests while its previous call is in flight and sends
    *   them together when it returns: fewest calls (200 concurrent requests: under 20), but a
    *   request may wait for the round trip ahead of it. For when Redis CPU is what a hot subject exhausts.
-   * - false: one script call per request.
+   * - false: one script call per request. The default on Cloudflare Workers, where a call shared
+   *   by two invocations would leave one waiting on the other's subrequest (docs/edge.md).
    */
   coalesce?: CoalesceMode;
   /**
@@ -92,7 +96,10 @@ export const DEFAULT_MAX_IN_FLIGHT = 256;
 
 const COALESCE_MODES: readonly CoalesceMode[] = ['turn', 'in-flight', false];
 
-const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, or a Valkey GLIDE GlideClient or GlideClusterClient';
+const CLIENTS = 'an ioredis (or iovalkey) Redis or Cluster, a node-redis createClient(), createCluster() or createSentinel() client, a Valkey GLIDE GlideClient or GlideClusterClient, or an HTTP client such as @upstash/redis';
+
+/** Cloudflare Workers (workerd), by the user agent it documents for exactly this check. */
+const onWorkers = (): boolean => (globalThis as { navigator?: { userAgent?: unknown } }).navigator?.userAgent === 'Cloudflare-Workers';
 
 /** The request itself, as the one item of its one group (coalesce: false). */
 const itself = (request: StoreRequest): StoreRequest => request;
@@ -147,7 +154,8 @@ export class RedisStore implements Store {
       invalidOption('RedisStore', options, 'an options object: new RedisStore({ client })');
     }
     checkOptionNames('RedisStore options', options, REDIS_STORE_OPTION_NAMES);
-    const client = bindClient(options.client);
+    // An HTTP client first: it has evalsha and eval too (keys as an array), which ioredis's shape would claim.
+    const client = isHttpRedis(options.client) ? httpBinding(options.client) : bindClient(options.client);
     if (!client) invalidOption('client', options.client, CLIENTS);
     this.client = client;
     this.raw = options.client as RedisStore['raw'];
@@ -160,7 +168,10 @@ export class RedisStore implements Store {
     this.announceMs = parseDuration('announceMs', options.announceMs ?? DEFAULT_ANNOUNCE_MS, 100, 600_000);
     this.sender = new ScriptSender(client, this.timeoutMs, this.maxInFlight, this.afterAnswer);
     this.scriptStats = this.sender.scriptStats;
-    const coalesce = options.coalesce ?? 'turn';
+    // On Workers a promise belongs to the request that made it: a call shared by two invocations
+    // leaves one waiting on the other's subrequest (29 of 3200 failed closed in
+    // tests/edge/test/redis-http-worker.test.ts), so there each request sends its own call.
+    const coalesce = options.coalesce ?? (onWorkers() ? false : 'turn');
     this.coalescer = coalesce === false ? undefined : new Coalescer(coalesce, client, this.sender, this.timeoutMs);
     this.warningList = [...client.warnings];
     this.warnings = this.warningList;
