@@ -16,7 +16,7 @@ export function listenOn(
 /** Structural, so both the CommonJS and the ESM build of @floodgate/core fit. */
 export interface CoreLike {
   createLimiter(options: object): { consume(subject: string): Promise<{ allowed: boolean; remaining: number | null; reason: string }> };
-  RedisStore: new (options: { client: never }) => object;
+  RedisStore: new (options: { client: never; timeoutMs?: number }) => object;
 }
 export function redisRoundTrip(
   core: CoreLike,

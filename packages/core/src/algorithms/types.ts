@@ -132,8 +132,9 @@ export interface AlgorithmDescriptor<N extends string = string, S = unknown, F e
    * Hot-key mode: ms from an admitted consume (its result for this limit) until the edge of the
    * window the units were charged to, past which a leased unit no longer stands for one the limit
    * still counts; undefined when the algorithm has no such edge (the lease then runs its leaseMs).
+   * `at`: the store's clock when it decided (StoreResult.at).
    */
-  leaseEdgeMs?(admitted: LimitResult, limit: FamilyLimit<F>): number;
+  leaseEdgeMs?(admitted: LimitResult, limit: FamilyLimit<F>, at: number): number;
   /**
    * The largest `limit` (or `burst`) it accepts, when below MAX_UNITS: the bound on one decision's
    * work for an algorithm whose writes grow with the cost (see docs/algorithms.md). Default MAX_UNITS.

@@ -321,7 +321,7 @@ export class HotKeyStore implements Store {
         s.storeAt = result.at;
         // Measured from the send time, which is no later than the script's clock read: the lease
         // ends no later than the window it was charged to.
-        s.expiresAt = sentAt + this.lifetime(request.limits, result.results);
+        s.expiresAt = sentAt + this.lifetime(request.limits, result.results, result.at);
         s.figures = result.results;
         outcome = {
           at: result.at,
@@ -385,11 +385,11 @@ export class HotKeyStore implements Store {
   }
 
   /** How long a lease may be served: leaseMs, and never past the edge of the window it was charged to. */
-  private lifetime(limits: readonly StoreLimit[], results: readonly LimitResult[]): number {
+  private lifetime(limits: readonly StoreLimit[], results: readonly LimitResult[], at: number): number {
     let ms = this.leaseMs;
     limits.forEach((limit, i) => {
       const edge = ALGORITHM[limit.algorithm].leaseEdgeMs;
-      if (edge) ms = Math.min(ms, edge(results[i], limit));
+      if (edge) ms = Math.min(ms, edge(results[i], limit, at));
     });
     return ms;
   }

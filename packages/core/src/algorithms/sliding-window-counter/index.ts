@@ -8,8 +8,9 @@ export const slidingWindowCounterAlgorithm = defineAlgorithm({
   keySuffix: 'swc',
   family: 'window',
   twin: slidingWindowCounter,
-  // After an admitted consume, resetMs is the end of the NEXT window (when the charged units stop
-  // counting); the window they were charged to ends one period earlier.
-  leaseEdgeMs: (admitted, limit) => admitted.resetMs - limit.windowMs,
+  // The window the units were charged to ends at the next multiple of windowMs on the store's clock
+  // (windows are aligned: w = floor(now / windowMs), in the Lua and the twin). Not read off resetMs:
+  // an admission that leaves nothing resets when the next unit is back (docs/headers.md).
+  leaseEdgeMs: (_admitted, limit, at) => limit.windowMs - (at % limit.windowMs),
   lua: LUA_CHUNKS['sliding-window-counter'],
 });
