@@ -25,3 +25,4 @@ export { expectServedInOneTurn, turnMarker } from './same-turn';
 export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';
 export { runQuotaSuite } from './quotas';
+export { runRuntimeLimitSuite, headerOf } from './runtime-limits';

@@ -16,6 +16,9 @@ import { DecisionTally, metricsFor } from '../observe/metrics';
 import { warnOnce } from '../base/warnings';
 import { newSettleToken, type Reservation, type SettleResult } from '../model/settle';
 import { usageOf, type Usage } from '../model/usage';
+import { bareDecision } from '../model/decision';
+import { LimitValues } from './limit-values';
+import { LimitFunctionError, reportBadAnswer, type LimitSet } from './dynamic-limits';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -120,6 +123,8 @@ export interface EngineLimiter extends Limiter {
    * `withinMs`: only a block that ends within this many ms counts (a longer one answers false).
    */
   isBlocked(subject: string, options: { cost: number; scope: string; withinMs?: number }): boolean;
+  /** Distinct limit-function answers this limiter keeps resolved (at most `limitValuesMax`); 0 without limit functions. */
+  readonly limitValuesHeld: number;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
@@ -150,6 +155,9 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
+    get limitValuesHeld() {
+      return engine.values?.size ?? 0;
+    },
     health: (options) => healthOf([engine.healthSource], undefined, options),
     async refund(subject, opts = {} as RefundOptions) {
       const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
@@ -199,7 +207,6 @@ class Engine {
   readonly maxCost: number;
   /** The in-flight limit's leases held for requests still running; undefined without one. */
   private readonly leases: LeaseBook | undefined;
-  private readonly leaseIndex: number;
   readonly storeLimits: StoreRequest['limits'];
   readonly blocks: BlockCache<Decision> | undefined;
   readonly link: StoreLink;
@@ -207,6 +214,10 @@ class Engine {
   readonly healthSource: HealthSource;
   // Each subject's keys, built once while it stays active (bounded), found by the strings the request already has.
   private readonly keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
+  /** Limit functions (option values that are functions): called per request after the block cache; undefined when every limit is a number. */
+  readonly values: LimitValues | undefined;
+  /** The limits a request with a function's answer was sent with, for a late answer (held only while the request is). */
+  private readonly sentWith = new WeakMap<StoreRequest, readonly ResolvedLimit[]>();
 
   constructor(private readonly resolved: ResolvedLimiterOptions) {
     const { concurrency } = resolved;
@@ -223,7 +234,7 @@ class Engine {
         `a request held its in-flight slot (policy '${concurrency!.name}') for concurrency.maxHoldMs (${concurrency!.maxHoldMs} ms); its lease is no longer renewed and frees itself, though the request may still run. A hung handler, or a longer request than maxHoldMs allows (docs/concurrency.md)`,
       );
     this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs, capped);
-    this.leaseIndex = this.limits.length - 1;
+    this.values = resolved.dynamic ? new LimitValues(resolved) : undefined;
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
     const meter = metricsFor(resolved.meterProvider);
@@ -290,9 +301,9 @@ class Engine {
   }
 
   /** The store's answer as a Decision: `at` only on a charged consume. */
-  fromResult(request: StoreRequest, result: StoreResult): Decision {
+  fromResult(request: StoreRequest, result: StoreResult, limits: readonly ResolvedLimit[] = this.limits): Decision {
     const charged = request.mode === 'consume' && result.allowed && !result.lockedMs;
-    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
+    const decision = toDecision(limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 
@@ -331,16 +342,55 @@ class Engine {
       const hit = this.fromBlock(base, cost);
       if (hit) return this.counted(hit, scope);
     }
-    const limits = this.storeLimits;
-    const request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
+    const values = this.values;
+    if (!values) return this.decideWith(this.limits, this.storeLimits, keys, lock, base, cost, scope, consume, mode);
+    // Limit functions run after the block cache: a caller denied until T costs no call.
+    let answer: LimitSet | Promise<LimitSet>;
+    try {
+      answer = values.answer(subject, opts);
+    } catch (error) {
+      return this.badAnswer(error, scope, consume);
+    }
+    const go = (set: LimitSet) => {
+      const setKeys = set.sameKeys ? keys : set.limits.map((l) => `${base}:${l.keySuffix}`);
+      return this.decideWith(set.limits, set.storeLimits, setKeys, lock, base, cost, scope, consume, cost > set.maxCost ? 'peek' : mode);
+    };
+    if (!isThenable(answer)) return go(answer);
+    return answer.then(go, (error: unknown) => this.badAnswer(error, scope, consume));
+  }
+
+  /** A limit function's bad answer: refused (503, nothing counted), logged once per cause. A bug of ours is rethrown. */
+  private badAnswer(error: unknown, scope: string, consume: boolean): Decision {
+    if (!(error instanceof LimitFunctionError)) throw error;
+    reportBadAnswer(this.resolved.failure.logger, this.resolved.warnings, error);
+    const decision = bareDecision(false, 'fail-closed', 1000);
+    return consume ? this.counted(decision, scope) : decision;
+  }
+
+  /** One request, decided with these limits and keys. */
+  private decideWith(
+    limits: readonly ResolvedLimit[],
+    storeLimits: StoreRequest['limits'],
+    keys: readonly string[],
+    lock: StoreLockout | undefined,
+    base: string,
+    cost: number,
+    scope: string,
+    consume: boolean,
+    mode: StoreRequest['mode'],
+  ): Decision | Promise<Decision> {
     const drew = mode === 'consume';
     // An acquire names its lease, so that it can be released (and renewed) later.
-    if (this.leases && drew) return this.leased({ ...request, token: newLeaseToken() }, base, cost, scope);
+    const token = this.leases && drew ? newLeaseToken() : undefined;
+    const plain: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
+    const request: StoreRequest = token === undefined ? plain : { ...plain, token };
+    if (limits !== this.limits) this.sentWith.set(request, limits);
+    if (token !== undefined) return this.leased(request, limits, base, cost, scope);
     const link = this.link;
     if (link.evaluateSync) {
       let decision: Decision;
       try {
-        decision = this.fromResult(request, link.evaluateSync(request));
+        decision = this.fromResult(request, link.evaluateSync(request), limits);
       } catch (error) {
         decision = link.degraded(request, error);
       }
@@ -348,19 +398,19 @@ class Engine {
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
-      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew),
+      (result) => this.tallied(this.fromResult(request, result, limits), base, cost, scope, consume, drew),
       (error: unknown) => this.tallied(link.degraded(request, error), base, cost, scope, consume, drew),
     );
   }
 
   /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
-  private leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
+  private leased(request: StoreRequest, limits: readonly ResolvedLimit[], base: string, cost: number, scope: string): Decision | Promise<Decision> {
     const book = this.leases!;
     const link = this.link;
     const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
       decision = this.tallied(decision, base, cost, scope, true, true);
       if (!decision.allowed || !site) return decision;
-      return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
+      return { ...decision, lease: book.hold([request.keys[request.keys.length - 1]], cost, request.token!, site) };
     };
     const degraded = (error: unknown): Decision => {
       const decision = link.degraded(request, error);
@@ -373,14 +423,14 @@ class Engine {
       } catch (error) {
         return degraded(error);
       }
-      return withLease(this.fromResult(request, result), link);
+      return withLease(this.fromResult(request, result, limits), link);
     }
-    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result), link), degraded);
+    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result, limits), link), degraded);
   }
 
   /** A denial the block cache may keep: the shared store's, and not the in-flight limit's (a slot frees when a request ends, not at a known time). */
   private blockable(decision: Decision): boolean {
-    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[this.leaseIndex]?.allowed !== false);
+    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[decision.limits.length - 1]?.allowed !== false);
   }
 
   /**
@@ -390,9 +440,10 @@ class Engine {
    */
   private lateAnswer(request: StoreRequest, result: StoreResult): void {
     if (request.mode !== 'consume' || !this.blocks) return;
-    const decision = this.fromResult(request, result);
+    const decision = this.fromResult(request, result, this.sentWith.get(request));
     if (!this.blockable(decision)) return;
-    const base = request.keys[0].slice(0, -(this.limits[0].keySuffix.length + 1));
+    // A limit's key is `<base>:<suffix>`, and a suffix holds no ':'.
+    const base = request.keys[0].slice(0, request.keys[0].lastIndexOf(':'));
     this.blocks.set(base, request.cost, decision.retryAfterMs, decision);
   }
 

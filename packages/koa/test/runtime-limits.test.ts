@@ -1,0 +1,5 @@
+// The shared runtime-limits suite (issue #45) on koa: limit functions of the request, their ceiling, a bad answer.
+import { runRuntimeLimitSuite } from '@floodgate/adapter-suites';
+import { koaHarness } from './harness';
+
+runRuntimeLimitSuite(koaHarness);
