@@ -3,7 +3,9 @@ export { createHttpLimiter, finishOnResponse, settleOnFinish, UNMATCHED_SCOPE } 
 export { isThenable } from './base/maybe-promise';
 export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
 export { DEFAULT_LIMIT, mergeRouteOptions } from './http/resolve-http-options';
-export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
+export type { HttpRateLimitOptions, RateLimitEvent, RequestValue, HttpLimitOptions } from './http/resolve-http-options';
+export type { OverrideTarget } from './http/types';
+export type { OverrideLimits, OverrideOptions, OverrideRecord } from './engine/overrides';
 export type { RequestFacts } from './identity';
 export type { Decision } from './model/decision';
 export type { Reservation, SettleResult } from './model/settle';
@@ -21,3 +23,4 @@ export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';
 export type { HeaderPair } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
+export { overrideFace, type OverrideFace } from './http/overrides';

@@ -3,3 +3,30 @@ import { runRuntimeLimitSuite } from '@floodgate/adapter-suites';
 import { expressHarness } from './harness';
 
 runRuntimeLimitSuite(expressHarness(5));
+
+describe('express: overrides from an admin route', () => {
+  it('limiter.override on the middleware changes the next decision of that caller on that route', async () => {
+    const { getStatus, listenOnLoopback } = await import('@floodgate/adapter-suites');
+    const { MemoryStore } = await import('@floodgate/core');
+    const express = (await import('express')).default;
+    const { rateLimit } = await import('../src');
+    const { Agent } = await import('node:http');
+    const limiter = rateLimit({ store: new MemoryStore(), limit: 100, overrides: true });
+    const app = express();
+    app.use(limiter);
+    app.get('/r', (_req, res) => void res.send('ok'));
+    const running = await listenOnLoopback(app, []);
+    const agent = new Agent({ keepAlive: true });
+    try {
+      expect(await getStatus(agent, running.port, '/r')).toBe(200);
+      await limiter.override({ ip: '127.0.0.1', route: 'GET /r' }, 0, { ttlMs: '1h', reason: 'test' });
+      expect(await getStatus(agent, running.port, '/r')).toBe(429);
+      expect((await limiter.listOverrides()).map((o) => o.scope)).toEqual(['GET /r']);
+      await limiter.clearOverride({ ip: '127.0.0.1', route: 'GET /r' });
+      expect(await getStatus(agent, running.port, '/r')).toBe(200);
+    } finally {
+      agent.destroy();
+      await running.close();
+    }
+  });
+});

@@ -9,7 +9,8 @@ import { subjectKey } from '../base/keys';
 import { NestedMemo } from '../base/memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { ResolvedLimit } from '../model/limit';
-import type { StoreLockout, StoreRequest, StoreResult } from '../stores/store';
+import type { StoreLockout, StoreOverride, StoreRequest, StoreResult } from '../stores/store';
+import { audit, overrideCall, overrideOf, overrideStore, type OverrideLimits, type OverrideOptions, type OverrideRecord } from './overrides';
 import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
 import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
 import { DecisionTally, metricsFor } from '../observe/metrics';
@@ -34,6 +35,8 @@ interface SubjectKeys {
   readonly base: string;
   readonly keys: readonly string[];
   readonly lock: StoreLockout | undefined;
+  /** The subject's override (same hash tag), when the limiter reads overrides. */
+  readonly override: StoreOverride | undefined;
 }
 export interface ConsumeOptions {
   /** Units this request draws; a whole number from 0. Default 1. */
@@ -106,6 +109,18 @@ export interface Limiter {
    * only with `{ detail: true }`, for a private endpoint. See docs/operations.md.
    */
   health(options?: HealthOptions): Health;
+  /**
+   * Sets this subject's limits (in `scope`) to `limits` for `ttlMs`, on every instance: the override
+   * is stored under the subject's own hash tag and read by each decision's store call (one GET more,
+   * no round trip), so the next decision anywhere applies it; it expires by itself. A number sets
+   * every rate limit; `{ policy: n }` sets some. 0 refuses until it expires. Capped by
+   * `limitCeiling`. Needs `overrides: true` (else FG_OVERRIDES_OFF). Rejects when the store fails.
+   */
+  override(subject: string, limits: OverrideLimits, options: OverrideOptions): Promise<OverrideRecord>;
+  /** Removes this subject's override in `scope` (the next decision, on every instance, has the configured limits). */
+  clearOverride(subject: string, options?: Pick<OverrideOptions, 'scope' | 'label'>): Promise<void>;
+  /** The overrides set on this store and prefix that have not expired (the index; decisions never read it). */
+  overrides(): Promise<OverrideRecord[]>;
   readonly options: ResolvedLimiterOptions;
 }
 
@@ -192,6 +207,32 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const result = await engine.link.evaluate({ keys, limits: engine.storeLimits, cost: 0, mode: 'peek' });
       return usageOf(scope, result.at, toDecision(engine.limits, true, result.results, 0).limits);
     },
+    async override(subject, limits, opts) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const { base, override } = engine.keysOf(subject, opts?.scope ?? '');
+      const call = overrideCall(opts, base);
+      const { value, set } = overrideOf(resolved.limits, limits, resolved.limitCeiling);
+      const record: OverrideRecord = { target: call.target, scope: call.scope, limits: set, ttlMs: call.ttlMs, ...(call.reason !== undefined ? { reason: call.reason } : {}), setAt: Date.now() };
+      await store.putOverride(override!.key, value, call.ttlMs, { key: `${prefix}:overrides`, field: base, record: JSON.stringify(record) });
+      // This instance's block may predate a raise: the next consume asks the store.
+      engine.blocks?.delete(base);
+      engine.overrideCounted('set');
+      audit(resolved.onOverride, { action: 'set', target: call.target, scope: call.scope, record }, resolved.failure.logger);
+      return record;
+    },
+    async clearOverride(subject, opts = {}) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts.scope ?? '';
+      const { base, override } = engine.keysOf(subject, scope);
+      await store.dropOverride(override!.key, { key: `${prefix}:overrides`, field: base });
+      engine.blocks?.delete(base);
+      engine.overrideCounted('clear');
+      audit(resolved.onOverride, { action: 'clear', target: opts.label ?? base, scope }, resolved.failure.logger);
+    },
+    async overrides() {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      return (await store.listOverrides(`${prefix}:overrides`)).map((r) => JSON.parse(r) as OverrideRecord);
+    },
     async reset(subject, opts = {}) {
       const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
       engine.blocks?.delete(base);
@@ -216,6 +257,7 @@ class Engine {
   private readonly keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
   /** Limit functions (option values that are functions): called per request after the block cache; undefined when every limit is a number. */
   readonly values: LimitValues | undefined;
+  private readonly meter: ReturnType<typeof metricsFor>;
   /** The limits a request with a function's answer was sent with, for a late answer (held only while the request is). */
   private readonly sentWith = new WeakMap<StoreRequest, readonly ResolvedLimit[]>();
 
@@ -238,6 +280,7 @@ class Engine {
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
     const meter = metricsFor(resolved.meterProvider);
+    this.meter = meter;
     this.link = linkStore(resolved, this.limits, clock, meter, { late: (request, result) => this.lateAnswer(request, result) });
     const name = resolved.store.name;
     this.tally = new DecisionTally(name);
@@ -255,7 +298,9 @@ class Engine {
     const { prefix, lockout } = this.resolved;
     const base = subjectKey(prefix, scope, String(subject));
     // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
-    const entry: SubjectKeys = { base, keys: this.limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
+    // The override key shares it too: the decision's script reads it in the same call.
+    const override = this.resolved.overrides ? { key: `${base}:ovr`, ceiling: this.resolved.limitCeiling ?? 0 } : undefined;
+    const entry: SubjectKeys = { base, keys: this.limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` }, override };
     if (typeof subject === 'string' && subject.length + scope.length <= KEYS_MAX_INPUT) this.keysMemo.set(scope, subject, entry);
     return entry;
   }
@@ -324,6 +369,11 @@ class Engine {
     };
   }
 
+  /** Counts an override set or cleared (metrics: floodgate.overrides). */
+  overrideCounted(action: 'set' | 'clear'): void {
+    this.meter.overrides.add(1, { 'floodgate.store': this.resolved.store.name, 'floodgate.override.action': action });
+  }
+
   /** Counts one decision a consume answered (peeks are not decisions). */
   counted(decision: Decision, scope: string): Decision {
     this.tally.count(scope, decision.reason, decision.policy, decision.degraded, decision.allowed);
@@ -334,7 +384,7 @@ class Engine {
   decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Decision | Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
     const scope = opts.scope ?? '';
-    const { base, keys, lock } = this.keysOf(subject, scope);
+    const { base, keys, lock, override } = this.keysOf(subject, scope);
     const consume = mode === 'consume';
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > this.maxCost) mode = 'peek';
@@ -343,7 +393,7 @@ class Engine {
       if (hit) return this.counted(hit, scope);
     }
     const values = this.values;
-    if (!values) return this.decideWith(this.limits, this.storeLimits, keys, lock, base, cost, scope, consume, mode);
+    if (!values) return this.decideWith(this.limits, this.storeLimits, keys, lock, override, base, cost, scope, consume, mode);
     // Limit functions run after the block cache: a caller denied until T costs no call.
     let answer: LimitSet | Promise<LimitSet>;
     try {
@@ -353,7 +403,7 @@ class Engine {
     }
     const go = (set: LimitSet) => {
       const setKeys = set.sameKeys ? keys : set.limits.map((l) => `${base}:${l.keySuffix}`);
-      return this.decideWith(set.limits, set.storeLimits, setKeys, lock, base, cost, scope, consume, cost > set.maxCost ? 'peek' : mode);
+      return this.decideWith(set.limits, set.storeLimits, setKeys, lock, override, base, cost, scope, consume, cost > set.maxCost ? 'peek' : mode);
     };
     if (!isThenable(answer)) return go(answer);
     return answer.then(go, (error: unknown) => this.badAnswer(error, scope, consume));
@@ -373,6 +423,7 @@ class Engine {
     storeLimits: StoreRequest['limits'],
     keys: readonly string[],
     lock: StoreLockout | undefined,
+    override: StoreOverride | undefined,
     base: string,
     cost: number,
     scope: string,
@@ -383,7 +434,8 @@ class Engine {
     // An acquire names its lease, so that it can be released (and renewed) later.
     const token = this.leases && drew ? newLeaseToken() : undefined;
     const plain: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
-    const request: StoreRequest = token === undefined ? plain : { ...plain, token };
+    const read = override === undefined ? plain : { ...plain, override };
+    const request: StoreRequest = token === undefined ? read : { ...read, token };
     if (limits !== this.limits) this.sentWith.set(request, limits);
     if (token !== undefined) return this.leased(request, limits, base, cost, scope);
     const link = this.link;

@@ -12,8 +12,9 @@ import { resolveCalendarWindow, type CalendarWindowOptions } from '../calendar/c
 import { storeOption, type Store } from '../stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from '../stores/memory-store';
-import { checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionNames, wholeNumber } from '../base/validate';
+import { bool, checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionalFunction, optionNames, wholeNumber } from '../base/validate';
 import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from '../base/warnings';
+import type { OverrideEvent } from './overrides';
 import { DEFAULT_LIMIT_VALUES_MAX, DYNAMIC_FIELDS, hasFunctions, type AnsweredLimit, type LimitContext, type PerRequest } from './dynamic-limits';
 
 export type { LimitContext, PerRequest } from './dynamic-limits';
@@ -70,6 +71,14 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
    * once) a new answer is resolved for its request and not kept: memory stays bounded. Default 1000.
    */
   limitValuesMax?: number;
+  /**
+   * Read each subject's override in the decision's own store call (one GET more in the same script):
+   * `limiter.override(subject, limits, { ttlMs })` then changes the next decision on every instance,
+   * and expires by itself (docs/runtime-limits.md#overrides). Default false.
+   */
+  overrides?: boolean;
+  /** Told of every override set or cleared through this limiter, for an audit log. Default: none. */
+  onOverride?: (event: OverrideEvent) => void;
   /**
    * Progressive lock-out, decided in the store: from the `after`-th refused consume of a subject on,
    * it is locked out for baseMs x 2^(strikes - after), capped at maxMs (reason 'locked'). `{}` takes
@@ -147,6 +156,9 @@ export interface ResolvedLimiterOptions {
   readonly madeForRequest?: boolean;
   /** `limitCeiling`; undefined: none. */
   readonly limitCeiling: number | undefined;
+  /** Whether decisions read the subject's override. */
+  readonly overrides: boolean;
+  readonly onOverride: ((event: OverrideEvent) => void) | undefined;
   /**
    * Limit functions, kept to be called per request (engine/limit-values.ts); undefined when every
    * limit is a number. `limits` then holds placeholders (functions answered with the ceiling, or 1000).
@@ -183,6 +195,8 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'settle',
   'limitCeiling',
   'limitValuesMax',
+  'overrides',
+  'onOverride',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -304,6 +318,8 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
   if (limitCeiling !== undefined && !dynamic) for (const l of limits) if (l.limit > limitCeiling) invalidOption('limitCeiling', limitCeiling, `a number from ${l.limit} (policy '${l.name}' is ${l.limit})`);
+  const overrides = bool('overrides', options.overrides, false);
+  if (overrides && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with `overrides`: a subject served from leased blocks does not read its override');
   if (dynamic && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with limit functions: hot-key mode leases a fixed limit out in blocks');
   const clock = clockOption('clock', options.clock);
   const failure = resolveFailureOptions(options, store);
@@ -339,6 +355,8 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     settle: resolveSettle(options.settle, limits),
     limitCeiling,
     dynamic,
+    overrides,
+    onOverride: optionalFunction('onOverride', options.onOverride),
   };
 }
 

@@ -4,6 +4,7 @@ import { createLimiter, formatHeaders, subjectKey } from '../../src';
 import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, Store } from '../../src';
 import { FakeClock, T0 } from './fake-clock';
 import { SETTLE_SCENARIOS } from './settle-scenarios';
+import { OVERRIDE_SCENARIOS } from './override-scenarios';
 
 export interface ConformanceContext {
   /** Drives the store: MemoryStore's `clock`, RedisStore's `UNSAFE_testClock`. Starts at T0. */
@@ -44,7 +45,7 @@ export function describeConformance(
 ): void {
   const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
   describe(label, () => {
-    [...SCENARIOS, ...SETTLE_SCENARIOS].forEach((scenario, n) => {
+    [...SCENARIOS, ...SETTLE_SCENARIOS, ...OVERRIDE_SCENARIOS].forEach((scenario, n) => {
       it(scenario.name, async () => {
         const clock = new FakeClock();
         const store = await makeStore(clock.now);
