@@ -53,7 +53,7 @@ if (setup.mode === 'server') {
   server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
 } else {
   // No block cache: every decision is the store's, so each one shows the limit in force when Redis ran it.
-  const options = { prefix: setup.prefix, algorithm: 'fixed-window' as const, limit: setup.limit, windowMs: '365d', overrides: true, blockCacheSize: 0, logger: quiet };
+  const options = { prefix: setup.prefix, algorithm: 'fixed-window' as const, limit: setup.limit, windowMs: '365d' as const, overrides: true, blockCacheSize: 0, logger: quiet };
   // One request per script call: each decision reads the override as it stands when Redis runs it.
   const limiter = createLimiter({ ...options, store: new RedisStore({ client, timeoutMs: 10_000, coalesce: false }) });
   // The operator's change travels on a connection of its own, not behind this instance's own requests.

@@ -1,16 +1,15 @@
 // The shared runtime-limits suite (issue #45) on express: limit functions of the request, their ceiling, a bad answer.
-import { runRuntimeLimitSuite } from '@floodgate/adapter-suites';
+import { Agent } from 'node:http';
+import { getStatus, listenOnLoopback, runRuntimeLimitSuite } from '@floodgate/adapter-suites';
+import { MemoryStore } from '@floodgate/core';
+import express from 'express';
+import { rateLimit } from '../src';
 import { expressHarness } from './harness';
 
 runRuntimeLimitSuite(expressHarness(5));
 
 describe('express: overrides from an admin route', () => {
   it('limiter.override on the middleware changes the next decision of that caller on that route', async () => {
-    const { getStatus, listenOnLoopback } = await import('@floodgate/adapter-suites');
-    const { MemoryStore } = await import('@floodgate/core');
-    const express = (await import('express')).default;
-    const { rateLimit } = await import('../src');
-    const { Agent } = await import('node:http');
     const limiter = rateLimit({ store: new MemoryStore(), limit: 100, overrides: true });
     const app = express();
     app.use(limiter);
