@@ -1,5 +1,6 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { isThenable } from '../base/maybe-promise';
+import { FloodgateError } from '../base/errors';
 import { BlockCache } from './block-cache';
 import { lockedDecision, toDecision, type Decision } from '../model/decision';
 import { linkStore, type StoreLink } from './store-link';
@@ -10,6 +11,7 @@ import { NestedMemo } from '../base/memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { ResolvedLimit } from '../model/limit';
 import type { StoreLockout, StoreOverride, StoreRequest, StoreResult } from '../stores/store';
+import { ALL_SCOPES, broadFor, broadSet, type BroadEntry } from './broad-overrides';
 import { audit, overrideCall, overrideOf, overrideStore, type OverrideLimits, type OverrideOptions, type OverrideRecord } from './overrides';
 import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
 import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
@@ -119,8 +121,17 @@ export interface Limiter {
   override(subject: string, limits: OverrideLimits, options: OverrideOptions): Promise<OverrideRecord>;
   /** Removes this subject's override in `scope` (the next decision, on every instance, has the configured limits). */
   clearOverride(subject: string, options?: Pick<OverrideOptions, 'scope' | 'label'>): Promise<void>;
-  /** The overrides set on this store and prefix that have not expired (the index; decisions never read it). */
+  /** The overrides set on this store and prefix that have not expired: each subject's (the index; decisions never read it), then the broad ones. */
   overrides(): Promise<OverrideRecord[]>;
+  /**
+   * A broad override: every caller of `scope` (a route's scope), or of everything this limiter
+   * counts (`scope` left out), gets `limits` for `ttlMs`. Sent as the script's arguments: each
+   * instance applies it within `overrides.pollMs` (default 1 s) plus one read; this one at once. A
+   * subject's own override wins over it. Values from 1 (0 is for subjects), capped by `limitCeiling`.
+   */
+  overrideAll(limits: OverrideLimits, options: Omit<OverrideOptions, 'label'>): Promise<OverrideRecord>;
+  /** Removes the broad override of `scope` (or of everything). */
+  clearOverrideAll(options?: Pick<OverrideOptions, 'scope'>): Promise<void>;
   readonly options: ResolvedLimiterOptions;
 }
 
@@ -231,7 +242,36 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     },
     async overrides() {
       const store = overrideStore(resolved.overrides, resolved.store);
-      return (await store.listOverrides(`${prefix}:overrides`)).map((r) => JSON.parse(r) as OverrideRecord);
+      const subjects = (await store.listOverrides(`${prefix}:overrides`)).map((r) => JSON.parse(r) as OverrideRecord);
+      const broad = store.readBroad ? await store.readBroad(`${prefix}:broad`) : { now: 0, fields: {} };
+      const wide: OverrideRecord[] = [];
+      for (const text of Object.values(broad.fields) as string[]) {
+        const r = JSON.parse(text) as OverrideRecord & { until: number };
+        if (r.until > broad.now) wide.push({ target: r.target, scope: r.scope, limits: r.limits, ttlMs: r.ttlMs, ...(r.reason !== undefined ? { reason: r.reason } : {}), setAt: r.setAt });
+      }
+      return [...subjects, ...wide];
+    },
+    async overrideAll(limits, opts) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts?.scope ?? ALL_SCOPES;
+      const call = overrideCall({ ...opts, scope }, scope === ALL_SCOPES ? 'all' : `route ${scope}`);
+      const { set } = overrideOf(resolved.limits, limits, resolved.limitCeiling);
+      for (const [name, v] of Object.entries(set)) if (v < 1) throw new FloodgateError('FG_INVALID_OPTION', `Invalid option \`overrideAll limits.${name}\`: got 0; expected a whole number from 1 (0 refuses a subject: limiter.override).`, 'overrideAll');
+      const record: OverrideRecord = { target: call.target, scope, limits: set, ttlMs: call.ttlMs, ...(call.reason !== undefined ? { reason: call.reason } : {}), setAt: Date.now() };
+      if (!store.putBroad) throw new FloodgateError('FG_OVERRIDES_OFF', `The store '${resolved.store.name}' keeps no broad overrides (putBroad).`, 'overrides');
+      await store.putBroad(`${prefix}:broad`, scope, { ...record }, call.ttlMs);
+      await engine.broad?.poll();
+      engine.overrideCounted('set');
+      audit(resolved.onOverride, { action: 'set', target: call.target, scope, record }, resolved.failure.logger);
+      return record;
+    },
+    async clearOverrideAll(opts = {}) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts.scope ?? ALL_SCOPES;
+      await store.dropBroad?.(`${prefix}:broad`, scope);
+      await engine.broad?.poll();
+      engine.overrideCounted('clear');
+      audit(resolved.onOverride, { action: 'clear', target: scope === ALL_SCOPES ? 'all' : `route ${scope}`, scope }, resolved.failure.logger);
     },
     async reset(subject, opts = {}) {
       const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
@@ -258,6 +298,13 @@ class Engine {
   /** Limit functions (option values that are functions): called per request after the block cache; undefined when every limit is a number. */
   readonly values: LimitValues | undefined;
   private readonly meter: ReturnType<typeof metricsFor>;
+  /** The broad overrides of this store and prefix (polled); undefined without `overrides`. */
+  readonly broad: ReturnType<typeof broadFor> | undefined;
+  private broadSeen = 0;
+  /** The static limits as a set, for a broad override over them. */
+  private readonly staticSet: LimitSet;
+  /** Each set's last broad version (bounded: one per set). */
+  private readonly broadened = new WeakMap<LimitSet, { entry: BroadEntry; set: LimitSet }>();
   /** The limits a request with a function's answer was sent with, for a late answer (held only while the request is). */
   private readonly sentWith = new WeakMap<StoreRequest, readonly ResolvedLimit[]>();
 
@@ -277,6 +324,8 @@ class Engine {
       );
     this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs, capped);
     this.values = resolved.dynamic ? new LimitValues(resolved) : undefined;
+    this.broad = resolved.overrides && resolved.store.readBroad ? broadFor(resolved.store, resolved.prefix, resolved.overridesPollMs) : undefined;
+    this.staticSet = { limits: this.limits, storeLimits: this.storeLimits, maxCost: this.maxCost, sameKeys: true };
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
     const meter = metricsFor(resolved.meterProvider);
@@ -354,6 +403,11 @@ class Engine {
 
   /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
   fromBlock(base: string, cost: number): Decision | undefined {
+    // A broad override changed since the last look: blocks set under the old limits go.
+    if (this.broad !== undefined && this.broad.version !== this.broadSeen) {
+      this.broadSeen = this.broad.version;
+      this.blocks?.clear();
+    }
     const hit = this.blocks?.get(base, cost);
     if (!hit) return undefined;
     const d = hit.decision;
@@ -393,20 +447,31 @@ class Engine {
       if (hit) return this.counted(hit, scope);
     }
     const values = this.values;
-    if (!values) return this.decideWith(this.limits, this.storeLimits, keys, lock, override, base, cost, scope, consume, mode);
+    const wide = this.broad?.get(scope);
+    if (!values && !wide) return this.decideWith(this.limits, this.storeLimits, keys, lock, override, base, cost, scope, consume, mode);
     // Limit functions run after the block cache: a caller denied until T costs no call.
     let answer: LimitSet | Promise<LimitSet>;
     try {
-      answer = values.answer(subject, opts);
+      answer = values ? values.answer(subject, opts) : this.staticSet;
     } catch (error) {
       return this.badAnswer(error, scope, consume);
     }
-    const go = (set: LimitSet) => {
+    const go = (answered: LimitSet) => {
+      const set = wide ? this.broadened_(answered, wide) : answered;
       const setKeys = set.sameKeys ? keys : set.limits.map((l) => `${base}:${l.keySuffix}`);
       return this.decideWith(set.limits, set.storeLimits, setKeys, lock, override, base, cost, scope, consume, cost > set.maxCost ? 'peek' : mode);
     };
     if (!isThenable(answer)) return go(answer);
     return answer.then(go, (error: unknown) => this.badAnswer(error, scope, consume));
+  }
+
+  /** A set under a broad override (built once per set and override). */
+  private broadened_(set: LimitSet, entry: BroadEntry): LimitSet {
+    const hit = this.broadened.get(set);
+    if (hit && hit.entry === entry) return hit.set;
+    const made = broadSet(set, entry, this.resolved.limitCeiling);
+    this.broadened.set(set, { entry, set: made });
+    return made;
   }
 
   /** A limit function's bad answer: refused (503, nothing counted), logged once per cause. A bug of ours is rethrown. */

@@ -74,9 +74,11 @@ export interface LimiterOptions extends LimitOptions, FailureOptions {
   /**
    * Read each subject's override in the decision's own store call (one GET more in the same script):
    * `limiter.override(subject, limits, { ttlMs })` then changes the next decision on every instance,
-   * and expires by itself (docs/runtime-limits.md#overrides). Default false.
+   * and expires by itself (docs/runtime-limits.md#overrides). `{ pollMs }`: how often each instance
+   * reads the broad overrides (`overrideAll`: a route, or everything), the bound on how late it
+   * applies one (default 1000). Default false.
    */
-  overrides?: boolean;
+  overrides?: boolean | { pollMs?: number };
   /** Told of every override set or cleared through this limiter, for an audit log. Default: none. */
   onOverride?: (event: OverrideEvent) => void;
   /**
@@ -156,8 +158,10 @@ export interface ResolvedLimiterOptions {
   readonly madeForRequest?: boolean;
   /** `limitCeiling`; undefined: none. */
   readonly limitCeiling: number | undefined;
-  /** Whether decisions read the subject's override. */
+  /** Whether decisions read the subject's override (and the broad ones, polled). */
   readonly overrides: boolean;
+  /** How often the broad overrides are read, in ms. */
+  readonly overridesPollMs: number;
   readonly onOverride: ((event: OverrideEvent) => void) | undefined;
   /**
    * Limit functions, kept to be called per request (engine/limit-values.ts); undefined when every
@@ -318,7 +322,11 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
   if (limitCeiling !== undefined && !dynamic) for (const l of limits) if (l.limit > limitCeiling) invalidOption('limitCeiling', limitCeiling, `a number from ${l.limit} (policy '${l.name}' is ${l.limit})`);
-  const overrides = bool('overrides', options.overrides, false);
+  const overridesRaw = options.overrides;
+  const overrides = typeof overridesRaw === 'object' && overridesRaw !== null ? true : bool('overrides', overridesRaw, false);
+  if (typeof overridesRaw === 'object' && overridesRaw !== null) checkOptionNames('overrides', overridesRaw, ['pollMs']);
+  const overridesPollMs =
+    typeof overridesRaw === 'object' && overridesRaw !== null && overridesRaw.pollMs !== undefined ? wholeNumber('overrides.pollMs', overridesRaw.pollMs, 50, 3_600_000) : 1000;
   if (overrides && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with `overrides`: a subject served from leased blocks does not read its override');
   if (dynamic && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with limit functions: hot-key mode leases a fixed limit out in blocks');
   const clock = clockOption('clock', options.clock);
@@ -356,6 +364,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     limitCeiling,
     dynamic,
     overrides,
+    overridesPollMs,
     onOverride: optionalFunction('onOverride', options.onOverride),
   };
 }

@@ -52,12 +52,12 @@ function text(option: string, value: unknown): string | undefined {
 }
 
 /** The store of a limiter with `overrides: true`, or FG_OVERRIDES_OFF. */
-export function overrideStore(enabled: boolean, store: Store): Required<Pick<Store, 'putOverride' | 'dropOverride' | 'listOverrides'>> {
+export function overrideStore(enabled: boolean, store: Store): Required<Pick<Store, 'putOverride' | 'dropOverride' | 'listOverrides'>> & Pick<Store, 'putBroad' | 'dropBroad' | 'readBroad'> {
   if (!enabled) throw new FloodgateError('FG_OVERRIDES_OFF', 'This limiter reads no overrides: build it with `overrides: true` (each decision then reads its subject\'s override in the same store call).', 'overrides');
   if (!store.putOverride || !store.dropOverride || !store.listOverrides) {
     throw new FloodgateError('FG_OVERRIDES_OFF', `The store '${store.name}' keeps no overrides (it has no putOverride, dropOverride, listOverrides).`, 'overrides');
   }
-  return store as Required<Pick<Store, 'putOverride' | 'dropOverride' | 'listOverrides'>>;
+  return store as Required<Pick<Store, 'putOverride' | 'dropOverride' | 'listOverrides'>> & Pick<Store, 'putBroad' | 'dropBroad' | 'readBroad'>;
 }
 
 /**

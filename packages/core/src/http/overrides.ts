@@ -3,6 +3,7 @@ import { FloodgateError, invalidOption } from '../base/errors';
 import { digestKey } from '../identity/api-key';
 import { ipSubject } from '../identity/ip';
 import type { OverrideLimits, OverrideOptions, OverrideRecord } from '../engine/overrides';
+import { ALL_SCOPES } from '../engine/broad-overrides';
 import type { OverrideTarget, Pipeline } from './types';
 
 export type { OverrideTarget } from './types';
@@ -35,11 +36,25 @@ export function targetOf<Req>(pipe: Pipeline<Req>, target: OverrideTarget): { su
   return { subject, scope, label };
 }
 
+/** A broad target's scope (a route's, or ALL_SCOPES for `all`), or undefined for a caller's target. */
+function broadScope<Req>(pipe: Pipeline<Req>, target: OverrideTarget): string | undefined {
+  if (!target || typeof target !== 'object' || target.ip !== undefined || target.apiKey !== undefined || target.key !== undefined) return undefined;
+  if (target.all === true) {
+    if (target.route !== undefined) invalidOption('override target', target, '`all: true` without `route` (or `route` alone)');
+    return ALL_SCOPES;
+  }
+  const scope = pipe.o.group ?? target.route;
+  if (typeof scope !== 'string' || scope === '') invalidOption('override target', target, "{ ip | apiKey | key, route }, { route } (every caller of a route) or { all: true }");
+  return scope;
+}
+
 /** The override functions of one HTTP limiter. */
 export function overridesOf<Req>(pipe: Pipeline<Req>) {
   return {
     override(target: OverrideTarget, limits: OverrideLimits, options: Omit<OverrideOptions, 'scope'>): Promise<OverrideRecord> {
       try {
+        const wide = broadScope(pipe, target);
+        if (wide !== undefined) return pipe.limiter.overrideAll(limits, { ...options, scope: wide === ALL_SCOPES ? undefined : wide });
         const { subject, scope, label } = targetOf(pipe, target);
         return pipe.limiter.override(subject, limits, { label, ...options, scope });
       } catch (error) {
@@ -48,6 +63,8 @@ export function overridesOf<Req>(pipe: Pipeline<Req>) {
     },
     clearOverride(target: OverrideTarget): Promise<void> {
       try {
+        const wide = broadScope(pipe, target);
+        if (wide !== undefined) return pipe.limiter.clearOverrideAll({ scope: wide === ALL_SCOPES ? undefined : wide });
         const { subject, scope, label } = targetOf(pipe, target);
         return pipe.limiter.clearOverride(subject, { scope, label });
       } catch (error) {

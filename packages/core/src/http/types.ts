@@ -206,4 +206,10 @@ export interface OverrideTarget {
    * needed on a limiter with a `group` (its bucket is the group's). Required otherwise.
    */
   readonly route?: string;
+  /**
+   * With no ip, apiKey or key: a broad override. `route` alone: every caller of that route; `all: true`
+   * (no route): every caller of every route on this store and prefix. Applied by each instance
+   * within `overrides.pollMs` (default 1 s).
+   */
+  readonly all?: true;
 }

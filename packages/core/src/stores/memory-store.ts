@@ -173,6 +173,25 @@ export class MemoryStore implements Store {
     return [...map.values()].filter((r) => r.until > now).map((r) => r.record);
   }
 
+  /** A broad override: a field of the hash at `key` (a Map here), with its end. */
+  async putBroad(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void> {
+    const now = Math.floor(this.clock());
+    const held = this.live(key, now);
+    const map = (held?.state as Map<string, string> | undefined) ?? new Map<string, string>();
+    map.set(field, JSON.stringify({ ...value, until: now + ttlMs }));
+    this.put(key, { state: map, expiresAt: Math.max(now + ttlMs, held?.expiresAt ?? 0) }, now);
+  }
+
+  async dropBroad(key: string, field: string): Promise<void> {
+    (this.live(key, Math.floor(this.clock()))?.state as Map<string, string> | undefined)?.delete(field);
+  }
+
+  async readBroad(key: string): Promise<{ now: number; fields: Record<string, string> }> {
+    const now = Math.floor(this.clock());
+    const map = this.live(key, now)?.state as Map<string, string> | undefined;
+    return { now, fields: map ? Object.fromEntries(map) : {} };
+  }
+
   /** Mode 'settle', as lua/main.lua's 's': the record of settled tokens first, then the limits. */
   private settle(request: StoreRequest): StoreResult {
     const at = refundAt(request.at);

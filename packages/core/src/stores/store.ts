@@ -156,6 +156,15 @@ export interface Store {
   dropOverride?(key: string, index: Omit<OverrideIndexEntry, 'record'>): Promise<void>;
   /** The records of `indexKey` whose override has not expired. */
   listOverrides?(indexKey: string): Promise<string[]>;
+  /**
+   * Broad overrides (a route, everything): sets `field` of the hash `key` to `value` with `until`
+   * (the store's clock now + ttlMs) added, the hash expiring with its last field. Optional.
+   */
+  putBroad?(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void>;
+  /** Deletes one broad override. */
+  dropBroad?(key: string, field: string): Promise<void>;
+  /** Every field of the broad overrides' hash, and the store's clock (ms) to compare their `until` with. */
+  readBroad?(key: string): Promise<{ now: number; fields: Record<string, string> }>;
 }
 
 /** A record in a prefix's index of overrides: `field` names the target (one record per target). */

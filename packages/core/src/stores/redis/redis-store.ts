@@ -317,6 +317,31 @@ export class RedisStore implements Store {
     await withDeadline(Promise.all(sent), bound, 'Redis override index');
   }
 
+  /** A broad override: one field of the hash at `key`, with its end by Redis's clock; the hash expires with its last field. */
+  async putBroad(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    const now = redisTimeMs(await withDeadline(keyed(key, ['TIME']), bound, 'Redis TIME'));
+    await withDeadline(keyed(key, ['HSET', key, field, JSON.stringify({ ...value, until: now + ttlMs })]), bound, 'Redis broad override');
+    await withDeadline(Promise.all([keyed(key, ['PEXPIRE', key, String(ttlMs), 'NX']), keyed(key, ['PEXPIRE', key, String(ttlMs), 'GT'])]), bound, 'Redis broad override');
+  }
+
+  async dropBroad(key: string, field: string): Promise<void> {
+    await withDeadline(this.keyedOrFail()(key, ['HDEL', key, field]), Math.max(this.timeoutMs, 1000), 'Redis broad override');
+  }
+
+  /** Every broad override and Redis's clock: what each instance polls. */
+  async readBroad(key: string): Promise<{ now: number; fields: Record<string, string> }> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    const [time, all] = await withDeadline(Promise.all([keyed(key, ['TIME']), keyed(key, ['HGETALL', key])]), bound, 'Redis broad override');
+    const fields: Record<string, string> = {};
+    if (Array.isArray(all)) for (let i = 0; i + 1 < all.length; i += 2) fields[String(all[i])] = String(all[i + 1]);
+    else if (all instanceof Map) for (const [k, v] of all) fields[String(k)] = String(v);
+    else if (all && typeof all === 'object') for (const [k, v] of Object.entries(all)) fields[k] = String(v);
+    return { now: redisTimeMs(time), fields };
+  }
+
   private keyedOrFail(): (key: string, args: string[]) => Promise<unknown> {
     this.checkConnection();
     const keyed = this.client.keyed;
