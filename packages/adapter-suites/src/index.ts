@@ -26,3 +26,4 @@ export { runWarningSuite, recordingLogger, getStatus } from './warnings';
 export { runConcurrencySuite } from './concurrency';
 export { runQuotaSuite } from './quotas';
 export { runRuntimeLimitSuite, headerOf } from './runtime-limits';
+export { runGeneratedRuntimeLimitSuite } from './runtime-limit-attacks';

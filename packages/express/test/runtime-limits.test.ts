@@ -1,12 +1,13 @@
 // The shared runtime-limits suite (issue #45) on express: limit functions of the request, their ceiling, a bad answer.
 import { Agent } from 'node:http';
-import { getStatus, listenOnLoopback, runRuntimeLimitSuite } from '@floodgate/adapter-suites';
+import { getStatus, listenOnLoopback, runRuntimeLimitSuite, runGeneratedRuntimeLimitSuite } from '@floodgate/adapter-suites';
 import { MemoryStore } from '@floodgate/core';
 import express from 'express';
 import { rateLimit } from '../src';
 import { expressHarness } from './harness';
 
 runRuntimeLimitSuite(expressHarness(5));
+runGeneratedRuntimeLimitSuite(expressHarness(5));
 
 describe('express: overrides from an admin route', () => {
   it('limiter.override on the middleware changes the next decision of that caller on that route', async () => {

@@ -1,5 +1,6 @@
 // The shared runtime-limits suite (issue #45) on koa: limit functions of the request, their ceiling, a bad answer.
-import { runRuntimeLimitSuite } from '@floodgate/adapter-suites';
+import { runRuntimeLimitSuite, runGeneratedRuntimeLimitSuite } from '@floodgate/adapter-suites';
 import { koaHarness } from './harness';
 
 runRuntimeLimitSuite(koaHarness);
+runGeneratedRuntimeLimitSuite(koaHarness);
