@@ -218,6 +218,19 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const result = await engine.link.evaluate({ keys, limits: engine.storeLimits, cost: 0, mode: 'peek' });
       return usageOf(scope, result.at, toDecision(engine.limits, true, result.results, 0).limits);
     },
+    ...overrideApi(engine, resolved),
+    async reset(subject, opts = {}) {
+      const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
+      engine.blocks?.delete(base);
+      await engine.link.reset(lock ? [...keys, lock.key] : keys);
+    },
+  };
+}
+
+/** The limiter's override methods (docs/runtime-limits.md#overrides): a subject's, read in the decision's script; broad ones, polled. */
+function overrideApi(engine: Engine, resolved: ResolvedLimiterOptions): Pick<Limiter, 'override' | 'clearOverride' | 'overrides' | 'overrideAll' | 'clearOverrideAll'> {
+  const { prefix } = resolved;
+  return {
     async override(subject, limits, opts) {
       const store = overrideStore(resolved.overrides, resolved.store);
       const { base, override } = engine.keysOf(subject, opts?.scope ?? '');
@@ -272,11 +285,6 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       await engine.broad?.poll();
       engine.overrideCounted('clear');
       audit(resolved.onOverride, { action: 'clear', target: scope === ALL_SCOPES ? 'all' : `route ${scope}`, scope }, resolved.failure.logger);
-    },
-    async reset(subject, opts = {}) {
-      const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
-      engine.blocks?.delete(base);
-      await engine.link.reset(lock ? [...keys, lock.key] : keys);
     },
   };
 }
