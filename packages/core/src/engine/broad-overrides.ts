@@ -53,10 +53,10 @@ class BroadPoller implements Broad {
       return;
     }
     const next = new Map<string, BroadEntry>();
-    for (const [scope, text] of Object.entries(read.fields)) {
+    for (const text of Object.values(read.fields)) {
       try {
-        const entry = JSON.parse(text) as BroadEntry;
-        if (entry.until > read.now) next.set(scope, entry);
+        const entry = JSON.parse(text) as BroadEntry & { scope: string };
+        if (typeof entry.scope === 'string' && entry.until > read.now) next.set(entry.scope, entry);
       } catch {
         // A field no limiter wrote is not an override.
       }

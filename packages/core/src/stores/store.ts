@@ -163,7 +163,7 @@ export interface Store {
   putBroad?(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void>;
   /** Deletes one broad override. */
   dropBroad?(key: string, field: string): Promise<void>;
-  /** Every field of the broad overrides' hash, and the store's clock (ms) to compare their `until` with. */
+  /** Every value of the broad overrides' hash (each JSON naming its `scope`; the keys of `fields` are not scopes), and the store's clock (ms) to compare their `until` with. */
   readBroad?(key: string): Promise<{ now: number; fields: Record<string, string> }>;
 }
 

@@ -334,11 +334,10 @@ export class RedisStore implements Store {
   async readBroad(key: string): Promise<{ now: number; fields: Record<string, string> }> {
     const keyed = this.keyedOrFail();
     const bound = Math.max(this.timeoutMs, 1000);
-    const [time, all] = await withDeadline(Promise.all([keyed(key, ['TIME']), keyed(key, ['HGETALL', key])]), bound, 'Redis broad override');
+    // HVALS, never HGETALL (the ACL rule grants none: it would read a limiter key's fields); each value names its scope.
+    const [time, values] = await withDeadline(Promise.all([keyed(key, ['TIME']), keyed(key, ['HVALS', key])]), bound, 'Redis broad override');
     const fields: Record<string, string> = {};
-    if (Array.isArray(all)) for (let i = 0; i + 1 < all.length; i += 2) fields[String(all[i])] = String(all[i + 1]);
-    else if (all instanceof Map) for (const [k, v] of all) fields[String(k)] = String(v);
-    else if (all && typeof all === 'object') for (const [k, v] of Object.entries(all)) fields[k] = String(v);
+    if (Array.isArray(values)) values.forEach((v, i) => (fields[String(i)] = String(v)));
     return { now: redisTimeMs(time), fields };
   }
 
