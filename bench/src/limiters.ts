@@ -5,7 +5,7 @@ import type { Context, Middleware } from 'koa';
 import type { Context as HonoContext, MiddlewareHandler } from 'hono';
 import type { DynamicModule, Provider } from '@nestjs/common';
 import type { Redis } from 'ioredis';
-import { MemoryStore, RedisStore, type CreateLimiterOptions } from '@floodgate/core';
+import { MemoryStore, RedisStore, type CreateLimiterOptions, type Duration } from '@floodgate/core';
 import { admitLimits } from './admit';
 import type { LimiterSpec, Wiring } from './types';
 
@@ -16,12 +16,15 @@ export interface Built<T> {
   wiring: Wiring;
 }
 
-function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): CreateLimiterOptions & Record<string, unknown> {
+/** Options every Floodgate entry takes as they are: numbers only (a limit function's form differs between core and the adapters). */
+type NumberLimits = Omit<CreateLimiterOptions, 'limit' | 'windowMs' | 'burst' | 'refillPerSecond' | 'limits'> & { limit?: number; windowMs?: Duration; burst?: number; refillPerSecond?: number; limits?: { name?: string; limit?: number; windowMs?: Duration }[] };
+
+function floodgateOptions(spec: LimiterSpec, redis: Redis | undefined): NumberLimits & Record<string, unknown> {
   // A 1 s deadline instead of the default 100 ms: on a busy machine a slow reply would otherwise turn
   // into failure-mode decisions (served without Redis), and the run would measure the wrong thing.
   const coalesce = spec.coalesce === undefined ? {} : { coalesce: spec.coalesce === 'off' ? (false as const) : spec.coalesce };
   const store = spec.store === 'redis' ? new RedisStore({ client: need(redis), timeoutMs: 1_000, ...coalesce }) : new MemoryStore();
-  const options: CreateLimiterOptions & Record<string, unknown> = {
+  const options: NumberLimits & Record<string, unknown> = {
     store,
     algorithm: spec.algorithm,
     ...admitLimits(spec.algorithm, spec.limit, spec.windowMs),

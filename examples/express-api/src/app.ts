@@ -1,5 +1,5 @@
 // The express-api example app: one Floodgate limiter on Redis for the whole API, keyed on the API key (else the IP).
-import { MemoryStore, RedisStore, type Logger } from '@floodgate/core';
+import { MemoryStore, RedisStore, type Duration, type Logger } from '@floodgate/core';
 import { rateLimit } from '@floodgate/express';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
@@ -24,6 +24,11 @@ export interface AppOptions {
   metrics?: Metrics;
   /** The store's circuit breaker (see FailureOptions.breaker). Default Floodgate's. */
   breaker?: { failureThreshold?: number; coolDownMs?: number };
+  /**
+   * The bearer token of the admin routes (`POST /admin/overrides`, `GET /admin/overrides`); without
+   * one they answer 404. Default: none (the start script sets ADMIN_TOKEN, or 'dev-admin').
+   */
+  adminToken?: string;
 }
 
 /**
@@ -69,6 +74,11 @@ export function createApp(options: AppOptions): Express {
     prefix: options.prefix,
     logger: options.logger,
     resolveKey: keyDirectory(options.apiKeys ?? { demo: 'demo-account' }),
+    // Operators may change one caller's limits (or a route's) at runtime: every decision reads the
+    // caller's override in its own Redis call, so a change reaches every instance at the next request.
+    overrides: true,
+    limitCeiling: 10_000,
+    onOverride: (event) => (options.logger ?? console).warn(`[admin] override ${event.action} for ${event.target} on ${event.scope || 'every route'}`),
   });
 
   const app = express();
@@ -91,6 +101,29 @@ export function createApp(options: AppOptions): Express {
   // Prometheus scrapes the limiter's metrics here, on the app's own port.
   app.get('/metrics', limiter.route(false), (req, res) => {
     metrics.exporter.getMetricsRequestHandler(req, res);
+  });
+
+  // Runtime limits (docs/runtime-limits.md): an admin sets, clears and lists overrides. Body:
+  // { ip | apiKey, route: 'GET /widgets', limit: 0, ttl: '1h', reason } (no ip or apiKey: the whole
+  // route; { all: true }: everything). A real app puts its own auth in front of this.
+  const admin = (req: express.Request, res: express.Response, next: express.NextFunction) =>
+    options.adminToken && req.get('authorization') === `Bearer ${options.adminToken}` ? next() : void res.status(404).end();
+  app.post('/admin/overrides', limiter.route(false), admin, async (req, res) => {
+    const b = (req.body ?? {}) as { ip?: string; apiKey?: string; route?: string; all?: true; limit?: number; ttl?: string; reason?: string; clear?: boolean };
+    const target = { ip: b.ip, apiKey: b.apiKey, route: b.route, all: b.all };
+    try {
+      if (b.clear) {
+        await limiter.clearOverride(target);
+        res.status(204).end();
+      } else {
+        res.status(201).json(await limiter.override(target, Number(b.limit), { ttlMs: (b.ttl ?? '1h') as Duration, reason: b.reason }));
+      }
+    } catch (error) {
+      res.status(400).json({ error: (error as Error).message });
+    }
+  });
+  app.get('/admin/overrides', limiter.route(false), admin, async (_req, res) => {
+    res.json({ overrides: await limiter.listOverrides() });
   });
 
   app.get('/widgets', (req, res) => {

@@ -9,7 +9,7 @@ async function main(): Promise<void> {
     (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
     { memoryNote: 'Counts are per process and lost on restart.' },
   );
-  await serveExample('express-api', createApp({ redis: redis.client }), {
+  await serveExample('express-api', createApp({ redis: redis.client, adminToken: process.env.ADMIN_TOKEN ?? 'dev-admin' }), {
     port: Number(process.env.PORT ?? 3000),
     redis,
     tryLine: (url) => `curl -i -H 'x-api-key: demo' ${url}/widgets`,

@@ -157,3 +157,25 @@ describe('express-api example: the token-metered completion route', () => {
     expect(Number(next.headers['retry-after'])).toBeGreaterThan(3_600);
   });
 });
+
+describe('express-api example: runtime overrides from the admin route', () => {
+  it('an admin sets a caller to 0 on one route: its next request there is refused, elsewhere served; cleared, served; no token: 404', async () => {
+    const prefix = `ex-${randomUUID().slice(0, 8)}`;
+    const app = createApp({ redis, prefix, apiKeys: API_KEYS, adminToken: 'secret', logger: { warn() {}, error() {} } });
+    const admin = { Authorization: 'Bearer secret' };
+    expect((await request(app).get('/widgets')).status).toBe(200);
+    expect((await request(app).post('/admin/overrides').send({ ip: '127.0.0.1', route: 'GET /widgets', limit: 0 })).status).toBe(404);
+    const set = await request(app).post('/admin/overrides').set(admin).send({ ip: '127.0.0.1', route: 'GET /widgets', limit: 0, ttl: '1h', reason: 'scraper' });
+    expect(set.status).toBe(201);
+    expect(set.body).toMatchObject({ target: 'ip:127.0.0.1', scope: 'GET /widgets', limits: { default: 0 }, reason: 'scraper' });
+    expect((await request(app).get('/widgets')).status).toBe(429);
+    expect((await request(app).get('/widgets/1')).status).toBe(200);
+    expect((await request(app).get('/admin/overrides').set(admin)).body.overrides).toHaveLength(1);
+    expect((await request(app).post('/admin/overrides').set(admin).send({ ip: '127.0.0.1', route: 'GET /widgets', clear: true })).status).toBe(204);
+    expect((await request(app).get('/widgets')).status).toBe(200);
+    // Above the app's limitCeiling: refused with the reason.
+    const high = await request(app).post('/admin/overrides').set(admin).send({ route: 'GET /widgets', limit: 20_000 });
+    expect(high.status).toBe(400);
+    expect(high.body.error).toMatch(/limitCeiling/);
+  });
+});

@@ -28,3 +28,5 @@ export { runConcurrencySuite } from './concurrency';
 export { runQuotaSuite } from './quotas';
 export { runShapingSuite } from './shaping';
 export { runShapeAttackSuite } from './shape-attacks';
+export { runRuntimeLimitSuite, headerOf } from './runtime-limits';
+export { runGeneratedRuntimeLimitSuite } from './runtime-limit-attacks';

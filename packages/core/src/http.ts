@@ -3,7 +3,9 @@ export { createHttpLimiter, finishOnResponse, settleOnFinish, UNMATCHED_SCOPE } 
 export { isThenable } from './base/maybe-promise';
 export type { HttpLimiter, HttpResult, HttpLimiterContext } from './http/http-limiter';
 export { DEFAULT_LIMIT, mergeRouteOptions } from './http/resolve-http-options';
-export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
+export type { HttpRateLimitOptions, RateLimitEvent, RequestValue, HttpLimitOptions } from './http/resolve-http-options';
+export type { OverrideTarget } from './http/types';
+export type { OverrideLimits, OverrideOptions, OverrideRecord } from './engine/overrides';
 export type { RequestFacts } from './identity';
 export type { Decision } from './model/decision';
 export type { Reservation, SettleResult } from './model/settle';
@@ -27,3 +29,4 @@ export { DEFAULT_MAX_WAITING } from './http/shape-options';
 export type { ShapeOptions } from './http/shape-options';
 // For an adapter with options of its own: the one unknown-option check (FG_UNKNOWN_OPTION, with a did-you-mean).
 export { checkOptionNames } from './base/validate';
+export { overrideFace, type OverrideFace } from './http/overrides';

@@ -5,7 +5,8 @@ export type { SettleOptions, SettleResult, SettleOutcomeName, Reservation } from
 export type { Usage, PolicyUsage } from './model/usage';
 export type { UsageAnswer, RouteUsage } from './http/types';
 export type { Decision, DecisionReason, LimitDecision } from './model/decision';
-export type { LimitOptions, LimiterOptions } from './engine/options';
+export type { LimitOptions, LimiterOptions, LimitContext, LimitsFunction, PerRequest } from './engine/options';
+export type { OverrideLimits, OverrideOptions, OverrideRecord, OverrideEvent } from './engine/overrides';
 export { CALENDAR_UNITS, MAX_TIME_ZONE_LENGTH } from './calendar/calendar-window';
 export type { CalendarUnit, CalendarWindowOptions } from './calendar/calendar-window';
 export type { LockoutOptions } from './model/lockout';
@@ -43,7 +44,8 @@ export type { HeaderDialect, HeaderPair, FormatHeadersOptions } from './headers/
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
 export type { ProblemDetails } from './headers/problem-details';
 export { DEFAULT_LIMIT } from './http/resolve-http-options';
-export type { HttpRateLimitOptions, RateLimitEvent } from './http/resolve-http-options';
+export type { HttpRateLimitOptions, RateLimitEvent, RequestValue, HttpLimitOptions } from './http/resolve-http-options';
+export type { OverrideTarget } from './http/types';
 export { createIdentify, UNKNOWN_IP_SUBJECT } from './identity';
 export type { RequestFacts, Identity, IdentityOptions, Identify, IdentifyHooks, IdentityWarning, ResolveKey, ResolveKeyContext, ResolvedKey } from './identity';
 export type { Health, HealthOptions, StoreHealth, StoreStatus } from './observe/health';

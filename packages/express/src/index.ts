@@ -15,6 +15,8 @@ import {
   signalOnClose,
   stepAside,
   trustProxyOf,
+  overrideFace,
+  type OverrideFace,
 } from '@floodgate/core/http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { FLOODGATE, answersEveryMethod, currentRoutePattern, firstRoute, isRouteLevel, ownLimiters } from './route-pattern';
@@ -40,7 +42,7 @@ export type RateLimitOptions = HttpRateLimitOptions<Request>;
 export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** An Express middleware that also makes route-level middlewares from its own options. */
-export interface RateLimitMiddleware extends RequestHandler {
+export interface RateLimitMiddleware extends RequestHandler, OverrideFace {
   /**
    * A middleware for one route: `overrides` merged over this one's options, on the same store.
    * `false` exempts the route from an app-level limiter. Mount it on the route:
@@ -111,6 +113,7 @@ function middleware(http: HttpLimiter<Request> | null, health: (options?: Health
   Object.defineProperty(handler, FLOODGATE, { value: mark });
   handler.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   handler.health = health;
+  Object.assign(handler, overrideFace(http));
   handler.usageRoute = (routes) => {
     if (!http) return (_req, _res, next) => next();
     const answer = http.usageRoute(routes);

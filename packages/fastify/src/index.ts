@@ -15,6 +15,8 @@ import {
   type Reservation,
   warnRouteNotLimited,
   trustProxyOf,
+  overrideFace,
+  type OverrideFace,
 } from '@floodgate/core/http';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
@@ -50,6 +52,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The health snapshot of the plugin's limiters (every route's), for a `/healthz` route (docs/operations.md). */
     rateLimitHealth(options?: HealthOptions): Health;
+    /** Runtime overrides of the plugin's limiter (override, clearOverride, listOverrides; needs `overrides: true`; docs/runtime-limits.md#overrides). */
+    rateLimitOverrides: OverrideFace;
     /**
      * A handler for a `GET /usage`-style route: answers the caller's own usage of `routes` ('POST
      * /v1/chat', as declared; default: the plugin's group) as JSON, each route read with its own
@@ -183,6 +187,7 @@ const plugin: FastifyPluginAsync<RateLimitOptions> = async (fastify, options) =>
   // The first registration's limiters answer; a second registration keeps the first's health.
   if (!fastify.hasRequestDecorator('floodgate')) fastify.decorateRequest('floodgate', undefined);
   if (!fastify.hasDecorator('rateLimitHealth')) fastify.decorate('rateLimitHealth', (options?: HealthOptions) => http.health(options));
+  if (!fastify.hasDecorator('rateLimitOverrides')) fastify.decorate('rateLimitOverrides', overrideFace(http));
   if (!fastify.hasDecorator('rateLimitUsage')) {
     fastify.decorate('rateLimitUsage', (routes?: string[]) => {
       const usage = http.usageRoute(routes);

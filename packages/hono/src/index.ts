@@ -11,6 +11,8 @@ import {
   type RequestFacts,
   type Reservation,
   stepAside,
+  overrideFace,
+  type OverrideFace,
 } from '@floodgate/core/http';
 import type { Context, MiddlewareHandler, Next } from 'hono';
 import { CLIENT_IP_OPTIONS, clientIpReader, trustOf, type ClientIpOptions } from './client-ip';
@@ -39,7 +41,7 @@ export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, Sett
 export type { ClientIpOptions } from './client-ip';
 
 /** Hono middleware that also makes route-level middlewares from its own options. */
-export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: RateLimitVariables }> {
+export interface RateLimitMiddleware extends MiddlewareHandler<{ Variables: RateLimitVariables }>, OverrideFace {
   /**
    * A middleware for one route: `overrides` merged over this one's options, on the same store.
    * `false` exempts the route from an app-level limiter: `app.get('/health', limiter.route(false), h)`.
@@ -220,6 +222,7 @@ function middleware(http: HttpLimiter<Context> | null, ipOf: (c: Context) => str
     return middleware(http.route(core), own === ipOptions ? ipOf : clientIpReader(own), own, health, root);
   };
   mw.health = health;
+  Object.assign(mw, overrideFace(http));
   mw.usageRoute = (routes) => {
     if (!http) return (c) => Promise.resolve(c.body(null, 404));
     const usage = http.usageRoute(routes);

@@ -14,6 +14,8 @@ import {
   stepAside,
   trustProxyOf,
   signalOnClose,
+  overrideFace,
+  type OverrideFace,
 } from '@floodgate/core/http';
 import { METHODS } from 'node:http';
 import type { Context, Middleware, Next } from 'koa';
@@ -37,7 +39,7 @@ export type RateLimitOptions = HttpRateLimitOptions<Context>;
 export type { Decision, Health, HealthOptions, RateLimitEvent, Reservation, SettleResult } from '@floodgate/core';
 
 /** Koa middleware that also makes route-level middlewares from its own options. */
-export interface RateLimitMiddleware extends Middleware {
+export interface RateLimitMiddleware extends Middleware, OverrideFace {
   /**
    * A middleware for one route: `overrides` merged over this one's options, on the same store.
    * `false` exempts the route from an app-level limiter: `router.get('/health', limiter.route(false), h)`.
@@ -166,6 +168,7 @@ function middleware(http: HttpLimiter<Context> | null, health: (options?: Health
   Object.defineProperty(mw, FLOODGATE, { value: mark });
   mw.route = (overrides) => middleware(http ? http.route(overrides) : null, health, root);
   mw.health = health;
+  Object.assign(mw, overrideFace(http));
   mw.usageRoute = (routes) => {
     if (!http) return (_ctx, next) => next();
     const answer = http.usageRoute(routes);

@@ -15,6 +15,10 @@ import {
   type RouteUsage,
   type UsageRoute,
   signalOnClose,
+  type OverrideLimits,
+  type OverrideOptions,
+  type OverrideRecord,
+  type OverrideTarget,
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
@@ -51,6 +55,21 @@ export class FloodgateService {
     this.limitsUnmatched = unmatched ?? true;
     // Through Nest's exception filters unless the app asks for the direct write.
     this.http = createHttpLimiter({ ...rest, respondDirectly: rest.respondDirectly ?? false }, { label: 'FloodgateModule options' });
+  }
+
+  /** Sets one caller's limits on one route for `ttlMs`, on every instance at its next decision (needs `overrides: true`; docs/runtime-limits.md#overrides). */
+  override(target: OverrideTarget, limits: OverrideLimits, options: Omit<OverrideOptions, 'scope'>): Promise<OverrideRecord> {
+    return this.http.override(target, limits, options);
+  }
+
+  /** Removes one caller's override on one route. */
+  clearOverride(target: OverrideTarget): Promise<void> {
+    return this.http.clearOverride(target);
+  }
+
+  /** The overrides on this module's store and prefix that have not expired. */
+  listOverrides(): Promise<OverrideRecord[]> {
+    return this.http.overrides();
   }
 
   /** The health snapshot of this module's limiters (every route's), for a `/healthz` route (docs/operations.md). */

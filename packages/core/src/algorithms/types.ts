@@ -60,6 +60,8 @@ export interface LimitResult {
   resetMs: number;
   /** Until a request of this cost would be admitted; 0 when allowed, -1 when it never can be. */
   retryAfterMs: number;
+  /** Set when the request read an override (StoreRequest.override): the capacity in force for it. */
+  limit?: number;
 }
 
 /** Comparison slack for floating-point refill arithmetic (same constant in Lua). */

@@ -19,7 +19,9 @@ export type FloodgateErrorCode =
   | 'FG_STORE_SCRIPT'
   | 'FG_STORE_NOPERM'
   | 'FG_STORE_OOM'
-  | 'FG_STORE_READONLY';
+  | 'FG_STORE_READONLY'
+  | 'FG_LIMIT_FUNCTION'
+  | 'FG_OVERRIDES_OFF';
 
 /** Each code's " [CODE] See <docs>#anchor" ending, made once per code. */
 const endings = new Map<FloodgateErrorCode, string>();

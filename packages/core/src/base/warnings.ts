@@ -33,6 +33,12 @@ export const WARNING_CODES = [
   'FG_LEASE_MAX_HOLD',
   /** Another app's limiters, configured otherwise, use the same prefix on the same Redis: shared buckets and instance counts. */
   'FG_PREFIX_SHARED',
+  /** A limit function threw, rejected or returned a bad value: the request was refused (503). Once per cause. */
+  'FG_LIMIT_FUNCTION_FAILED',
+  /** A limit function (or an override) gave a value above `limitCeiling`: the ceiling was used. */
+  'FG_LIMIT_CAPPED',
+  /** Limit functions returned `limitValuesMax` distinct values on one limiter: new ones are no longer kept. */
+  'FG_LIMIT_VALUES_CEILING',
 ] as const;
 
 export type WarningCode = (typeof WARNING_CODES)[number];

@@ -51,4 +51,9 @@ export class BlockCache<D> {
   delete(key: string): void {
     this.blocks?.delete(key);
   }
+
+  /** Forgets every block (a broad override changed: a raised limit must not wait for blocks set under the old one). */
+  clear(): void {
+    this.blocks?.clear();
+  }
 }

@@ -9,7 +9,9 @@ import { subjectKey } from '../base/keys';
 import { NestedMemo } from '../base/memo';
 import { resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from './options';
 import type { ResolvedLimit } from '../model/limit';
-import type { StoreLockout, StoreRequest, StoreResult } from '../stores/store';
+import type { StoreLockout, StoreOverride, StoreRequest, StoreResult } from '../stores/store';
+import { ALL_SCOPES, broadFor, broadSet, type BroadEntry } from './broad-overrides';
+import { audit, overrideCall, overrideOf, overrideStore, type OverrideLimits, type OverrideOptions, type OverrideRecord } from './overrides';
 import { isCost, leaseToken, MAX_LEASE_COST, refundAt, requestCost } from '../base/validate';
 import { FloodgateError } from '../base/errors';
 import { healthOf, type Health, type HealthOptions, type HealthSource } from '../observe/health';
@@ -17,6 +19,9 @@ import { DecisionTally, metricsFor } from '../observe/metrics';
 import { warnOnce } from '../base/warnings';
 import { newSettleToken, type Reservation, type SettleResult } from '../model/settle';
 import { usageOf, type Usage } from '../model/usage';
+import { bareDecision } from '../model/decision';
+import { LimitValues } from './limit-values';
+import { LimitFunctionError, reportBadAnswer, type LimitSet } from './dynamic-limits';
 
 export type { CreateLimiterOptions } from './options';
 
@@ -32,6 +37,8 @@ interface SubjectKeys {
   readonly base: string;
   readonly keys: readonly string[];
   readonly lock: StoreLockout | undefined;
+  /** The subject's override (same hash tag), when the limiter reads overrides. */
+  readonly override: StoreOverride | undefined;
 }
 export interface ConsumeOptions {
   /** Units this request draws; a whole number from 0. Default 1. */
@@ -111,6 +118,27 @@ export interface Limiter {
    * only with `{ detail: true }`, for a private endpoint. See docs/operations.md.
    */
   health(options?: HealthOptions): Health;
+  /**
+   * Sets this subject's limits (in `scope`) to `limits` for `ttlMs`, on every instance: the override
+   * is stored under the subject's own hash tag and read by each decision's store call (one GET more,
+   * no round trip), so the next decision anywhere applies it; it expires by itself. A number sets
+   * every rate limit; `{ policy: n }` sets some. 0 refuses until it expires. Capped by
+   * `limitCeiling`. Needs `overrides: true` (else FG_OVERRIDES_OFF). Rejects when the store fails.
+   */
+  override(subject: string, limits: OverrideLimits, options: OverrideOptions): Promise<OverrideRecord>;
+  /** Removes this subject's override in `scope` (the next decision, on every instance, has the configured limits). */
+  clearOverride(subject: string, options?: Pick<OverrideOptions, 'scope' | 'label'>): Promise<void>;
+  /** The overrides set on this store and prefix that have not expired: each subject's (the index; decisions never read it), then the broad ones. */
+  overrides(): Promise<OverrideRecord[]>;
+  /**
+   * A broad override: every caller of `scope` (a route's scope), or of everything this limiter
+   * counts (`scope` left out), gets `limits` for `ttlMs`. Sent as the script's arguments: each
+   * instance applies it within `overrides.pollMs` (default 1 s) plus one read; this one at once. A
+   * subject's own override wins over it. Values from 1 (0 is for subjects), capped by `limitCeiling`.
+   */
+  overrideAll(limits: OverrideLimits, options: Omit<OverrideOptions, 'label'>): Promise<OverrideRecord>;
+  /** Removes the broad override of `scope` (or of everything). */
+  clearOverrideAll(options?: Pick<OverrideOptions, 'scope'>): Promise<void>;
   readonly options: ResolvedLimiterOptions;
 }
 
@@ -128,6 +156,8 @@ export interface EngineLimiter extends Limiter {
    * `withinMs`: only a block that ends within this many ms counts (a longer one answers false).
    */
   isBlocked(subject: string, options: { cost: number; scope: string; withinMs?: number }): boolean;
+  /** Distinct limit-function answers this limiter keeps resolved (at most `limitValuesMax`); 0 without limit functions. */
+  readonly limitValuesHeld: number;
 }
 
 export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
@@ -158,6 +188,9 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
+    get limitValuesHeld() {
+      return engine.values?.size ?? 0;
+    },
     health: (options) => healthOf([engine.healthSource], undefined, options),
     async refund(subject, opts = {} as RefundOptions) {
       const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
@@ -192,10 +225,73 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       const result = await engine.link.evaluate({ keys, limits: engine.storeLimits, cost: 0, mode: 'peek' });
       return usageOf(scope, result.at, toDecision(engine.limits, true, result.results, 0).limits);
     },
+    ...overrideApi(engine, resolved),
     async reset(subject, opts = {}) {
       const { base, keys, lock } = engine.keysOf(subject, opts.scope ?? '');
       engine.blocks?.delete(base);
       await engine.link.reset(lock ? [...keys, lock.key] : keys);
+    },
+  };
+}
+
+/** The limiter's override methods (docs/runtime-limits.md#overrides): a subject's, read in the decision's script; broad ones, polled. */
+function overrideApi(engine: Engine, resolved: ResolvedLimiterOptions): Pick<Limiter, 'override' | 'clearOverride' | 'overrides' | 'overrideAll' | 'clearOverrideAll'> {
+  const { prefix } = resolved;
+  return {
+    async override(subject, limits, opts) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const { base, override } = engine.keysOf(subject, opts?.scope ?? '');
+      const call = overrideCall(opts, base);
+      const { value, set } = overrideOf(resolved.limits, limits, resolved.limitCeiling);
+      const record: OverrideRecord = { target: call.target, scope: call.scope, limits: set, ttlMs: call.ttlMs, ...(call.reason !== undefined ? { reason: call.reason } : {}), setAt: Date.now() };
+      await store.putOverride(override!.key, value, call.ttlMs, { key: `${prefix}:overrides`, field: base, record: JSON.stringify(record) });
+      // This instance's block may predate a raise: the next consume asks the store.
+      engine.blocks?.delete(base);
+      engine.overrideCounted('set');
+      audit(resolved.onOverride, { action: 'set', target: call.target, scope: call.scope, record }, resolved.failure.logger);
+      return record;
+    },
+    async clearOverride(subject, opts = {}) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts.scope ?? '';
+      const { base, override } = engine.keysOf(subject, scope);
+      await store.dropOverride(override!.key, { key: `${prefix}:overrides`, field: base });
+      engine.blocks?.delete(base);
+      engine.overrideCounted('clear');
+      audit(resolved.onOverride, { action: 'clear', target: opts.label ?? base, scope }, resolved.failure.logger);
+    },
+    async overrides() {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const subjects = (await store.listOverrides(`${prefix}:overrides`)).map((r) => JSON.parse(r) as OverrideRecord);
+      const broad = store.readBroad ? await store.readBroad(`${prefix}:broad`) : { now: 0, fields: {} };
+      const wide: OverrideRecord[] = [];
+      for (const text of Object.values(broad.fields) as string[]) {
+        const r = JSON.parse(text) as OverrideRecord & { until: number };
+        if (r.until > broad.now) wide.push({ target: r.target, scope: r.scope, limits: r.limits, ttlMs: r.ttlMs, ...(r.reason !== undefined ? { reason: r.reason } : {}), setAt: r.setAt });
+      }
+      return [...subjects, ...wide];
+    },
+    async overrideAll(limits, opts) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts?.scope ?? ALL_SCOPES;
+      const call = overrideCall({ ...opts, scope }, scope === ALL_SCOPES ? 'all' : `route ${scope}`);
+      const { set } = overrideOf(resolved.limits, limits, resolved.limitCeiling);
+      for (const [name, v] of Object.entries(set)) if (v < 1) throw new FloodgateError('FG_INVALID_OPTION', `Invalid option \`overrideAll limits.${name}\`: got 0; expected a whole number from 1 (0 refuses a subject: limiter.override).`, 'overrideAll');
+      const record: OverrideRecord = { target: call.target, scope, limits: set, ttlMs: call.ttlMs, ...(call.reason !== undefined ? { reason: call.reason } : {}), setAt: Date.now() };
+      if (!store.putBroad) throw new FloodgateError('FG_OVERRIDES_OFF', `The store '${resolved.store.name}' keeps no broad overrides (putBroad).`, 'overrides');
+      await store.putBroad(`${prefix}:broad`, scope, { ...record }, call.ttlMs);
+      await engine.broad?.poll();
+      engine.overrideCounted('set');
+      audit(resolved.onOverride, { action: 'set', target: call.target, scope, record }, resolved.failure.logger);
+      return record;
+    },
+    async clearOverrideAll(opts = {}) {
+      const store = overrideStore(resolved.overrides, resolved.store);
+      const scope = opts.scope ?? ALL_SCOPES;
+      await store.dropBroad?.(`${prefix}:broad`, scope);
+      await engine.broad?.poll();
+      engine.overrideCounted('clear');
+      audit(resolved.onOverride, { action: 'clear', target: scope === ALL_SCOPES ? 'all' : `route ${scope}`, scope }, resolved.failure.logger);
     },
   };
 }
@@ -207,7 +303,6 @@ class Engine {
   readonly maxCost: number;
   /** The in-flight limit's leases held for requests still running; undefined without one. */
   private readonly leases: LeaseBook | undefined;
-  private readonly leaseIndex: number;
   readonly storeLimits: StoreRequest['limits'];
   readonly blocks: BlockCache<Decision> | undefined;
   readonly link: StoreLink;
@@ -215,6 +310,18 @@ class Engine {
   readonly healthSource: HealthSource;
   // Each subject's keys, built once while it stays active (bounded), found by the strings the request already has.
   private readonly keysMemo = new NestedMemo<SubjectKeys>(KEYS_MAX);
+  /** Limit functions (option values that are functions): called per request after the block cache; undefined when every limit is a number. */
+  readonly values: LimitValues | undefined;
+  private readonly meter: ReturnType<typeof metricsFor>;
+  /** The broad overrides of this store and prefix (polled); undefined without `overrides`. */
+  readonly broad: ReturnType<typeof broadFor> | undefined;
+  private broadSeen = 0;
+  /** The static limits as a set, for a broad override over them. */
+  private readonly staticSet: LimitSet;
+  /** Each set's last broad version (bounded: one per set). */
+  private readonly broadened = new WeakMap<LimitSet, { entry: BroadEntry; set: LimitSet }>();
+  /** The limits a request with a function's answer was sent with, for a late answer (held only while the request is). */
+  private readonly sentWith = new WeakMap<StoreRequest, readonly ResolvedLimit[]>();
 
   constructor(private readonly resolved: ResolvedLimiterOptions) {
     const { concurrency } = resolved;
@@ -231,10 +338,13 @@ class Engine {
         `a request held its in-flight slot (policy '${concurrency!.name}') for concurrency.maxHoldMs (${concurrency!.maxHoldMs} ms); its lease is no longer renewed and frees itself, though the request may still run. A hung handler, or a longer request than maxHoldMs allows (docs/concurrency.md)`,
       );
     this.leases = concurrency && new LeaseBook([concurrency.store], concurrency.windowMs, clock, concurrency.maxHoldMs, capped);
-    this.leaseIndex = this.limits.length - 1;
+    this.values = resolved.dynamic ? new LimitValues(resolved) : undefined;
+    this.broad = resolved.overrides && resolved.store.readBroad ? broadFor(resolved.store, resolved.prefix, resolved.overridesPollMs) : undefined;
+    this.staticSet = { limits: this.limits, storeLimits: this.storeLimits, maxCost: this.maxCost, sameKeys: true };
     this.blocks = resolved.blockCacheSize > 0 ? new BlockCache<Decision>(resolved.blockCacheSize, clock) : undefined;
     // Metrics: counts live here as plain numbers, read by observable instruments when a reader collects.
     const meter = metricsFor(resolved.meterProvider);
+    this.meter = meter;
     this.link = linkStore(resolved, this.limits, clock, meter, { late: (request, result) => this.lateAnswer(request, result) });
     const name = resolved.store.name;
     this.tally = new DecisionTally(name);
@@ -252,7 +362,9 @@ class Engine {
     const { prefix, lockout } = this.resolved;
     const base = subjectKey(prefix, scope, String(subject));
     // The lock key shares the subject's {hash tag}: one script call reads and writes it with the limits.
-    const entry: SubjectKeys = { base, keys: this.limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` } };
+    // The override key shares it too: the decision's script reads it in the same call.
+    const override = this.resolved.overrides ? { key: `${base}:ovr`, ceiling: this.resolved.limitCeiling ?? 0 } : undefined;
+    const entry: SubjectKeys = { base, keys: this.limits.map((l) => `${base}:${l.keySuffix}`), lock: lockout && { ...lockout, key: `${base}:lock` }, override };
     if (typeof subject === 'string' && subject.length + scope.length <= KEYS_MAX_INPUT) this.keysMemo.set(scope, subject, entry);
     return entry;
   }
@@ -298,16 +410,21 @@ class Engine {
   }
 
   /** The store's answer as a Decision: `at` only on a charged consume. */
-  fromResult(request: StoreRequest, result: StoreResult): Decision {
+  fromResult(request: StoreRequest, result: StoreResult, limits: readonly ResolvedLimit[] = this.limits): Decision {
     this.link.remember(request, result);
     const charged = (request.mode === 'consume' || request.mode === 'hold') && result.allowed && !result.lockedMs;
-    const decision = toDecision(this.limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
+    const decision = toDecision(limits, result.allowed, result.results, request.cost, undefined, false, charged ? result.at : undefined, result.at);
     if (result.delayMs) return { ...decision, delayMs: result.delayMs };
     return result.lockedMs ? lockedDecision(decision, result.lockedMs) : decision;
   }
 
   /** The denial that set the block, aged to now: its reset and retry times count down, not freeze. */
   fromBlock(base: string, cost: number): Decision | undefined {
+    // A broad override changed since the last look: blocks set under the old limits go.
+    if (this.broad !== undefined && this.broad.version !== this.broadSeen) {
+      this.broadSeen = this.broad.version;
+      this.blocks?.clear();
+    }
     const hit = this.blocks?.get(base, cost);
     if (!hit) return undefined;
     const d = hit.decision;
@@ -323,6 +440,11 @@ class Engine {
     };
   }
 
+  /** Counts an override set or cleared (metrics: floodgate.overrides). */
+  overrideCounted(action: 'set' | 'clear'): void {
+    this.meter.overrides.add(1, { 'floodgate.store': this.resolved.store.name, 'floodgate.override.action': action });
+  }
+
   /** Counts one decision a consume answered (peeks are not decisions). */
   counted(decision: Decision, scope: string): Decision {
     this.tally.count(scope, decision.reason, decision.policy, decision.degraded, decision.allowed);
@@ -333,7 +455,7 @@ class Engine {
   decide(subject: string, opts: ConsumeOptions, mode: StoreRequest['mode']): Decision | Promise<Decision> {
     const cost = opts.cost === undefined ? 1 : requestCost(opts.cost, 'got');
     const scope = opts.scope ?? '';
-    const { base, keys, lock } = this.keysOf(subject, scope);
+    const { base, keys, lock, override } = this.keysOf(subject, scope);
     const consume = mode === 'consume';
     // A cost above the smallest limit can never be admitted: look, never draw (reason cost-exceeds-limit).
     if (cost > this.maxCost) mode = 'peek';
@@ -341,18 +463,71 @@ class Engine {
       const hit = this.fromBlock(base, cost);
       if (hit) return this.counted(hit, scope);
     }
-    const limits = this.storeLimits;
     const maxDelayMs = mode === 'consume' ? this.holdOf(opts.maxDelayMs) : 0;
-    let request: StoreRequest = lock ? { keys, limits, cost, mode, lockout: lock } : { keys, limits, cost, mode };
-    if (maxDelayMs > 0) request = { ...request, mode: 'hold', maxDelayMs };
+    const values = this.values;
+    const wide = this.broad?.get(scope);
+    if (!values && !wide) return this.decideWith(this.limits, this.storeLimits, keys, lock, override, base, cost, scope, consume, mode, maxDelayMs);
+    // Limit functions run after the block cache: a caller denied until T costs no call.
+    let answer: LimitSet | Promise<LimitSet>;
+    try {
+      answer = values ? values.answer(subject, opts) : this.staticSet;
+    } catch (error) {
+      return this.badAnswer(error, scope, consume);
+    }
+    const go = (answered: LimitSet) => {
+      const set = wide ? this.broadened_(answered, wide) : answered;
+      const setKeys = set.sameKeys ? keys : set.limits.map((l) => `${base}:${l.keySuffix}`);
+      return this.decideWith(set.limits, set.storeLimits, setKeys, lock, override, base, cost, scope, consume, cost > set.maxCost ? 'peek' : mode, maxDelayMs);
+    };
+    if (!isThenable(answer)) return go(answer);
+    return answer.then(go, (error: unknown) => this.badAnswer(error, scope, consume));
+  }
+
+  /** A set under a broad override (built once per set and override). */
+  private broadened_(set: LimitSet, entry: BroadEntry): LimitSet {
+    const hit = this.broadened.get(set);
+    if (hit && hit.entry === entry) return hit.set;
+    const made = broadSet(set, entry, this.resolved.limitCeiling);
+    this.broadened.set(set, { entry, set: made });
+    return made;
+  }
+
+  /** A limit function's bad answer: refused (503, nothing counted), logged once per cause. A bug of ours is rethrown. */
+  private badAnswer(error: unknown, scope: string, consume: boolean): Decision {
+    if (!(error instanceof LimitFunctionError)) throw error;
+    reportBadAnswer(this.resolved.failure.logger, this.resolved.warnings, error);
+    const decision = bareDecision(false, 'fail-closed', 1000);
+    return consume ? this.counted(decision, scope) : decision;
+  }
+
+  /** One request, decided with these limits and keys. */
+  private decideWith(
+    limits: readonly ResolvedLimit[],
+    storeLimits: StoreRequest['limits'],
+    keys: readonly string[],
+    lock: StoreLockout | undefined,
+    override: StoreOverride | undefined,
+    base: string,
+    cost: number,
+    scope: string,
+    consume: boolean,
+    mode: StoreRequest['mode'],
+    maxDelayMs: number,
+  ): Decision | Promise<Decision> {
     const drew = mode === 'consume';
     // An acquire names its lease, so that it can be released (and renewed) later.
-    if (this.leases && drew) return this.leased({ ...request, token: newLeaseToken() }, base, cost, scope);
+    const token = this.leases && drew ? newLeaseToken() : undefined;
+    let plain: StoreRequest = lock ? { keys, limits: storeLimits, cost, mode, lockout: lock } : { keys, limits: storeLimits, cost, mode };
+    if (maxDelayMs > 0 && drew) plain = { ...plain, mode: 'hold', maxDelayMs };
+    const read = override === undefined ? plain : { ...plain, override };
+    const request: StoreRequest = token === undefined ? read : { ...read, token };
+    if (limits !== this.limits) this.sentWith.set(request, limits);
+    if (token !== undefined) return this.leased(request, limits, base, cost, scope);
     const link = this.link;
     if (link.evaluateSync) {
       let decision: Decision;
       try {
-        decision = this.fromResult(request, link.evaluateSync(request));
+        decision = this.fromResult(request, link.evaluateSync(request), limits);
       } catch (error) {
         decision = this.degraded(request, error, base, cost);
       }
@@ -360,7 +535,7 @@ class Engine {
     }
     // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
     return link.evaluate(request).then(
-      (result) => this.tallied(this.fromResult(request, result), base, cost, scope, consume, drew, maxDelayMs),
+      (result) => this.tallied(this.fromResult(request, result, limits), base, cost, scope, consume, drew, maxDelayMs),
       (error: unknown) => this.tallied(this.degraded(request, error, base, cost), base, cost, scope, consume, drew, maxDelayMs),
     );
   }
@@ -383,13 +558,13 @@ class Engine {
   }
 
   /** A consume with an in-flight limit: an admitted decision carries its lease, held where it was decided. */
-  private leased(request: StoreRequest, base: string, cost: number, scope: string): Decision | Promise<Decision> {
+  private leased(request: StoreRequest, limits: readonly ResolvedLimit[], base: string, cost: number, scope: string): Decision | Promise<Decision> {
     const book = this.leases!;
     const link = this.link;
     const withLease = (decision: Decision, site: LeaseSite | undefined): Decision => {
       decision = this.tallied(decision, base, cost, scope, true, true);
       if (!decision.allowed || !site) return decision;
-      return { ...decision, lease: book.hold([request.keys[this.leaseIndex]], cost, request.token!, site) };
+      return { ...decision, lease: book.hold([request.keys[request.keys.length - 1]], cost, request.token!, site) };
     };
     const degraded = (error: unknown): Decision => {
       const decision = this.degraded(request, error, base, cost);
@@ -402,14 +577,14 @@ class Engine {
       } catch (error) {
         return degraded(error);
       }
-      return withLease(this.fromResult(request, result), link);
+      return withLease(this.fromResult(request, result, limits), link);
     }
-    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result), link), degraded);
+    return link.evaluate(request).then((result) => withLease(this.fromResult(request, result, limits), link), degraded);
   }
 
   /** A denial the block cache may keep: the shared store's, and not the in-flight limit's (a slot frees when a request ends, not at a known time). */
   private blockable(decision: Decision): boolean {
-    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[this.leaseIndex]?.allowed !== false);
+    return !decision.allowed && !decision.degraded && decision.retryAfterMs > 0 && (!this.leases || decision.limits[decision.limits.length - 1]?.allowed !== false);
   }
 
   /**
@@ -419,9 +594,10 @@ class Engine {
    */
   private lateAnswer(request: StoreRequest, result: StoreResult): void {
     if (request.mode !== 'consume' || !this.blocks) return;
-    const decision = this.fromResult(request, result);
+    const decision = this.fromResult(request, result, this.sentWith.get(request));
     if (!this.blockable(decision)) return;
-    const base = request.keys[0].slice(0, -(this.limits[0].keySuffix.length + 1));
+    // A limit's key is `<base>:<suffix>`, and a suffix holds no ':'.
+    const base = request.keys[0].slice(0, request.keys[0].lastIndexOf(':'));
     this.blocks.set(base, request.cost, decision.retryAfterMs, decision);
   }
 

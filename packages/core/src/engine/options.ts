@@ -12,8 +12,12 @@ import { resolveCalendarWindow, type CalendarWindowOptions } from '../calendar/c
 import { storeOption, type Store } from '../stores/store';
 import type { MeterProvider } from '@opentelemetry/api';
 import { MemoryStore } from '../stores/memory-store';
-import { checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionNames, wholeNumber } from '../base/validate';
+import { bool, checkOptionNames, clockOption, keyPrefix, MAX_LEASE_COST, MAX_UNITS, optionalFunction, optionNames, wholeNumber } from '../base/validate';
 import { resolveWarnings, warnSecondsWindows, type WarningCode, type WarningSwitches } from '../base/warnings';
+import type { OverrideEvent } from './overrides';
+import { DEFAULT_LIMIT_VALUES_MAX, DYNAMIC_FIELDS, hasFunctions, type AnsweredLimit, type LimitContext, type PerRequest } from './dynamic-limits';
+
+export type { LimitContext, PerRequest } from './dynamic-limits';
 
 export type { ResolvedLimit } from '../model/limit';
 
@@ -23,10 +27,14 @@ export interface LimitOptions {
   name?: string;
   /** Default 'sliding-window-counter'. */
   algorithm?: AlgorithmName;
-  /** Units admitted per window (window algorithms); the default burst for token-bucket and gcra. */
-  limit?: number;
-  /** The window, in ms or as a duration string ('1m'). Default 60_000. */
-  windowMs?: Duration;
+  /**
+   * Units admitted per window (window algorithms); the default burst for token-bucket and gcra. A
+   * number, or a function of the subject and the consume's context (sync or async) called for each
+   * request after the block cache (docs/runtime-limits.md).
+   */
+  limit?: PerRequest<number>;
+  /** The window, in ms or as a duration string ('1m'), or a function returning one. Default 60_000. */
+  windowMs?: PerRequest<Duration>;
   /**
    * A window that follows the calendar instead of a fixed length: `{ every: 'month', timeZone:
    * 'America/New_York' }`, or from a billing date, `{ every: 'month', timeZone, anchor:
@@ -34,19 +42,45 @@ export interface LimitOptions {
    * (the default then) and `windowMs` is not set. Default: none (the window is `windowMs`).
    */
   window?: CalendarWindowOptions;
-  /** token-bucket and gcra: the most units admitted at once. Default `limit`. */
-  burst?: number;
-  /** token-bucket and gcra: units restored per second. Default `limit / windowSeconds`. */
-  refillPerSecond?: number;
+  /** token-bucket and gcra: the most units admitted at once (or a function returning it). Default `limit`. */
+  burst?: PerRequest<number>;
+  /** token-bucket and gcra: units restored per second (or a function returning it). Default `limit / windowSeconds`. */
+  refillPerSecond?: PerRequest<number>;
 }
+
+/** A `limits` function: the list of limits for one request (numbers only in its answer). */
+export type LimitsFunction = (subject: string, context: LimitContext) => AnsweredLimit[] | PromiseLike<AnsweredLimit[]>;
 
 export interface LimiterOptions extends LimitOptions, FailureOptions {
   /** Where counts live. Default: a new MemoryStore (per process). */
   store?: Store;
   /** Key prefix. `[A-Za-z0-9_.-]{1,32}`. Default 'fg'. */
   prefix?: string;
-  /** Several limits on one subject, checked all-or-nothing in one atomic step (e.g. burst + sustained). */
-  limits?: LimitOptions[];
+  /**
+   * Several limits on one subject, checked all-or-nothing in one atomic step (e.g. burst + sustained);
+   * or a function of the subject and context returning them, per request (docs/runtime-limits.md).
+   */
+  limits?: LimitOptions[] | LimitsFunction;
+  /**
+   * The most a limit or burst may be, whatever a limit function answers or an override sets: larger
+   * answers are capped to it (FG_LIMIT_CAPPED, once). A static limit above it is an error. Default: none.
+   */
+  limitCeiling?: number;
+  /**
+   * Limit functions: the most distinct answers one limiter keeps resolved. Past it (FG_LIMIT_VALUES_CEILING,
+   * once) a new answer is resolved for its request and not kept: memory stays bounded. Default 1000.
+   */
+  limitValuesMax?: number;
+  /**
+   * Read each subject's override in the decision's own store call (one GET more in the same script):
+   * `limiter.override(subject, limits, { ttlMs })` then changes the next decision on every instance,
+   * and expires by itself (docs/runtime-limits.md#overrides). `{ pollMs }`: how often each instance
+   * reads the broad overrides (`overrideAll`: a route, or everything), the bound on how late it
+   * applies one (default 1000). Default false.
+   */
+  overrides?: boolean | { pollMs?: number };
+  /** Told of every override set or cleared through this limiter, for an audit log. Default: none. */
+  onOverride?: (event: OverrideEvent) => void;
   /**
    * Progressive lock-out, decided in the store: from the `after`-th refused consume of a subject on,
    * it is locked out for baseMs x 2^(strikes - after), capped at maxMs (reason 'locked'). `{}` takes
@@ -122,6 +156,32 @@ export interface ResolvedLimiterOptions {
    * Undefined (false) for a limiter the app builds.
    */
   readonly madeForRequest?: boolean;
+  /** `limitCeiling`; undefined: none. */
+  readonly limitCeiling: number | undefined;
+  /** Whether decisions read the subject's override (and the broad ones, polled). */
+  readonly overrides: boolean;
+  /** How often the broad overrides are read, in ms. */
+  readonly overridesPollMs: number;
+  readonly onOverride: ((event: OverrideEvent) => void) | undefined;
+  /**
+   * Limit functions, kept to be called per request (engine/limit-values.ts); undefined when every
+   * limit is a number. `limits` then holds placeholders (functions answered with the ceiling, or 1000).
+   */
+  readonly dynamic?: DynamicLimits;
+}
+
+/** What the limiter calls per request when some limit is a function. */
+export interface DynamicLimits {
+  /** Each limit's options with their functions (top-level `windowMs`/`refillPerSecond` functions copied in), or the `limits` function. */
+  readonly limits: readonly LimitOptions[] | LimitsFunction | undefined;
+  /** The single top-level limit's options, when `limits` is not given. */
+  readonly single: LimitOptions | undefined;
+  /** Top-level defaults for a `limits` function's answers. */
+  readonly defaults: LimitOptions;
+  readonly ceiling: number | undefined;
+  readonly valuesMax: number;
+  /** A window is decided per request: it becomes part of the keys. */
+  readonly windowFunction: boolean;
 }
 
 /** The names of one limit's options. */
@@ -137,6 +197,10 @@ export const LIMITER_OPTION_NAMES = optionNames<CreateLimiterOptions>()([
   'lockout',
   'concurrency',
   'settle',
+  'limitCeiling',
+  'limitValuesMax',
+  'overrides',
+  'onOverride',
   'blockCacheSize',
   'clock',
   'hotKeys',
@@ -201,7 +265,7 @@ export function resolveLimit(raw: LimitOptions, defaults: LimitOptions, option: 
     invalidOption(`${option}.${given}`, raw[given], `no burst or refillPerSecond with ${algorithm} (they belong to token-bucket and gcra)`);
   }
   const maxLimit = ALGORITHM[algorithm].maxLimit;
-  if (maxLimit !== undefined && typeof get('limit') === 'number' && get('limit')! > maxLimit) {
+  if (maxLimit !== undefined && typeof get('limit') === 'number' && (get('limit') as number) > maxLimit) {
     invalidOption(`${option}.limit`, get('limit'), `a whole number from 1 to ${maxLimit} for ${algorithm}, which stores one entry per unit (sliding-window-counter takes up to ${MAX_UNITS})`);
   }
   const limit = units(`${option}.limit`, get('limit'));
@@ -238,6 +302,9 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   if (checkNames) checkOptionNames(`${where} options`, options, LIMITER_OPTION_NAMES);
   const prefix = keyPrefix('prefix', options.prefix ?? 'fg');
   const store = options.store === undefined ? new MemoryStore() : storeOption('store', options.store);
+  const limitCeiling = options.limitCeiling === undefined ? undefined : units('limitCeiling', options.limitCeiling);
+  const dynamic = dynamicOf(options, limitCeiling);
+  if (dynamic) options = placeholders(options, limitCeiling);
   let limits: ResolvedLimit[];
   if (options.limits !== undefined) {
     if (options.limit !== undefined || options.burst !== undefined) {
@@ -254,6 +321,14 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   } else {
     limits = [resolveLimit(options, {}, 'options', 'default')];
   }
+  if (limitCeiling !== undefined && !dynamic) for (const l of limits) if (l.limit > limitCeiling) invalidOption('limitCeiling', limitCeiling, `a number from ${l.limit} (policy '${l.name}' is ${l.limit})`);
+  const overridesRaw = options.overrides;
+  const overrides = typeof overridesRaw === 'object' && overridesRaw !== null ? true : bool('overrides', overridesRaw, false);
+  if (typeof overridesRaw === 'object' && overridesRaw !== null) checkOptionNames('overrides', overridesRaw, ['pollMs']);
+  const overridesPollMs =
+    typeof overridesRaw === 'object' && overridesRaw !== null && overridesRaw.pollMs !== undefined ? wholeNumber('overrides.pollMs', overridesRaw.pollMs, 50, 3_600_000) : 1000;
+  if (overrides && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with `overrides`: a subject served from leased blocks does not read its override');
+  if (dynamic && options.hotKeys !== undefined) invalidOption('hotKeys', options.hotKeys, 'no hotKeys with limit functions: hot-key mode leases a fixed limit out in blocks');
   const clock = clockOption('clock', options.clock);
   const failure = resolveFailureOptions(options, store);
   const blockCacheSize = options.blockCacheSize === undefined ? 10_000 : wholeNumber('blockCacheSize', options.blockCacheSize, 0, 100_000_000);
@@ -270,7 +345,7 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
   }
   const warnings = resolveWarnings(options.warnings);
   // Legal, so not an error; but `windowMs: 60` is nearly always a minute written in seconds.
-  warnSecondsWindows(options, failure.logger, warnings);
+  warnSecondsWindows(options as { windowMs?: unknown; limits?: readonly { windowMs?: unknown }[] }, failure.logger, warnings);
   return {
     store,
     prefix,
@@ -286,5 +361,47 @@ export function resolveLimiterOptions(options: CreateLimiterOptions = {}, where 
     lockout: resolveLockout(options.lockout),
     concurrency,
     settle: resolveSettle(options.settle, limits),
+    limitCeiling,
+    dynamic,
+    overrides,
+    overridesPollMs,
+    onOverride: optionalFunction('onOverride', options.onOverride),
   };
+}
+
+/** Limit functions stand for this many units in the placeholders, without a `limitCeiling`. */
+const PLACEHOLDER_UNITS = 1000;
+
+/** The limit functions kept for the requests, or undefined when every limit is a number. */
+function dynamicOf(options: CreateLimiterOptions, ceiling: number | undefined): DynamicLimits | undefined {
+  if (!hasFunctions(options as Record<string, unknown>)) return undefined;
+  const valuesMax = wholeNumber('limitValuesMax', options.limitValuesMax ?? DEFAULT_LIMIT_VALUES_MAX, 1, 1_000_000);
+  for (const f of ['limit', 'burst'] as const) if (typeof options[f] === 'function' && options.limits !== undefined) {
+    invalidOption(f, options[f], `no top-level \`${f}\` when \`limits\` is given (set them per limit)`);
+  }
+  const windowFunction = typeof options.windowMs === 'function' || (Array.isArray(options.limits) && options.limits.some((l) => typeof l?.windowMs === 'function'));
+  const defaults: LimitOptions = { algorithm: options.algorithm, windowMs: options.windowMs, window: options.window, refillPerSecond: options.refillPerSecond };
+  if (typeof options.limits === 'function') return { limits: options.limits, single: undefined, defaults, ceiling, valuesMax, windowFunction: typeof options.windowMs === 'function' };
+  if (Array.isArray(options.limits)) {
+    // The top-level window and refill functions are each limit's unless it sets its own, as numbers are.
+    const limits = options.limits.map((l) => ({ ...(l.windowMs === undefined && l.window === undefined ? { windowMs: options.windowMs } : {}), refillPerSecond: options.refillPerSecond, ...l }));
+    return { limits, single: undefined, defaults, ceiling, valuesMax, windowFunction };
+  }
+  const single: LimitOptions = {};
+  for (const k of LIMIT_OPTION_NAMES) if (options[k as keyof LimitOptions] !== undefined) (single as Record<string, unknown>)[k] = options[k as keyof LimitOptions];
+  return { limits: undefined, single, defaults, ceiling, valuesMax, windowFunction };
+}
+
+/** The options with each function replaced by a placeholder number (the ceiling, else PLACEHOLDER_UNITS; a window: 60 s), for the static parts. */
+function placeholders(options: CreateLimiterOptions, ceiling: number | undefined): CreateLimiterOptions {
+  const units = ceiling ?? PLACEHOLDER_UNITS;
+  const fill = <T extends LimitOptions>(l: T): T => {
+    const out: Record<string, unknown> = { ...(l as Record<string, unknown>) };
+    for (const f of DYNAMIC_FIELDS) if (typeof out[f] === 'function') out[f] = f === 'windowMs' ? 60_000 : f === 'refillPerSecond' ? undefined : units;
+    return out as T;
+  };
+  const top = fill(options);
+  if (typeof options.limits === 'function') return { ...top, limits: [{ limit: units }] };
+  if (Array.isArray(options.limits)) return { ...top, limits: options.limits.map(fill) };
+  return top;
 }

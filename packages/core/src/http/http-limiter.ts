@@ -11,6 +11,7 @@ import { pipelineOf, type PipelineParts } from './pipeline';
 import { IDENTITY_NAMES, LIMITER_NAMES, resolveHttpOptions, type HttpRateLimitOptions, type ResolvedHttpOptions } from './resolve-http-options';
 import type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
 import { usageRouteOf } from './usage-route';
+import { overridesOf } from './overrides';
 
 export { UNMATCHED_SCOPE } from './scope';
 export type { HttpLimiter, HttpLimiterContext, HttpResult } from './types';
@@ -85,6 +86,7 @@ function build<Req>(global: HttpRateLimitOptions<Req>, o: ResolvedHttpOptions<Re
     claim: pipe.claim,
     usageRoute: (routes) => usageRouteOf(pipe, routes, 'usageRoute routes'),
     health: (options) => family.health(options),
+    ...overridesOf(pipe),
   };
   return api;
 }

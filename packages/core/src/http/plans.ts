@@ -19,7 +19,7 @@ export function plansOf<Req>(o: ResolvedHttpOptions<Req>, route: EngineLimiter, 
     let planned = plans.get(identity.plan);
     if (planned) return planned;
     // The plan was validated when resolveKey answered; the route's other options apply to it.
-    planned = limiterFrom({ ...o.limiter, limits: identity.resolvedLimits, maxCost: maxCostOf(identity.resolvedLimits), madeForRequest: true });
+    planned = limiterFrom({ ...o.limiter, limits: identity.resolvedLimits, maxCost: maxCostOf(identity.resolvedLimits), madeForRequest: true, dynamic: undefined });
     if (plans.size >= MAX_PLANS) {
       const [oldest, dropped] = plans.entries().next().value as [string, EngineLimiter];
       family.leave(dropped);

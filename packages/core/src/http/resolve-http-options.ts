@@ -7,7 +7,9 @@ import { resolveFleet, type FleetOptions, type ResolvedFleet } from '../shedding
 import { resolvePriority, resolveShedding, type Priority, type ResolvedShedding, type SheddingOptions } from '../shedding/load-shedder';
 import { resolveExtraKeys, type ExtraKeyOptions, type ResolvedExtraKey } from './extra-keys';
 import { IDENTITY_OPTION_NAMES, resolveIdentityOptions, type Identity, type IdentityOptions, type ResolvedIdentityOptions } from '../identity';
-import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { LIMITER_OPTION_NAMES, resolveLimiterOptions, type CreateLimiterOptions, type LimitOptions, type ResolvedLimiterOptions } from '../engine/options';
+import { DYNAMIC_FIELDS, type AnsweredLimit, type LimitContext } from '../engine/dynamic-limits';
+import type { Duration } from '../base/duration';
 import { resolveShape, type ResolvedShape, type ShapeOptions } from './shape-options';
 import { bool, checkOptionNames, oneOf, optionalFunction, optionNames, staticCost, wholeNumber } from '../base/validate';
 
@@ -34,10 +36,43 @@ export interface RateLimitEvent<Req = unknown> {
 }
 
 /**
+ * A limit's value for one request: a number, or a function of the framework's request (and the
+ * subject it is counted as) returning one, sync or async: express-rate-limit's `limit: (req) => n`
+ * and @fastify/rate-limit's `max`/`timeWindow` functions, renamed (docs/migrating.md). Called after
+ * the block cache; each distinct answer is its own bounded limit state (docs/runtime-limits.md).
+ */
+export type RequestValue<Req, T> = T | ((request: Req, subject: string) => T | PromiseLike<T>);
+
+/** One limit of an adapter's `limits`: LimitOptions whose numbers may be functions of the request. */
+export interface HttpLimitOptions<Req = unknown> extends Omit<LimitOptions, 'limit' | 'windowMs' | 'burst' | 'refillPerSecond'> {
+  limit?: RequestValue<Req, number>;
+  windowMs?: RequestValue<Req, Duration>;
+  burst?: RequestValue<Req, number>;
+  refillPerSecond?: RequestValue<Req, number>;
+}
+
+/** The limit options an adapter takes, where each number may be a function of the request. */
+export interface HttpLimitFields<Req = unknown> {
+  /** Units per window (or burst): a number, or a function of the request (sync or async). See RequestValue. Default 60. */
+  limit?: RequestValue<Req, number>;
+  /** The window: ms, a duration string, or a function of the request returning one. Default 60_000. */
+  windowMs?: RequestValue<Req, Duration>;
+  /** token-bucket and gcra: the burst, or a function of the request. Default `limit`. */
+  burst?: RequestValue<Req, number>;
+  /** token-bucket and gcra: units restored per second, or a function of the request. */
+  refillPerSecond?: RequestValue<Req, number>;
+  /** Several limits (each number may be a function of the request), or a function of the request returning the list. */
+  limits?: HttpLimitOptions<Req>[] | ((request: Req, subject: string) => AnsweredLimit[] | PromiseLike<AnsweredLimit[]>);
+}
+
+/**
  * The options every adapter takes, globally and per route: everything createLimiter takes (limits,
  * store, prefix, failMode, ...) and createIdentify takes (apiKeyHeaders, resolveKey, ...), plus these.
  */
-export interface HttpRateLimitOptions<Req = unknown> extends CreateLimiterOptions, Omit<IdentityOptions, 'logger' | 'clock'> {
+export interface HttpRateLimitOptions<Req = unknown>
+  extends Omit<CreateLimiterOptions, keyof HttpLimitFields>,
+    HttpLimitFields<Req>,
+    Omit<IdentityOptions, 'logger' | 'clock'> {
   /**
    * Units one request draws: a whole number from 0, or a function of the framework's request that
    * returns one. A function that throws or returns anything else fails the request with
@@ -238,6 +273,26 @@ function dialectsOf(value: HttpRateLimitOptions['headers']): HeaderDialect[] {
   return [...new Set(list)];
 }
 
+/** A function of the request as core calls limit functions: (subject, context), the request in context.request. */
+const ofRequest =
+  (f: (request: unknown, subject: string) => unknown) =>
+  (subject: string, context: LimitContext): unknown =>
+    f(context.request, subject);
+
+/** The limiter's options with each limit function of the request turned into core's form (a new object: the app's is never mutated). */
+function forCore(options: Record<string, unknown>): Record<string, unknown> {
+  const wrap = (l: Record<string, unknown>) => {
+    if (!l || typeof l !== 'object' || !DYNAMIC_FIELDS.some((f) => typeof l[f] === 'function')) return l;
+    const out = { ...l };
+    for (const f of DYNAMIC_FIELDS) if (typeof out[f] === 'function') out[f] = ofRequest(out[f] as (r: unknown, s: string) => unknown);
+    return out;
+  };
+  const out = wrap(options);
+  if (typeof options.limits === 'function') return { ...out, limits: ofRequest(options.limits as (r: unknown, s: string) => unknown) };
+  if (Array.isArray(options.limits)) return { ...out, limits: options.limits.map(wrap) };
+  return out;
+}
+
 function pick(from: Record<string, unknown>, names: readonly string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const k of names) if (from[k] !== undefined) out[k] = from[k];
@@ -285,7 +340,7 @@ export function resolveHttpOptions<Req = unknown>(
   const merged = (route ? mergeRouteOptions(global, route) : { ...global }) as Record<string, unknown>;
   const options = merged as HttpRateLimitOptions<Req>;
 
-  const limiterOptions = pick(merged, LIMITER_OPTION_NAMES) as CreateLimiterOptions;
+  const limiterOptions = forCore(pick(merged, LIMITER_OPTION_NAMES)) as CreateLimiterOptions;
   if (limiterOptions.limit === undefined && limiterOptions.burst === undefined && limiterOptions.limits === undefined) {
     limiterOptions.limit = DEFAULT_LIMIT;
   }

@@ -10,6 +10,7 @@ import type { HttpRateLimitOptions, ResolvedHttpOptions } from './resolve-http-o
 import type { Reservation } from '../model/settle';
 import type { Usage } from '../model/usage';
 import type { Holds } from './shape-options';
+import type { OverrideLimits, OverrideOptions, OverrideRecord } from '../engine/overrides';
 
 /** Units a request drew from one subject, to give back when it should not count. */
 export interface Charge {
@@ -97,6 +98,16 @@ export interface HttpLimiter<Req = unknown> {
    * messages and warnings only with `{ detail: true }`, for a private endpoint. See docs/operations.md.
    */
   health(options?: HealthOptions): Health;
+  /**
+   * Sets the limits of one caller on one route for `ttlMs`, on every instance at the next decision
+   * (needs `overrides: true`; docs/runtime-limits.md#overrides). Rejects with FG_INVALID_OPTION for a
+   * bad target or limits, FG_OVERRIDES_OFF without `overrides`, or the store's error.
+   */
+  override(target: OverrideTarget, limits: OverrideLimits, options: Omit<OverrideOptions, 'scope'>): Promise<OverrideRecord>;
+  /** Removes a caller's override on a route. */
+  clearOverride(target: OverrideTarget): Promise<void>;
+  /** Overrides on this store and prefix that have not expired. */
+  overrides(): Promise<OverrideRecord[]>;
 }
 
 /** What createHttpLimiter is told besides the options. */
@@ -184,3 +195,24 @@ export interface RouteUsage {
 
 /** A usage route for one limiter: answers the caller of each request with their usage of `routes`. */
 export type UsageRoute = (facts: RequestFacts, request: unknown) => Promise<UsageAnswer>;
+
+/** Who an override is for: exactly one of `ip`, `apiKey` or `key` (what a `key` function returns), and the route. */
+export interface OverrideTarget {
+  /** A client address: keyed as requests from it are (IPv4-mapped as IPv4, IPv6 on its /64 by default). */
+  readonly ip?: string;
+  /** A raw API key: keyed on its digest, as requests carrying it are (the raw key is never stored). */
+  readonly apiKey?: string;
+  /** What the limiter's `key` function returns for the caller. */
+  readonly key?: string;
+  /**
+   * The route, as the framework matches it: 'GET /v1/chat' ('ALL /x' for an all-method route). Not
+   * needed on a limiter with a `group` (its bucket is the group's). Required otherwise.
+   */
+  readonly route?: string;
+  /**
+   * With no ip, apiKey or key: a broad override. `route` alone: every caller of that route; `all: true`
+   * (no route): every caller of every route on this store and prefix. Applied by each instance
+   * within `overrides.pollMs` (default 1 s).
+   */
+  readonly all?: true;
+}

@@ -38,6 +38,15 @@
 --           only if every limit admits or holds. A held request's lockedMs slot is its delay (ms
 --           until it conforms, with allowedAll 1); a held limit's entry: 1, what is left after the
 --           reservation, its reset, its own delay. Given back with mode 'r' like any charge.
+-- Override  with the flag 'O' in ARGV[1] (or in a group's header, after 'L'): the subject's override
+--           key last in KEYS (the group's last, after the lock key), its ceiling in the ARGV after the
+--           lock-out spec (0: none). Read once per subject with one GET (same hash tag): a string
+--           ';<suffix>=<cap>[,<rate>];...' naming each overridden limit by its key's suffix (the part
+--           after the subject's base). The cap replaces the limit's capacity, capped at the ceiling;
+--           a rate (token-bucket, gcra) replaces its refillPerSecond, scaled down with the cap. A cap
+--           of 0 refuses (remaining 0, reset and retry the override's PTTL). The reply then carries a
+--           fifth entry per limit: the capacity in force. Written by limiter.override (SET ... PX):
+--           it expires by itself. Modes 'c', 'p' and 'h' only.
 -- Errors    a subject's own failure (an error of this script on its state or its request, or a key of
 --           another type, WRONGTYPE) fails that subject's requests not yet answered, never the call:
 --           each gets -1 where `allowed` goes and the error's text where lockedMs goes (its limits'
@@ -47,10 +56,12 @@
 local mode = ARGV[1]
 local lastArg = #ARGV
 local hasLock, many, now = false, false, nil
+local hasOverride = false
 -- Production calls of one subject carry no flags: ARGV[1] is the mode alone, and nothing more is looked up.
 if #mode > 1 then
   local hasClock = string.find(mode, 'T', 2, true)
   hasLock, many = string.find(mode, 'L', 2, true), string.find(mode, 'M', 2, true)
+  hasOverride = string.find(mode, 'O', 2, true)
   mode = string.sub(mode, 1, 1)
   if hasClock then
     now = tonumber(ARGV[lastArg])
@@ -69,7 +80,7 @@ local done = 1
 -- One subject's requests: `k0` the index before its first key, `costs` its ARGV entry of costs,
 -- `a0` the ARGV index of its first limit, `limits` their count, `lock` its lock-out (or nil),
 -- `settle` a settle's marker key and window (mode 's', or nil).
-local function decide(k0, costs, a0, limits, lock, settle)
+local function decide(k0, costs, a0, limits, lock, settle, ov)
   -- The limits, read once for all the requests: one limit in locals, several in a flat table
   -- (id, cap, period, key per limit). A period is a number, or a calendar window's boundaries
   -- ('b0,b1,b2,b3'), which its chunk reads.
@@ -82,6 +93,38 @@ local function decide(k0, costs, a0, limits, lock, settle)
       local base, j = a0 + (i - 1) * 3, (i - 1) * 4
       local period = ARGV[base + 2]
       lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4] = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(period) or period, KEYS[k0 + i]
+    end
+  end
+  -- The override (see the header): one GET; each overridden limit's cap (and rate) replaced.
+  local zeroMs, width = 0, 4
+  if ov then
+    width = 5
+    local v = redis.call('GET', ov.key)
+    if v then
+      local cut = #ov.key - 2
+      for i = 1, limits do
+        local key = i == 1 and key1 or lims[(i - 1) * 4 + 4]
+        local at = string.find(v, ';' .. string.sub(key, cut) .. '=', 1, true)
+        if at then
+          local from = string.find(v, '=', at + 1, true) + 1
+          local stop = (string.find(v, ';', from, true) or #v + 1) - 1
+          local c, r = string.match(string.sub(v, from, stop), '^([^,]+),?(.*)$')
+          c, r = tonumber(c), tonumber(r)
+          if ov.ceiling > 0 and c > ov.ceiling then
+            if r then r = r * ov.ceiling / c end
+            c = ov.ceiling
+          end
+          if c == 0 then zeroMs = max(1, redis.call('PTTL', ov.key)) end
+          if i == 1 then
+            cap1 = c
+            if r then period1 = r end
+          end
+          if lims then
+            lims[(i - 1) * 4 + 2] = c
+            if r then lims[(i - 1) * 4 + 3] = r end
+          end
+        end
+      end
     end
   end
   -- Each admitted check's commit: a function of the chunk's and its arguments (no closure per
@@ -148,9 +191,10 @@ local function decide(k0, costs, a0, limits, lock, settle)
         id, cap, period, key = lims[j + 1], lims[j + 2], lims[j + 3], lims[j + 4]
       end
       if mode == 'c' or mode == 'p' or mode == 'h' then
-        local allowed, remaining, reset, retry, f, a, b, c, d = CHECK[id](key, now, cap, period, cost, token)
+        local allowed, remaining, reset, retry, f, a, b, c, d = 0, 0, zeroMs, zeroMs, nil, nil, nil, nil, nil
+        if cap ~= 0 then allowed, remaining, reset, retry, f, a, b, c, d = CHECK[id](key, now, cap, period, cost, token) end
         if allowed == 0 then
-          if mode == 'h' and HOLD[id] and retry > 0 and retry <= hold then
+          if mode == 'h' and HOLD[id] and cap ~= 0 and retry > 0 and retry <= hold then
             holds = holds or {}
             holds[i] = retry
             wait = max(wait, retry)
@@ -164,6 +208,7 @@ local function decide(k0, costs, a0, limits, lock, settle)
           f1, a1, b1, c1, d1 = f, a, b, c, d
         end
         out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
+        if ov then out[n + 5] = cap end
       else
         -- A refund, release or renewal is always applied, a settle when its status is 0; the figures
         -- are those of the state left (a cost-0 check). Release and renewal are sent to lease limits
@@ -176,8 +221,9 @@ local function decide(k0, costs, a0, limits, lock, settle)
         else RENEW[id](key, now, cap, period, cost, token) end
         local _, remaining, reset = CHECK[id](key, now, cap, period, 0)
         out[n + 1], out[n + 2], out[n + 3], out[n + 4] = 1, remaining, reset, 0
+        if ov then out[n + 5] = cap end
       end
-      n = n + 4
+      n = n + width
     end
     if settle then lockedMs = status end
     if lockedMs > 0 then
@@ -214,7 +260,7 @@ local function decide(k0, costs, a0, limits, lock, settle)
             end
             HOLD[hid](hkey, now, hcap, hperiod, cost)
             local _, remaining, reset = CHECK[hid](hkey, now, hcap, hperiod, 0)
-            local o = head + 2 + (i - 1) * 4
+            local o = head + 2 + (i - 1) * width
             out[o], out[o + 1], out[o + 2], out[o + 3] = 1, remaining, reset, holds[i]
           end
         end
@@ -225,16 +271,16 @@ local function decide(k0, costs, a0, limits, lock, settle)
 end
 -- decide(), with a subject's own failure kept to that subject's requests (see Errors above): the
 -- ones it had not answered in full get the error in their place, and the call goes on.
-local function guarded(k0, costs, a0, limits, lock, settle)
+local function guarded(k0, costs, a0, limits, lock, settle, ov)
   local start = n
   done = n
-  local ok, e = pcall(decide, k0, costs, a0, limits, lock, settle)
+  local ok, e = pcall(decide, k0, costs, a0, limits, lock, settle, ov)
   if ok then return end
   if type(e) == 'table' then e = e.err end
   e = tostring(e)
   local code = string.match(e, '^(%u+)[ ]')
   if code and code ~= 'WRONGTYPE' then error({ err = e }) end
-  local size, left = 2 + 4 * limits, 1
+  local size, left = 2 + (ov and 5 or 4) * limits, 1
   for _ in string.gmatch(costs, ',') do left = left + 1 end
   left = left - (done - start) / size
   n = done
@@ -260,31 +306,44 @@ if many then
       arg = arg + 2
       k0 = k0 + lcount
     else
-      -- '1' or '1L': a header without a lock-out is a number as it stands.
+      -- '1' or '1L': a header without a lock-out is a number as it stands ('1O', '1LO': an override).
       local limits = tonumber(header)
-      local lock = nil
+      local lock, ov = nil, nil
       if not limits then
-        limits = tonumber(string.sub(header, 1, -2))
-        lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
+        local flags = string.match(header, '%a+$')
+        limits = tonumber(string.sub(header, 1, -1 - #flags))
+        local extra = 0
+        if string.find(flags, 'L', 1, true) then
+          lock = lockout(ARGV[arg + 2 + 3 * limits], KEYS[k0 + limits + 1])
+          extra = 1
+        end
+        if string.find(flags, 'O', 1, true) then
+          ov = { key = KEYS[k0 + limits + extra + 1], ceiling = tonumber(ARGV[arg + 2 + 3 * limits + extra]) }
+        end
       end
-      guarded(k0, ARGV[arg + 1], arg + 2, limits, lock)
+      guarded(k0, ARGV[arg + 1], arg + 2, limits, lock, nil, ov)
       la0, lcount = arg + 2, limits
-      arg = arg + 2 + 3 * limits + (lock and 1 or 0)
-      k0 = k0 + limits + (lock and 1 or 0)
+      arg = arg + 2 + 3 * limits + (lock and 1 or 0) + (ov and 1 or 0)
+      k0 = k0 + limits + (lock and 1 or 0) + (ov and 1 or 0)
     end
   end
 else
   local limits = #KEYS
-  local lock, settle = nil, nil
+  local lock, settle, ov = nil, nil, nil
+  if hasOverride then limits = limits - 1 end
   if hasLock then
     limits = limits - 1
     lock = lockout(ARGV[3 + 3 * limits], KEYS[limits + 1])
+  end
+  if hasOverride then
+    local at = limits + (lock and 1 or 0)
+    ov = { key = KEYS[at + 1], ceiling = tonumber(ARGV[3 + 3 * limits + (lock and 1 or 0)]) }
   end
   if mode == 's' then
     limits = limits - 1
     settle = { key = KEYS[limits + 1], within = tonumber(ARGV[3 + 3 * limits]) }
   end
-  guarded(0, ARGV[2], 3, limits, lock, settle)
+  guarded(0, ARGV[2], 3, limits, lock, settle, ov)
 end
 flush()
 return out

@@ -99,7 +99,7 @@ export function toDecision(
     const d: LimitDecision =
       l.algorithm === 'concurrency'
         ? { policy: l.name, allowed: r.allowed, limit: l.limit, windowMs, remaining, resetMs: r.resetMs, retryAfterMs, quotaUnit: 'concurrent-requests' }
-        : { policy: l.name, allowed: r.allowed, limit: l.limit, windowMs, remaining, resetMs: r.resetMs, retryAfterMs };
+        : { policy: l.name, allowed: r.allowed, limit: r.limit ?? l.limit, windowMs, remaining, resetMs: r.resetMs, retryAfterMs };
     perLimit[i] = d;
     if (pick === undefined) pick = d;
     else if (allowed) {

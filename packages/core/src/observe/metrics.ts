@@ -219,6 +219,8 @@ export class FloodgateMetrics {
   readonly storeErrors: Counter;
   /** Circuit breaker state changes, by store and the state entered. */
   readonly breakerTransitions: Counter;
+  /** Overrides set and cleared (limiter.override, clearOverride), by store and action ('set' | 'clear'). */
+  readonly overrides: Counter;
 
   constructor(provider: MeterProvider) {
     const meter = provider.getMeter(METER_NAME);
@@ -233,6 +235,7 @@ export class FloodgateMetrics {
       description: 'Circuit breaker state changes, by the state entered.',
       unit: '{transition}',
     });
+    this.overrides = meter.createCounter('floodgate.overrides', { description: 'Overrides set and cleared at runtime, by action.', unit: '{override}' });
 
     meter
       .createObservableCounter('floodgate.decisions', {

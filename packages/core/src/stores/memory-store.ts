@@ -8,6 +8,7 @@ import { lockView, strike, type LockState } from '../model/lockout';
 import type { LimitResult } from '../algorithms/types';
 import type { SettleOutcome, Store, StoreRequest, StoreResult } from './store';
 import { ProtectedShare, type HoldKind } from './protected-share';
+import { applyOverride } from './override-value';
 
 export interface MemoryStoreOptions {
   /**
@@ -84,12 +85,18 @@ export class MemoryStore implements Store {
       });
       return { at: now, allowed: true, results };
     }
-    let { allowed: admitted, checks } = evaluateTwins(states, limits, cost, now, request.token);
-    // Shaping (as lua/main.lua's 'h'): a denial a rate limit would lift within maxDelayMs reserves that slot.
+    // Override, as lua/main.lua's: read once, each named limit's cap (and rate) replaced; a cap of 0 refuses until it expires.
+    const ov = request.override;
     const holding = request.mode === 'hold';
+    const overridden = ov && (request.mode === 'consume' || request.mode === 'peek' || holding) ? this.overridden(request, now) : undefined;
+    const twinLimits = overridden ? overridden.limits : limits;
+    let { allowed: admitted, checks } = evaluateTwins(states, twinLimits, cost, now, request.token);
+    if (overridden) this.zeroCaps(checks, overridden);
+    // Shaping (as lua/main.lua's 'h'): a denial a rate limit would lift within maxDelayMs reserves that
+    // slot; never under an override of 0, which refuses until it expires.
     let delayMs = 0;
-    if (holding && !admitted) {
-      const held = holdTwins(states, limits, { allowed: admitted, checks }, cost, now, request.maxDelayMs ?? 0);
+    if (holding && !admitted && !overridden?.caps.some((c) => c === 0)) {
+      const held = holdTwins(states, twinLimits, { allowed: admitted, checks }, cost, now, request.maxDelayMs ?? 0);
       if (held) ({ checks, delayMs } = held), (admitted = true);
     }
     const charging = request.mode === 'consume' || holding;
@@ -123,10 +130,77 @@ export class MemoryStore implements Store {
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
       if (allowed && charging && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
-      results[i] = { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
+      results[i] = overridden
+        ? { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs, limit: overridden.caps[i] }
+        : { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
     }
     if (allowed && delayMs > 0) return { at: now, allowed, results, delayMs };
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
+  }
+
+  /** The request's limits under its subject's override (none stored: as they are), and the ms the override has left. */
+  private overridden(request: StoreRequest, now: number): ReturnType<typeof applyOverride> & { leftMs: number } {
+    const ov = request.override!;
+    const entry = this.live(ov.key, now);
+    const applied = applyOverride(entry?.state as string | undefined, request.keys, ov.key, request.limits, ov.ceiling);
+    return { ...applied, leftMs: entry ? Math.max(1, entry.expiresAt - now) : 0 };
+  }
+
+  /** A limit overridden to 0 refuses, its state untouched: remaining 0, reset and retry when the override expires (main.lua's). */
+  private zeroCaps(checks: { allowed: boolean; remaining: number; resetMs: number; retryAfterMs: number; next?: unknown }[], o: { caps: number[]; leftMs: number }): void {
+    for (let i = 0; i < checks.length; i++) {
+      if (o.caps[i] !== 0) continue;
+      checks[i] = { allowed: false, remaining: 0, resetMs: o.leftMs, retryAfterMs: o.leftMs };
+    }
+  }
+
+  /**
+   * Writes a subject's override (a string, main.lua's format) for `ttlMs`, by this store's clock, and
+   * its record in the prefix's index (`index`: key, field, record; kept until the override expires).
+   */
+  async putOverride(key: string, value: string, ttlMs: number, index: { key: string; field: string; record: string }): Promise<void> {
+    const now = Math.floor(this.clock());
+    this.put(key, { state: value, expiresAt: now + ttlMs }, now);
+    const held = this.live(index.key, now);
+    const map = (held?.state as Map<string, { record: string; until: number }> | undefined) ?? new Map<string, { record: string; until: number }>();
+    for (const [f, r] of map) if (r.until <= now) map.delete(f);
+    map.set(index.field, { record: index.record, until: now + ttlMs });
+    const until = Math.max(now + ttlMs, held?.expiresAt ?? 0);
+    this.put(index.key, { state: map, expiresAt: until }, now);
+  }
+
+  /** Deletes a subject's override and its index record. */
+  async dropOverride(key: string, index: { key: string; field: string }): Promise<void> {
+    this.drop(key);
+    const held = this.live(index.key, Math.floor(this.clock()));
+    (held?.state as Map<string, unknown> | undefined)?.delete(index.field);
+  }
+
+  /** The records of the prefix's index whose override has not expired. */
+  async listOverrides(indexKey: string): Promise<string[]> {
+    const now = Math.floor(this.clock());
+    const map = this.live(indexKey, now)?.state as Map<string, { record: string; until: number }> | undefined;
+    if (!map) return [];
+    return [...map.values()].filter((r) => r.until > now).map((r) => r.record);
+  }
+
+  /** A broad override: a field of the hash at `key` (a Map here), with its end. */
+  async putBroad(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void> {
+    const now = Math.floor(this.clock());
+    const held = this.live(key, now);
+    const map = (held?.state as Map<string, string> | undefined) ?? new Map<string, string>();
+    map.set(field, JSON.stringify({ ...value, until: now + ttlMs }));
+    this.put(key, { state: map, expiresAt: Math.max(now + ttlMs, held?.expiresAt ?? 0) }, now);
+  }
+
+  async dropBroad(key: string, field: string): Promise<void> {
+    (this.live(key, Math.floor(this.clock()))?.state as Map<string, string> | undefined)?.delete(field);
+  }
+
+  async readBroad(key: string): Promise<{ now: number; fields: Record<string, string> }> {
+    const now = Math.floor(this.clock());
+    const map = this.live(key, now)?.state as Map<string, string> | undefined;
+    return { now, fields: map ? Object.fromEntries(map) : {} };
   }
 
   /** Mode 'settle', as lua/main.lua's 's': the record of settled tokens first, then the limits. */

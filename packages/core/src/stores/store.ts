@@ -58,6 +58,17 @@ export interface StoreRequest {
   readonly lockout?: StoreLockout;
   /** `settle` only, and required there. */
   readonly settle?: StoreSettle;
+  /**
+   * `consume` and `peek`: the subject's override, read in the same atomic step (lua/main.lua's
+   * Override): each limit's result then carries the capacity in force (`LimitResult.limit`). Absent: none read.
+   */
+  readonly override?: StoreOverride;
+}
+
+/** Where a subject's override lives (same {hash tag} as its limits' keys) and the ceiling that caps it (0: none). */
+export interface StoreOverride {
+  readonly key: string;
+  readonly ceiling: number;
 }
 
 export interface StoreResult {
@@ -143,6 +154,32 @@ export interface Store {
   evaluateSync?(request: StoreRequest): StoreResult;
   /** Deletes the state under these keys. */
   reset(keys: readonly string[]): Promise<void>;
+  /**
+   * Overrides (limiter.override, docs/runtime-limits.md): writes a subject's override string under
+   * `key` for `ttlMs` by the store's clock (it expires by itself), and its record in the prefix's
+   * `index` until then. Optional: a store without them takes no overrides (FG_OVERRIDES_OFF).
+   */
+  putOverride?(key: string, value: string, ttlMs: number, index: OverrideIndexEntry): Promise<void>;
+  /** Deletes a subject's override and its index record. */
+  dropOverride?(key: string, index: Omit<OverrideIndexEntry, 'record'>): Promise<void>;
+  /** The records of `indexKey` whose override has not expired. */
+  listOverrides?(indexKey: string): Promise<string[]>;
+  /**
+   * Broad overrides (a route, everything): sets `field` of the hash `key` to `value` with `until`
+   * (the store's clock now + ttlMs) added, the hash expiring with its last field. Optional.
+   */
+  putBroad?(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void>;
+  /** Deletes one broad override. */
+  dropBroad?(key: string, field: string): Promise<void>;
+  /** Every value of the broad overrides' hash (each JSON naming its `scope`; the keys of `fields` are not scopes), and the store's clock (ms) to compare their `until` with. */
+  readBroad?(key: string): Promise<{ now: number; fields: Record<string, string> }>;
+}
+
+/** A record in a prefix's index of overrides: `field` names the target (one record per target). */
+export interface OverrideIndexEntry {
+  readonly key: string;
+  readonly field: string;
+  readonly record: string;
 }
 
 /** A store option (a limiter's `store`, HotKeyStore's `store`): anything with `evaluate` and `reset`, checked by shape. */

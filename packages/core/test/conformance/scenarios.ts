@@ -5,6 +5,7 @@ import type { AlgorithmName, Decision, Limiter, LimiterOptions, LimitOptions, St
 import { FakeClock, T0 } from './fake-clock';
 import { SETTLE_SCENARIOS } from './settle-scenarios';
 import { SHAPE_SCENARIOS } from './shape-scenarios';
+import { OVERRIDE_SCENARIOS } from './override-scenarios';
 
 export interface ConformanceContext {
   /** Drives the store: MemoryStore's `clock`, RedisStore's `UNSAFE_testClock`. Starts at T0. */
@@ -45,7 +46,7 @@ export function describeConformance(
 ): void {
   const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
   describe(label, () => {
-    [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS].forEach((scenario, n) => {
+    [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...OVERRIDE_SCENARIOS].forEach((scenario, n) => {
       it(scenario.name, async () => {
         const clock = new FakeClock();
         const store = await makeStore(clock.now);

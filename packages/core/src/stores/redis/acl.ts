@@ -32,6 +32,13 @@ export const FLEET_COMMANDS = ['time', 'zadd', 'zremrangebyscore', 'zcard', 'pex
  * Every command a script may run, whichever algorithms a limiter uses: Redis 7 checks each
  * redis.call against the caller's ACL, so a rule allowing only EVALSHA fails every decision.
  */
+/**
+ * The plain commands of runtime overrides (RedisStore putOverride, dropOverride, listOverrides,
+ * putBroad, dropBroad, readBroad), on keys under the prefix; the scripts run them too. Never HGETALL:
+ * the broad overrides are read with HVALS, as the fleet's records are.
+ */
+export const OVERRIDE_COMMANDS = ['set', 'zrange', 'zrangebyscore', 'zrem', 'hset', 'hvals', 'hdel', 'pexpire', 'time'] as const;
+
 export const SCRIPT_COMMANDS: readonly string[] = [...new Set(Object.values(LUA_COMMANDS).flat())].sort();
 
 /**
@@ -53,6 +60,6 @@ export function aclRule(options: AclRuleOptions = {}): string {
   const prefixes = typeof given === 'string' ? [given] : Array.isArray(given) && given.length > 0 ? given : invalidOption('prefix', given, 'a prefix or a non-empty array of prefixes');
   // Each prefix's keys, and its fleet's one key (failure/fleet-count.ts).
   const keys = [...new Set(prefixes.map((p: unknown) => keyPrefix('prefix', p)))].flatMap((p) => [`~${p}:*`, `~${fleetKey(p)}`, `~${fleetConfigsKey(p)}`]);
-  const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
+  const commands = [...new Set([...CLIENT_COMMANDS, ...FLEET_COMMANDS, ...OVERRIDE_COMMANDS, ...SCRIPT_COMMANDS])].sort().map((c) => `+${c}`);
   return ['resetkeys', ...keys, 'resetchannels', '-@all', ...commands].join(' ');
 }

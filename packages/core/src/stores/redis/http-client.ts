@@ -29,6 +29,10 @@ export interface HttpRedisClient {
   hset?(key: string, fields: Record<string, string>): Promise<unknown>;
   hvals?(key: string): Promise<unknown>;
   hdel?(key: string, ...fields: string[]): Promise<unknown>;
+  set?(key: string, value: string, options?: { px: number }): Promise<unknown>;
+  /** ZRANGE (and BYSCORE with `{ byScore: true }`); typed loosely: @upstash/redis's own signature is a union of argument lists. */
+  zrange?: unknown;
+  zrem?(key: string, ...members: string[]): Promise<unknown>;
 }
 
 type Shape = Record<string, unknown>;
@@ -73,6 +77,8 @@ interface Held {
  * The plain commands the fleet count sends (RedisStore.announce and peers), through the client's
  * typed methods: an HTTP client has no raw command. Undefined for a command it lacks.
  */
+type AnyCall = (...args: unknown[]) => Promise<unknown>;
+
 function plain(client: HttpRedisClient, args: string[]): Promise<unknown> | undefined {
   const [name, key, ...rest] = args;
   switch (name) {
@@ -92,6 +98,18 @@ function plain(client: HttpRedisClient, args: string[]): Promise<unknown> | unde
       return client.hvals?.(key);
     case 'HDEL':
       return client.hdel?.(key, ...rest);
+    // An override (limiter.override: SET key value PX ms) and its clearing.
+    case 'SET':
+      return rest[1]?.toUpperCase() === 'PX' ? client.set?.(key, rest[0], { px: Number(rest[2]) }) : client.set?.(key, rest[0]);
+    case 'DEL':
+      return client.del(key, ...rest);
+    // The overrides' index (limiter.overrides()).
+    case 'ZRANGE':
+      return isFunction(client.zrange) ? (client.zrange as AnyCall).call(client, key, Number(rest[0]), Number(rest[1])) : undefined;
+    case 'ZRANGEBYSCORE':
+      return isFunction(client.zrange) ? (client.zrange as AnyCall).call(client, key, rest[0], rest[1], { byScore: true }) : undefined;
+    case 'ZREM':
+      return client.zrem?.(key, ...rest);
     default:
       return undefined;
   }

@@ -28,7 +28,10 @@ import type { StoreRequest, StoreResult } from '../store';
  *             windowMs, refillPerSecond or leaseMs; for a calendar window, the boundaries of the
  *             periods around the caller's clock, 'b0,b1,b2,b3' in ms, of which the script picks the
  *             one holding its TIME)
- *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 's': withinMs (how long a reservation
+ *   then      with 'L': 'after,baseMs,maxMs,forgetMs'; with 'O' (an override read, modes 'c' and
+ *             'p'): its ceiling (0: none), the override key last in KEYS (after the lock key),
+ *             and each limit's reply entry gains a fifth value, the capacity in force (main.lua's
+ *             Override); with 's': withinMs (how long a reservation
  *             stays settleable); with 'T': the test clock in ms (last). Without
  *             'T' the script reads redis.call('TIME').
  *   reply     the script's clock in ms (`at`), then per request: allowedAll (0|1), lockedMs (ms left
@@ -116,7 +119,9 @@ export interface ScriptCall {
   readonly limitCount: number;
   readonly requestCount: number;
   /** Several subjects in one call ('M'): each group's limit and request counts, in order; the reply holds every group's. */
-  readonly groups?: readonly { readonly limitCount: number; readonly requestCount: number }[];
+  readonly groups?: readonly { readonly limitCount: number; readonly requestCount: number; readonly override?: boolean }[];
+  /** The call reads an override ('O'): each limit's reply entry has five values. */
+  readonly override?: boolean;
   /** A settle call: the reply's lockedMs slot is the settle's status. */
   readonly settle?: boolean;
   /** A hold call (shaping): an admitted request's lockedMs slot is its delay. */
@@ -159,20 +164,24 @@ function costsArg<T>(items: readonly T[], requestOf: (item: T) => StoreRequest):
 export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => StoreRequest, testNow?: number, appNow?: number): ScriptCall {
   const request = requestOf(items[0]);
   const lock = request.lockout;
+  const ov = request.override;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
-  const argv: (string | number)[] = [MODE[request.mode] + (lock ? 'L' : '') + (testNow !== undefined ? 'T' : ''), costsArg(items, requestOf)];
+  const argv: (string | number)[] = [MODE[request.mode] + (lock ? 'L' : '') + (ov ? 'O' : '') + (testNow !== undefined ? 'T' : ''), costsArg(items, requestOf)];
   // A calendar window's boundaries are computed around the test clock, else around this process's clock (the script picks by TIME).
   const at = appNow ?? testNow;
   const clock = at !== undefined ? () => at : Date.now;
   for (const limit of request.limits) argv.push(ALGORITHM[limit.algorithm].id, limit.capacity, periodArg(limit, clock));
   if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+  if (ov) argv.push(ov.ceiling);
   const settle = request.mode === 'settle' ? settleOf(request) : undefined;
   if (settle) argv.push(settle.withinMs);
   if (testNow !== undefined) argv.push(testNow);
-  const keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
+  let keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
+  if (ov) keys = [...keys, ov.key];
   const script = scriptFor(request.limits);
   const limitCount = request.limits.length;
-  if (request.mode === 'hold') return { script, keys, argv, limitCount, requestCount: items.length, hold: true };
+  if (request.mode === 'hold') return ov ? { script, keys, argv, limitCount, requestCount: items.length, hold: true, override: true } : { script, keys, argv, limitCount, requestCount: items.length, hold: true };
+  if (ov) return { script, keys, argv, limitCount, requestCount: items.length, override: true };
   return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
 }
 
@@ -210,28 +219,31 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
   const clock = at !== undefined ? () => at : Date.now;
   const argv: (string | number)[] = [MODE[first.mode] + 'M' + (testNow !== undefined ? 'T' : '')];
   const keys: string[] = [];
-  const shapes: { limitCount: number; requestCount: number }[] = new Array(groups.length);
+  const shapes: { limitCount: number; requestCount: number; override?: boolean }[] = new Array(groups.length);
   let requestCount = 0;
   let previous: readonly StoreLimit[] | undefined;
   for (let g = 0; g < groups.length; g++) {
     const items = groups[g];
     const request = requestOf(items[0]);
     const lock = request.lockout;
+    const ov = request.override;
     const limits = request.limits;
-    if (limits === previous && !lock) {
+    if (limits === previous && !lock && !ov) {
       // The same limits as the group before (one limiter's subjects: the common call): '=' and the
       // costs, not three ARGV per limit again (each one a bulk string for Redis to read and a Lua
       // string to make, on every call).
       argv.push('=', costsArg(items, requestOf));
     } else {
-      argv.push(lock ? `${limits.length}L` : limits.length, costsArg(items, requestOf));
+      argv.push(lock || ov ? `${limits.length}${lock ? 'L' : ''}${ov ? 'O' : ''}` : limits.length, costsArg(items, requestOf));
       for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
       if (lock) argv.push(`${lock.after},${lock.baseMs},${lock.maxMs},${lock.forgetMs}`);
+      if (ov) argv.push(ov.ceiling);
       previous = limits;
     }
     for (let i = 0; i < request.keys.length; i++) keys.push(request.keys[i]);
     if (lock) keys.push(lock.key);
-    shapes[g] = { limitCount: limits.length, requestCount: items.length };
+    if (ov) keys.push(ov.key);
+    shapes[g] = ov ? { limitCount: limits.length, requestCount: items.length, override: true } : { limitCount: limits.length, requestCount: items.length };
     requestCount += items.length;
   }
   if (testNow !== undefined) argv.push(testNow);
@@ -271,12 +283,12 @@ export function scriptError(said: string): FloodgateError {
 export type ReplyEntry = StoreResult | FloodgateError;
 
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold'>): ReplyEntry[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold' | 'override'>): ReplyEntry[] {
   const groups = call.groups ?? [call];
   let expected = 1;
   let requests = 0;
   for (const g of groups) {
-    expected += (2 + 4 * g.limitCount) * g.requestCount;
+    expected += (2 + (g.override ? 5 : 4) * g.limitCount) * g.requestCount;
     requests += g.requestCount;
   }
   if (!Array.isArray(reply) || reply.length !== expected) {
@@ -288,7 +300,8 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
   let head = 1;
   let o = 0;
   for (const g of groups) {
-    const size = 2 + 4 * g.limitCount;
+    const width = g.override ? 5 : 4;
+    const size = 2 + width * g.limitCount;
     for (let r = 0; r < g.requestCount; r++, head += size) {
       if (reply[head] === -1) {
         out[o++] = scriptError(String(reply[head + 1]));
@@ -296,13 +309,11 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
       }
       const results: LimitResult[] = new Array(g.limitCount);
       for (let i = 0; i < g.limitCount; i++) {
-        const at = head + 2 + 4 * i;
-        results[i] = {
-          allowed: reply[at] === 1,
-          remaining: Number(reply[at + 1]),
-          resetMs: Number(reply[at + 2]),
-          retryAfterMs: Number(reply[at + 3]),
-        };
+        const at = head + 2 + width * i;
+        results[i] =
+          width === 5
+            ? { allowed: reply[at] === 1, remaining: Number(reply[at + 1]), resetMs: Number(reply[at + 2]), retryAfterMs: Number(reply[at + 3]), limit: Number(reply[at + 4]) }
+            : { allowed: reply[at] === 1, remaining: Number(reply[at + 1]), resetMs: Number(reply[at + 2]), retryAfterMs: Number(reply[at + 3]) };
       }
       const lockedMs = Number(reply[head + 1]);
       if (call.hold && reply[head] === 1) out[o++] = lockedMs > 0 ? { at: now, allowed: true, results, delayMs: lockedMs } : { at: now, allowed: true, results };

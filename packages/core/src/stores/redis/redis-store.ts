@@ -276,6 +276,89 @@ export class RedisStore implements Store {
     return live;
   }
 
+  /**
+   * Writes a subject's override (lua/main.lua's Override reads it): one `SET key value PX ttlMs`, so
+   * it expires by itself, by Redis's clock. Then its record in the prefix's index, a ZSET scored by
+   * the Redis-clock ms the override ends (members '<field>|<record>'), pruned of ended records and
+   * expiring with the last one: plain commands like the fleet's (the index only lists; decisions
+   * never read it). Bounded by the store's deadline.
+   */
+  async putOverride(key: string, value: string, ttlMs: number, index: { key: string; field: string; record: string }): Promise<void> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    await withDeadline(keyed(key, ['SET', key, value, 'PX', String(ttlMs)]), bound, 'Redis override');
+    const now = redisTimeMs(await withDeadline(keyed(index.key, ['TIME']), bound, 'Redis TIME'));
+    await this.dropRecords(index.key, index.field, now);
+    await withDeadline(
+      Promise.all([
+        keyed(index.key, ['ZADD', index.key, String(now + ttlMs), `${index.field}|${index.record}`]),
+        keyed(index.key, ['PEXPIRE', index.key, String(ttlMs), 'NX']),
+        keyed(index.key, ['PEXPIRE', index.key, String(ttlMs), 'GT']),
+      ]),
+      bound,
+      'Redis override index',
+    );
+  }
+
+  /** Deletes a subject's override and its index record. */
+  async dropOverride(key: string, index: { key: string; field: string }): Promise<void> {
+    const keyed = this.keyedOrFail();
+    await withDeadline(keyed(key, ['DEL', key]), Math.max(this.timeoutMs, 1000), 'Redis override');
+    await this.dropRecords(index.key, index.field, 0);
+  }
+
+  /** The index's records whose override has not ended (by Redis's clock). */
+  async listOverrides(indexKey: string): Promise<string[]> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    const now = redisTimeMs(await withDeadline(keyed(indexKey, ['TIME']), bound, 'Redis TIME'));
+    const members = await withDeadline(keyed(indexKey, ['ZRANGEBYSCORE', indexKey, `(${now}`, '+inf']), bound, 'Redis override index');
+    return (Array.isArray(members) ? members.map(String) : []).map((m) => m.slice(m.indexOf('|') + 1));
+  }
+
+  /** Removes the index's records of `field`, and every record ended by `now`. */
+  private async dropRecords(indexKey: string, field: string, now: number): Promise<void> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    const members = await withDeadline(keyed(indexKey, ['ZRANGE', indexKey, '0', '-1']), bound, 'Redis override index');
+    const mine = (Array.isArray(members) ? members.map(String) : []).filter((m) => m.startsWith(`${field}|`));
+    const sent: Promise<unknown>[] = [];
+    if (mine.length > 0) sent.push(keyed(indexKey, ['ZREM', indexKey, ...mine]));
+    if (now > 0) sent.push(keyed(indexKey, ['ZREMRANGEBYSCORE', indexKey, '-inf', String(now)]));
+    await withDeadline(Promise.all(sent), bound, 'Redis override index');
+  }
+
+  /** A broad override: one field of the hash at `key`, with its end by Redis's clock; the hash expires with its last field. */
+  async putBroad(key: string, field: string, value: Record<string, unknown>, ttlMs: number): Promise<void> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    const now = redisTimeMs(await withDeadline(keyed(key, ['TIME']), bound, 'Redis TIME'));
+    await withDeadline(keyed(key, ['HSET', key, field, JSON.stringify({ ...value, until: now + ttlMs })]), bound, 'Redis broad override');
+    await withDeadline(Promise.all([keyed(key, ['PEXPIRE', key, String(ttlMs), 'NX']), keyed(key, ['PEXPIRE', key, String(ttlMs), 'GT'])]), bound, 'Redis broad override');
+  }
+
+  async dropBroad(key: string, field: string): Promise<void> {
+    await withDeadline(this.keyedOrFail()(key, ['HDEL', key, field]), Math.max(this.timeoutMs, 1000), 'Redis broad override');
+  }
+
+  /** Every broad override and Redis's clock: what each instance polls. */
+  async readBroad(key: string): Promise<{ now: number; fields: Record<string, string> }> {
+    const keyed = this.keyedOrFail();
+    const bound = Math.max(this.timeoutMs, 1000);
+    // HVALS, never HGETALL (the ACL rule grants none: it would read a limiter key's fields); each value names its scope.
+    const [time, values] = await withDeadline(Promise.all([keyed(key, ['TIME']), keyed(key, ['HVALS', key])]), bound, 'Redis broad override');
+    const fields: Record<string, string> = {};
+    if (Array.isArray(values)) values.forEach((v, i) => (fields[String(i)] = String(v)));
+    return { now: redisTimeMs(time), fields };
+  }
+
+  private keyedOrFail(): (key: string, args: string[]) => Promise<unknown> {
+    this.checkConnection();
+    const keyed = this.client.keyed;
+    if (!keyed) throw new FloodgateError('FG_STORE_UNAVAILABLE', 'The Redis client has no way to send a plain command.');
+    return keyed;
+  }
+
   async reset(keys: readonly string[]): Promise<void> {
     this.checkConnection();
     // One DEL per key: on a Cluster all keys of a subject share a slot, but be safe across subjects.
