@@ -117,7 +117,7 @@ export function detailTable(results: InstrResults): string {
 export function renderInstructions(results: InstrResults): string {
   const s = results.settings;
   return [
-    `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connections (the serial load 1), ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min.`,
+    `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min.`,
     '',
     'Added server instructions per request over the same framework\'s bare route (k = thousand instructions):',
     '',

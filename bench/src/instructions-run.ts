@@ -22,7 +22,7 @@ export interface InstrSettings {
   warmup: number;
   /** Requests after instrumentation is switched on and before the counters are zeroed (the first ones after the switch cost several times the steady figure). */
   settle: number;
-  /** Connections of the 'one' and 'callers' loads ('serial' has 1). */
+  /** autocannon's connections (1: one request per event-loop turn, a count independent of the machine's load). */
   connections: number;
   callers: number;
   /** Contenders measured at once, each lane with its own redis-server. */
@@ -45,13 +45,12 @@ export function planJobs(settings: InstrSettings): InstrJob[] {
   const jobs: InstrJob[] = [];
   for (const framework of settings.frameworks) {
     for (const load of settings.loads) {
-      const shape = load === 'callers' ? 'callers' : 'one';
-      const list = contendersFor(framework, { frameworks: [framework], rounds: 1, secondsPerRun: 1, warmupSeconds: 1, connections: settings.connections, algorithms: [DEFAULT_ALGORITHM], hotKeys: false, lean: true }, shape);
+      const list = contendersFor(framework, { frameworks: [framework], rounds: 1, secondsPerRun: 1, warmupSeconds: 1, connections: settings.connections, algorithms: [DEFAULT_ALGORITHM], hotKeys: false, lean: true }, load);
       for (const c of list) {
         if (c.regime !== null && !settings.regimes.includes(c.regime)) continue;
         const kind = contenderKind(c.id);
         if (kind !== 'none' && settings.contenders.length > 0 && !settings.contenders.includes(kind)) continue;
-        jobs.push({ contender: load === 'serial' ? { ...c, id: `${c.id}@serial` } : c, load });
+        jobs.push({ contender: c, load });
       }
     }
   }
@@ -85,7 +84,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
   );
   try {
     const callers = job.load === 'callers' ? settings.callers : undefined;
-    const connections = job.load === 'serial' ? 1 : settings.connections;
+    const connections = settings.connections;
     // Rejecting with many callers: every caller spends its one unit before anything is counted.
     if (callers && c.regime === 'reject') await runLoad({ url: server.url, connections, amount: callers, callers });
     await runLoad({ url: server.url, connections, amount: settings.warmup, callers });
@@ -123,6 +122,10 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
   }
 }
 
+/** The counted redis-servers running now: stopped on Ctrl-C too (stopCountedRedis). */
+const redisServers = new Set<CountedRedis>();
+export const stopCountedRedis = () => Promise.all([...redisServers].map((r) => r.stop()));
+
 /** Every job, `parallel` lanes at a time (each lane its own counted redis-server); rows in plan order. */
 export async function runInstructions(jobs: readonly InstrJob[], settings: InstrSettings): Promise<InstrRow[]> {
   const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
@@ -130,6 +133,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
   let next = 0;
   const lane = async (index: number) => {
     const redis = await startCountedRedis(dir, `redis-${index}`);
+    redisServers.add(redis);
     try {
       while (next < jobs.length) {
         const at = next++;
@@ -139,6 +143,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
         settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
       }
     } finally {
+      redisServers.delete(redis);
       await redis.stop();
     }
   };

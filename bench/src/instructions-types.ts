@@ -2,17 +2,16 @@
 import type { Framework, Regime, StoreKind, ThroughputRow } from './types';
 
 /**
- * one: every request from 127.0.0.1 on 10 connections; callers: 10,000 callers in X-Forwarded-For
- * (the servers trust the loopback proxy) on 10 connections; serial: one subject on 1 connection,
- * so no call can carry more than one decision.
+ * one: every request from 127.0.0.1; callers: 10,000 callers in X-Forwarded-For (the servers trust
+ * the loopback proxy). Both on `--connections` (default 1: one request per event-loop turn, so the
+ * count does not depend on how busy the machine is; see instructions.ts).
  */
-export type InstrLoad = 'one' | 'callers' | 'serial';
-export const INSTR_LOADS: readonly InstrLoad[] = ['one', 'callers', 'serial'];
+export type InstrLoad = 'one' | 'callers';
+export const INSTR_LOADS: readonly InstrLoad[] = ['one', 'callers'];
 
 export const LOAD_TITLES: Record<InstrLoad, string> = {
-  one: 'one subject, 10 connections',
-  callers: '10,000 callers (X-Forwarded-For), 10 connections',
-  serial: 'one subject, 1 connection',
+  one: 'one subject',
+  callers: '10,000 callers (X-Forwarded-For)',
 };
 
 export interface InstrRow {

@@ -8,7 +8,7 @@ import { killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
 import { compareTable, renderInstructions } from './instructions-report';
-import { planJobs, runInstructions, type InstrSettings } from './instructions-run';
+import { planJobs, runInstructions, stopCountedRedis, type InstrSettings } from './instructions-run';
 import { INSTR_LOADS, type InstrResults } from './instructions-types';
 import { FRAMEWORKS, REGIMES } from './types';
 
@@ -19,8 +19,8 @@ zeroes the counters, sends the counted requests with autocannon from outside val
 divides; redis-server runs under callgrind too. Needs valgrind (apt-get install valgrind).
 
   --frameworks LIST   ${FRAMEWORKS.join(',')} (default: all)
-  --loads LIST        ${INSTR_LOADS.join(',')} (default: all): one subject on 10 connections; 10,000
-                      callers in X-Forwarded-For on 10 connections; one subject on 1 connection
+  --loads LIST        ${INSTR_LOADS.join(',')} (default: both): one subject; 10,000 callers in
+                      X-Forwarded-For (the servers trust the loopback proxy)
   --regimes LIST      admit,reject (default: both)
   --contenders LIST   ids' middle parts, e.g. floodgate-memory,floodgate-redis-sliding-window-counter,
                       fastify-rate-limit-memory,fastify-rate-limit,redis-floor-turn (default: all;
@@ -29,7 +29,9 @@ divides; redis-server runs under callgrind too. Needs valgrind (apt-get install 
   --warmup N          requests before counting, instrumentation off (default 20000)
   --settle N          requests after instrumentation is on, before the counters are zeroed
                       (default 3000: the first ones after the switch cost several times more)
-  --connections N     connections of the one and callers loads (default 10)
+  --connections N     autocannon connections (default 1: one request per event-loop turn. With
+                      more, how many requests share a turn depends on how busy the machine is,
+                      and so does the count: two runs then agree only on a quiet machine)
   --callers N         callers of the callers load (default 10000)
   --parallel N        contenders measured at once, each with its own redis-server (default 2)
   --label NAME        the run's name (default: the commit); the page's block of that name is
@@ -90,7 +92,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     requests: count(values.requests as string | undefined, 6000, 'requests'),
     warmup: count(values.warmup as string | undefined, 20_000, 'warmup'),
     settle: count(values.settle as string | undefined, 3000, 'settle'),
-    connections: count(values.connections as string | undefined, 10, 'connections'),
+    connections: count(values.connections as string | undefined, 1, 'connections'),
     callers: count(values.callers as string | undefined, 10_000, 'callers'),
     parallel: count(values.parallel as string | undefined, 2, 'parallel'),
     outDir: join(BENCH_DIR, `dist-instructions-${process.pid}`),
@@ -147,6 +149,12 @@ async function main(): Promise<number> {
 }
 
 if (require.main === module) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      killAllChildren();
+      void stopCountedRedis().finally(() => process.exit(130));
+    });
+  }
   main().then(
     (code) => process.exit(code),
     (error: Error) => {
