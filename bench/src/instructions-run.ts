@@ -85,11 +85,14 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
   try {
     const callers = job.load === 'callers' ? settings.callers : undefined;
     const connections = settings.connections;
+    // Warm-up and settling on 10 connections whatever is counted: uncounted, so only their speed
+    // matters, and one request at a time waits on the scheduler at every hop of a busy machine.
+    const busy = Math.max(10, connections);
     // Rejecting with many callers: every caller spends its one unit before anything is counted.
-    if (callers && c.regime === 'reject') await runLoad({ url: server.url, connections, amount: callers, callers });
-    await runLoad({ url: server.url, connections, amount: settings.warmup, callers });
+    if (callers && c.regime === 'reject') await runLoad({ url: server.url, connections: busy, amount: callers, callers });
+    await runLoad({ url: server.url, connections: busy, amount: settings.warmup, callers });
     await instrumentOn(server.pid);
-    await runLoad({ url: server.url, connections, amount: settings.settle, callers });
+    await runLoad({ url: server.url, connections: busy, amount: settings.settle, callers });
     const statsBefore = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     await Promise.all([zeroCounters(server.pid), usesRedis ? redis.zero() : undefined]);
     const started = Date.now();
