@@ -81,6 +81,8 @@ export interface CountedRedis {
   dump(): Promise<number>;
   zero(): Promise<void>;
   stop(): Promise<void>;
+  /** SIGKILL at once (on Ctrl-C, where nothing can be awaited). */
+  kill(): void;
 }
 
 /** Starts redis-server under callgrind on a free loopback port, no persistence, and waits for PING. */
@@ -115,7 +117,7 @@ export async function startCountedRedis(dir: string, name: string): Promise<Coun
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  return { port, pid, admin, dump: () => dumpCounters(dir, name, pid), zero: () => zeroCounters(pid), stop };
+  return { port, pid, admin, dump: () => dumpCounters(dir, name, pid), zero: () => zeroCounters(pid), stop, kill: () => void child.kill('SIGKILL') };
 }
 
 /** Every dump file still on disk (callgrind's output files are large: the bench removes them at the end). */

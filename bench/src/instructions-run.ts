@@ -37,6 +37,9 @@ export interface InstrJob {
   load: InstrLoad;
 }
 
+/** Node's flags under callgrind: the same for every contender. */
+export const NODE_FLAGS = ['--single-threaded', '--predictable-gc-schedule', '--no-memory-reducer'];
+
 /** The part of a contender id between the framework and the regime: 'none', 'floodgate-memory', 'koa-ratelimit', ... */
 export const contenderKind = (id: string) => id.replace(/@.*$/, '').split('/')[1] ?? id;
 
@@ -78,7 +81,9 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
   const server = await startServer(
     { framework: c.framework, ...(usesRedis ? { redisPort: redis.port } : {}), mounts: [{ path: '/', limiter: c.limiter }], trustProxy: job.load === 'callers' },
     c.id,
-    ['--single-threaded'],
+    // V8 on the counted thread only, and a GC schedule that does not follow the clock (no memory
+    // reducer, fixed heap growth): a slow request on a busy machine must not buy extra collections.
+    NODE_FLAGS,
     undefined,
     { wrapper: callgrindWrapper(dir, 'node', true), timeoutMs: 600_000, dir: settings.outDir },
   );
@@ -127,7 +132,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
 
 /** The counted redis-servers running now: stopped on Ctrl-C too (stopCountedRedis). */
 const redisServers = new Set<CountedRedis>();
-export const stopCountedRedis = () => Promise.all([...redisServers].map((r) => r.stop()));
+export const killCountedRedis = () => redisServers.forEach((r) => r.kill());
 
 /** Every job, `parallel` lanes at a time (each lane its own counted redis-server); rows in plan order. */
 export async function runInstructions(jobs: readonly InstrJob[], settings: InstrSettings): Promise<InstrRow[]> {

@@ -8,13 +8,14 @@ import { killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
 import { compareTable, renderInstructions } from './instructions-report';
-import { planJobs, runInstructions, stopCountedRedis, type InstrSettings } from './instructions-run';
+import { killCountedRedis, planJobs, runInstructions, type InstrSettings } from './instructions-run';
 import { INSTR_LOADS, type InstrResults } from './instructions-types';
 import { FRAMEWORKS, REGIMES } from './types';
 
 const HELP = `Usage: pnpm bench:instructions [options]
 
-Runs each contender's server under valgrind's callgrind (node --single-threaded), sends a warm-up,
+Runs each contender's server under valgrind's callgrind (node --single-threaded
+--predictable-gc-schedule --no-memory-reducer), sends a warm-up,
 zeroes the counters, sends the counted requests with autocannon from outside valgrind, dumps and
 divides; redis-server runs under callgrind too. Needs valgrind (apt-get install valgrind).
 
@@ -152,7 +153,8 @@ if (require.main === module) {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       killAllChildren();
-      void stopCountedRedis().finally(() => process.exit(130));
+      killCountedRedis();
+      process.exit(130);
     });
   }
   main().then(
