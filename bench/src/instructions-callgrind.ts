@@ -88,7 +88,9 @@ export interface CountedRedis {
 /** Starts redis-server under callgrind on a free loopback port, no persistence, and waits for PING. */
 export async function startCountedRedis(dir: string, name: string): Promise<CountedRedis> {
   const port = await freePort();
-  const args = ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no'];
+  // hz 1 (default 10): serverCron and its expiry cycle run on the clock whatever the calls, so under
+  // callgrind a window that lasts longer (a busy machine) would count more of them.
+  const args = ['redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--protected-mode', 'no', '--hz', '1'];
   const [file, ...rest] = [...callgrindWrapper(dir, name), ...args];
   const child: ChildProcess = spawn(file, rest, { stdio: 'ignore' });
   const pid = child.pid ?? -1;
