@@ -36,6 +36,8 @@ export interface SpawnOptions {
   dir?: string;
   /** Cores to run on (taskset's list, e.g. '1'); undefined: wherever the scheduler puts it. */
   cpus?: string;
+  /** A command the node process runs under, e.g. ['valgrind', '--tool=callgrind'] (the pid stays the child's: valgrind runs in place). */
+  wrapper?: readonly string[];
 }
 
 export interface Child<M> {
@@ -58,7 +60,9 @@ export async function spawnChild<M>(entry: string, args: string[], options: Spaw
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    const command = pinnedCommand(options.cpus, process.execPath, [...(options.nodeArgs ?? []), join(options.dir ?? OUT_DIR, `${entry}.js`), ...args]);
+    const nodeArgs = [...(options.nodeArgs ?? []), join(options.dir ?? OUT_DIR, `${entry}.js`), ...args];
+    const [file, ...wrapperArgs] = options.wrapper ?? [process.execPath];
+    const command = pinnedCommand(options.cpus, file, options.wrapper ? [...wrapperArgs, process.execPath, ...nodeArgs] : nodeArgs);
     child = spawn(command.file, command.args, {
       cwd: BENCH_DIR,
       stdio: ['ignore', fd, fd, 'ipc'],
@@ -156,8 +160,14 @@ export interface RunningServer {
 }
 
 /** Starts src/server.ts with this spec and waits until it listens. */
-export async function startServer(spec: ServerSpec, name: string, nodeArgs: string[] = [], cpus?: string): Promise<RunningServer> {
-  const child = await spawnChild<ServerMessage>('server', [JSON.stringify(spec)], { name, nodeArgs, cpus });
+export async function startServer(
+  spec: ServerSpec,
+  name: string,
+  nodeArgs: string[] = [],
+  cpus?: string,
+  extra: Pick<SpawnOptions, 'wrapper' | 'timeoutMs' | 'dir'> = {},
+): Promise<RunningServer> {
+  const child = await spawnChild<ServerMessage>('server', [JSON.stringify(spec)], { name, nodeArgs, cpus, ...extra });
   const first = child.first;
   if (first.type !== 'ready') {
     await child.stop();

@@ -1,4 +1,4 @@
-// The flood section's logic without Redis: children's answers summed into rows, the rows rendered, the section spliced into docs/benchmarks.md, runs recorded by label.
+// The flood section's logic without Redis: children's answers summed into rows, the rows rendered, the section spliced into docs/benchmarks-details.md, runs recorded by label.
 import { OVERLOAD_GOAL_RATIO, overAdmissionBound } from './bounds';
 import type { FloodAnswers } from './flood-worker';
 import { sum } from './stats';

@@ -338,9 +338,9 @@ export function recordFloodRun(run: FloodRun): FloodRun[] {
   return runs;
 }
 
-/** Re-renders only the Flood section of docs/benchmarks.md (the rest of the page is the last full run's). */
+/** Re-renders only the Flood section of docs/benchmarks-details.md (the rest of the page is the last full run's). */
 export function writeFloodSection(runs: readonly FloodRun[]): string {
-  const page = join(REPO_DIR, 'docs', 'benchmarks.md');
+  const page = join(REPO_DIR, 'docs', 'benchmarks-details.md');
   writeFileSync(page, spliceFloodSection(existsSync(page) ? readFileSync(page, 'utf8') : '# Benchmarks\n', floodSection(runs)));
   return page;
 }
@@ -361,13 +361,13 @@ const HELP = `Usage: pnpm bench:flood [options]
                      callers (400 callers shared by every process, limit ${CALLER_LIMIT} each) (default all)
   --joiners N        the outage's autoscaler phase: processes started halfway through it, flooding at once
                      (default ${FULL.joiners}; 0: none)
-  --label NAME       record the run under this name in bench/flood-runs.json and on docs/benchmarks.md
+  --label NAME       record the run under this name in bench/flood-runs.json and on docs/benchmarks-details.md
                      (default: "commit <sha>"); a run of the same name is replaced
   --against DIR      also measure another checkout (e.g. a worktree of an older commit, after
                      pnpm install), burst by burst in alternation: two runs under the same load
   --against-label NAME  its run's name (default: "commit <its sha>")
   --no-docs          print only: record nothing, change no page
-  --render           measure nothing: re-render the Flood section of docs/benchmarks.md from bench/flood-runs.json
+  --render           measure nothing: re-render the Flood section of docs/benchmarks-details.md from bench/flood-runs.json
   --help
 
 Environment, to see why a wait is long (each flood process writes to its own log, in $TMPDIR/floodgate-bench-*/):
@@ -521,7 +521,7 @@ async function main(): Promise<number> {
     let recorded = readFloodRuns();
     for (const run of runs) recorded = recordFloodRun(run);
     writeFloodSection(recorded);
-    progress.finish(`bench:flood: done in ${took} s; recorded as ${runs.map((r) => `"${r.label}"`).join(' and ')} in bench/flood-runs.json and docs/benchmarks.md`);
+    progress.finish(`bench:flood: done in ${took} s; recorded as ${runs.map((r) => `"${r.label}"`).join(' and ')} in bench/flood-runs.json and docs/benchmarks-details.md`);
   } else {
     progress.finish(`bench:flood: done in ${took} s (--no-docs: nothing recorded)`);
     console.log(floodSection(runs));

@@ -1,4 +1,4 @@
-// `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks.md and .svg.
+// `pnpm bench`: runs every section against its own redis-server, writes results JSON, docs/benchmarks-details.md and .svg.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -64,7 +64,7 @@ const HELP = `Usage: pnpm bench [options]
                           (e.g. a worktree of an older commit): before / after columns
   --note TEXT             a line for the report (e.g. "quiet machine"); repeatable
   --no-docs               write only bench/results/<date>.json
-  --report FILE           only re-render docs/benchmarks.md and .svg from a results JSON
+  --report FILE           only re-render docs/benchmarks-details.md and .svg from a results JSON
   --compare A.json,B.json only compare two results JSONs: every Floodgate figure of both, and
                           by how much they differ (for "do two runs agree")
   --help`;
@@ -174,7 +174,7 @@ function writeDocs(results: BenchResults, keepUnmeasured = false): string[] {
   if (!results.flood?.length) results.flood = readFloodRuns();
   const docs = join(REPO_DIR, 'docs');
   mkdirSync(docs, { recursive: true });
-  const file = join(docs, 'benchmarks.md');
+  const file = join(docs, 'benchmarks-details.md');
   let page = renderMarkdown(results, 'benchmarks.svg');
   // A run of some sections keeps the others from the page as it was, each saying which run measured it.
   if (keepUnmeasured && existsSync(file)) page = carryOver(readFileSync(file, 'utf8'), page).page;
@@ -202,7 +202,7 @@ function throughputOnly(results: BenchResults): boolean {
 const commandLine = () => `pnpm bench ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim();
 
 function spliceDocs(results: BenchResults, command = commandLine()): string[] {
-  const page = join(REPO_DIR, 'docs', 'benchmarks.md');
+  const page = join(REPO_DIR, 'docs', 'benchmarks-details.md');
   writeFileSync(page, spliceFrameworks(readFileSync(page, 'utf8'), results, command));
   return [page];
 }
@@ -451,7 +451,7 @@ async function main(): Promise<number> {
   // run without one would drop them, so it writes its results file only (render the page from a run
   // that measured throughput, with --only throughput,<sections>).
   const docs = config.docs && config.sections.has('throughput');
-  if (config.docs && !docs) console.error('bench: this run measured no throughput: docs/benchmarks.md is left as it is (its Summary, Goals and Throughput would be lost); include throughput in --only to render the page');
+  if (config.docs && !docs) console.error('bench: this run measured no throughput: docs/benchmarks-details.md is left as it is (its Summary, Goals and Throughput would be lost); include throughput in --only to render the page');
   const written = [resultsFile, ...(docs ? (spliceable(config) ? spliceDocs(results, results.meta.command) : writeDocs(results, partial)) : [])];
   progress.finish(`bench: done in ${Math.round(results.meta.durationS)} s; wrote ${written.map((f) => relative(process.cwd(), f)).join(', ')}`);
   for (const note of results.meta.notes) console.error(`note: ${note}`);

@@ -1,4 +1,4 @@
-// docs/benchmarks.md from a results set: chart first, then tables, then how and where it was measured.
+// docs/benchmarks-details.md from a results set: chart first, then tables, then how and where it was measured.
 import { LOG_MAX_LIMIT } from './admit';
 import { floodSection } from './flood-report';
 import { frameworkInfo } from './frameworks';
@@ -248,7 +248,7 @@ export function spliceFrameworks(page: string, results: BenchResults, command: s
       }
       // After the Throughput section's last table: just before the next "## " heading.
       const throughput = out.indexOf('\n## Throughput\n');
-      if (throughput < 0) throw new Error('docs/benchmarks.md has no "## Throughput" section to add a framework to: run the full bench first');
+      if (throughput < 0) throw new Error('docs/benchmarks-details.md has no "## Throughput" section to add a framework to: run the full bench first');
       const next = out.indexOf('\n## ', throughput + 1);
       const at = next < 0 ? out.length : next + 1;
       out = `${out.slice(0, at).replace(/\n*$/, '\n\n')}${section}\n\n${out.slice(at)}`;

@@ -1,0 +1,152 @@
+// `pnpm bench:instructions`' tables: the summary per framework and load, the goals of issue #44, every row, and two runs compared.
+import { LOAD_TITLES, type InstrLoad, type InstrResults, type InstrRow } from './instructions-types';
+import type { Framework } from './types';
+
+const k = (ir: number) => `${(ir / 1000).toFixed(1)}k`;
+const signed = (ir: number) => `${ir >= 0 ? '+' : '−'}${k(Math.abs(ir))}`;
+const cell = (ir: number | undefined) => (ir === undefined ? '' : signed(ir));
+
+/** One framework in one load: the bare route's count and each row's count added over it. */
+export interface FrameworkLoad {
+  framework: Framework;
+  load: InstrLoad;
+  bare: number | undefined;
+  rows: InstrRow[];
+}
+
+export function groups(rows: readonly InstrRow[]): FrameworkLoad[] {
+  const out: FrameworkLoad[] = [];
+  for (const row of rows) {
+    let g = out.find((x) => x.framework === row.framework && x.load === row.load);
+    if (!g) out.push((g = { framework: row.framework, load: row.load, bare: undefined, rows: [] }));
+    g.rows.push(row);
+    if (row.group === 'ceiling') g.bare = row.serverIr;
+  }
+  return out;
+}
+
+const added = (g: FrameworkLoad, row: InstrRow | undefined) => (row && g.bare !== undefined ? row.serverIr - g.bare : undefined);
+const isFloodgate = (row: InstrRow) => row.group === 'floodgate';
+
+/** The row of Floodgate, or the best (fewest server instructions) peer, in a store and regime. */
+export function pick(g: FrameworkLoad, who: 'floodgate' | 'peer', store: 'memory' | 'redis', regime: 'admit' | 'reject'): InstrRow | undefined {
+  const candidates = g.rows.filter((r) => r.store === store && r.regime === regime && (who === 'floodgate' ? isFloodgate(r) : r.group === 'peer'));
+  return candidates.sort((a, b) => a.serverIr - b.serverIr)[0];
+}
+
+const peerName = (row: InstrRow | undefined) => (row ? ` ${row.label.replace(/ \(.*\)$/, '')}` : '');
+const calls = (row: InstrRow | undefined) => (row?.scriptCalls === null || row?.scriptCalls === undefined ? '' : ` (${row.scriptCalls.toFixed(2)} calls)`);
+const redisPer = (row: InstrRow | undefined) => (row?.redisIr === null || row?.redisIr === undefined ? '–' : k(row.redisIr));
+
+/** The summary: one row per framework and load, added server instructions per request over its bare route. */
+export function summaryTable(results: InstrResults): string {
+  const lines = [
+    '| load | framework (bare route) | Floodgate on Redis | best Redis peer | floor (one PING per turn) | Floodgate in memory | best in-memory peer | Redis instructions per request: Floodgate / best peer | rejecting: Floodgate memory / Redis / best peer |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const g of groups(results.rows)) {
+    const fgRedis = pick(g, 'floodgate', 'redis', 'admit');
+    const peerRedis = pick(g, 'peer', 'redis', 'admit');
+    const fgMem = pick(g, 'floodgate', 'memory', 'admit');
+    const peerMem = pick(g, 'peer', 'memory', 'admit');
+    const floor = g.rows.find((r) => r.group === 'floor');
+    const rej = [pick(g, 'floodgate', 'memory', 'reject'), pick(g, 'floodgate', 'redis', 'reject'), pick(g, 'peer', 'redis', 'reject') ?? pick(g, 'peer', 'memory', 'reject')];
+    lines.push(
+      `| ${LOAD_TITLES[g.load]} | ${g.framework} (${g.bare === undefined ? '?' : k(g.bare)}) | ${cell(added(g, fgRedis))}${calls(fgRedis)} | ${cell(added(g, peerRedis))}${peerName(peerRedis)}${calls(peerRedis)} | ${cell(added(g, floor))} | ${cell(added(g, fgMem))} | ${cell(added(g, peerMem))}${peerName(peerMem)} | ${redisPer(fgRedis)} / ${redisPer(peerRedis)} | ${rej.map((r) => cell(added(g, r)) || '–').join(' / ')}${peerName(rej[2])} |`,
+    );
+  }
+  return lines.join('\n');
+}
+
+interface Goal {
+  framework: Framework;
+  load: InstrLoad;
+  goal: string;
+  figure: number | undefined;
+  bound: number | undefined;
+}
+
+/** Issue #44's goals, from one run: 0.85 of the best peer (added instructions; Redis per decision), rejecting at or below the bare route. */
+export function goals(results: InstrResults): Goal[] {
+  const out: Goal[] = [];
+  for (const g of groups(results.rows)) {
+    const bound = (row: InstrRow | undefined, of: (r: InstrRow) => number | undefined) => (row ? ((of(row) ?? NaN) * 0.85) : undefined);
+    const add = (goal: string, figure: number | undefined, b: number | undefined) => {
+      if (figure !== undefined && b !== undefined && Number.isFinite(b)) out.push({ framework: g.framework, load: g.load, goal, figure, bound: b });
+    };
+    const peerMem = pick(g, 'peer', 'memory', 'admit');
+    const peerRedis = pick(g, 'peer', 'redis', 'admit');
+    const fgRedis = pick(g, 'floodgate', 'redis', 'admit');
+    add('memory, admitting: added ≤ 0.85 × best in-memory peer', added(g, pick(g, 'floodgate', 'memory', 'admit')), bound(peerMem, (r) => added(g, r)));
+    add('Redis, admitting: added ≤ 0.85 × best Redis peer', added(g, fgRedis), bound(peerRedis, (r) => added(g, r)));
+    add('Redis instructions per decision ≤ 0.85 × best peer', fgRedis?.redisIr ?? undefined, bound(peerRedis, (r) => r.redisIr ?? undefined));
+    add('memory, rejecting: at or below the bare route', added(g, pick(g, 'floodgate', 'memory', 'reject')), 0);
+    add('Redis, rejecting: at or below the bare route', added(g, pick(g, 'floodgate', 'redis', 'reject')), 0);
+  }
+  return out;
+}
+
+export function goalsTable(results: InstrResults): string {
+  const lines = ['| load | framework | goal | figure | bound | verdict |', '| --- | --- | --- | --- | --- | --- |'];
+  for (const goal of goals(results)) {
+    const met = goal.figure! <= goal.bound!;
+    const fmt = goal.goal.startsWith('Redis instructions') ? k : signed;
+    lines.push(`| ${LOAD_TITLES[goal.load]} | ${goal.framework} | ${goal.goal} | ${fmt(goal.figure!)} | ${fmt(goal.bound!)} | ${met ? 'met' : '**missed**'} |`);
+  }
+  return lines.join('\n');
+}
+
+/** Every row: instructions per request of the server and of Redis, script calls, answers. */
+export function detailTable(results: InstrResults): string {
+  const lines = [
+    '| load | contender | regime | server Ir / request | added over bare | Redis Ir / request | Redis Ir / script call | script calls / request | Redis commands / request | 2xx / 429 / errors |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const g of groups(results.rows)) {
+    for (const r of g.rows) {
+      const perCall = r.redisIr !== null && r.scriptCalls ? k(r.redisIr / r.scriptCalls) : '–';
+      lines.push(
+        `| ${g.load} | ${g.framework}: ${r.label} | ${r.regime ?? '–'} | ${k(r.serverIr)} | ${r.group === 'ceiling' ? '–' : cell(added(g, r))} | ${r.redisIr === null ? '–' : k(r.redisIr)} | ${perCall} | ${r.scriptCalls === null ? '–' : r.scriptCalls.toFixed(2)} | ${r.redisCommands === null ? '–' : r.redisCommands.toFixed(2)} | ${r.ok} / ${r.limited} / ${r.errors} |`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+/** The run's whole section: how it was made, the summary, the goals and every row. */
+export function renderInstructions(results: InstrResults): string {
+  const s = results.settings;
+  return [
+    `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min.`,
+    '',
+    'Added server instructions per request over the same framework\'s bare route (k = thousand instructions):',
+    '',
+    summaryTable(results),
+    '',
+    goalsTable(results),
+    '',
+    '<details><summary>Every row</summary>',
+    '',
+    detailTable(results),
+    '',
+    '</details>',
+  ].join('\n');
+}
+
+/** Two runs side by side: each row's server and Redis instructions per request and how far apart they are. */
+export function compareTable(a: InstrResults, b: InstrResults): { table: string; worst: number } {
+  const lines = [`| contender | server: ${a.label} | ${b.label} | diff | Redis: ${a.label} | ${b.label} | diff |`, '| --- | --- | --- | --- | --- | --- | --- |'];
+  let worst = 0;
+  const diff = (x: number, y: number) => {
+    const d = Math.abs(y - x) / Math.max(x, 1);
+    worst = Math.max(worst, d);
+    return `${(d * 100).toFixed(2)}%`;
+  };
+  for (const ra of a.rows) {
+    const rb = b.rows.find((r) => r.id === ra.id);
+    if (!rb) continue;
+    const redis = ra.redisIr !== null && rb.redisIr !== null ? `${k(ra.redisIr)} | ${k(rb.redisIr)} | ${diff(ra.redisIr, rb.redisIr)}` : '– | – | –';
+    lines.push(`| ${ra.id} | ${k(ra.serverIr)} | ${k(rb.serverIr)} | ${diff(ra.serverIr, rb.serverIr)} | ${redis} |`);
+  }
+  return { table: lines.join('\n'), worst };
+}

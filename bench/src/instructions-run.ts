@@ -1,0 +1,164 @@
+// `pnpm bench:instructions`' measurement: each contender's server under callgrind, warmed, zeroed, loaded, dumped.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseCommandStats } from '@floodgate/testing';
+import { startServer } from './children';
+import { callgrindWrapper, dumpCounters, instrumentOn, startCountedRedis, zeroCounters, type CountedRedis } from './instructions-callgrind';
+import type { InstrLoad, InstrRow } from './instructions-types';
+import { runLoad } from './load';
+import { contendersFor, type Contender } from './throughput';
+import { DEFAULT_ALGORITHM, type Framework } from './types';
+
+export interface InstrSettings {
+  frameworks: readonly Framework[];
+  loads: readonly InstrLoad[];
+  regimes: readonly ('admit' | 'reject')[];
+  /** Contender ids' middle parts to keep (e.g. 'floodgate-memory', 'fastify-rate-limit'); empty: all. The bare route is always kept. */
+  contenders: readonly string[];
+  /** Requests counted per contender. */
+  requests: number;
+  /** Requests before counting, instrumentation off (V8 tiers up; pools fill). */
+  warmup: number;
+  /** Requests after instrumentation is switched on and before the counters are zeroed (the first ones after the switch cost several times the steady figure). */
+  settle: number;
+  /** autocannon's connections (1: one request per event-loop turn, a count independent of the machine's load). */
+  connections: number;
+  callers: number;
+  /** Contenders measured at once, each lane with its own redis-server. */
+  parallel: number;
+  /** Where the compiled server and packages are (a directory of this run's own, so another build cannot change them under it). */
+  outDir: string;
+  log: (line: string) => void;
+}
+
+export interface InstrJob {
+  contender: Contender;
+  load: InstrLoad;
+}
+
+/** Node's flags under callgrind: the same for every contender. */
+export const NODE_FLAGS = ['--single-threaded', '--predictable-gc-schedule', '--no-memory-reducer'];
+
+/** The part of a contender id between the framework and the regime: 'none', 'floodgate-memory', 'koa-ratelimit', ... */
+export const contenderKind = (id: string) => id.replace(/@.*$/, '').split('/')[1] ?? id;
+
+/** Every contender to measure, in the order the tables list them: per framework, per load, the throughput section's list (lean, default algorithm). */
+export function planJobs(settings: InstrSettings): InstrJob[] {
+  const jobs: InstrJob[] = [];
+  for (const framework of settings.frameworks) {
+    for (const load of settings.loads) {
+      const list = contendersFor(framework, { frameworks: [framework], rounds: 1, secondsPerRun: 1, warmupSeconds: 1, connections: settings.connections, algorithms: [DEFAULT_ALGORITHM], hotKeys: false, lean: true }, load);
+      for (const c of list) {
+        if (c.regime !== null && !settings.regimes.includes(c.regime)) continue;
+        const kind = contenderKind(c.id);
+        if (kind !== 'none' && settings.contenders.length > 0 && !settings.contenders.includes(kind)) continue;
+        jobs.push({ contender: c, load });
+      }
+    }
+  }
+  return jobs;
+}
+
+const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall', 'fcall_ro']);
+const BOOKKEEPING = new Set(['info', 'config', 'ping', 'client', 'hello', 'command', 'select', 'script']);
+
+function redisDelta(before: Record<string, number>, after: Record<string, number>) {
+  let scripts = 0;
+  let commands = 0;
+  for (const [name, calls] of Object.entries(after)) {
+    const n = calls - (before[name] ?? 0);
+    if (SCRIPT_COMMANDS.has(name.toLowerCase())) scripts += n;
+    if (!BOOKKEEPING.has(name.toLowerCase())) commands += n;
+  }
+  return { scripts, commands };
+}
+
+/** One contender: start under callgrind, warm up, zero server and Redis, send the counted requests, dump both. */
+async function measure(job: InstrJob, settings: InstrSettings, dir: string, redis: CountedRedis): Promise<InstrRow> {
+  const c = job.contender;
+  const usesRedis = c.store === 'redis';
+  const server = await startServer(
+    { framework: c.framework, ...(usesRedis ? { redisPort: redis.port } : {}), mounts: [{ path: '/', limiter: c.limiter }], trustProxy: job.load === 'callers' },
+    c.id,
+    // V8 on the counted thread only, and a GC schedule that does not follow the clock (no memory
+    // reducer, fixed heap growth): a slow request on a busy machine must not buy extra collections.
+    NODE_FLAGS,
+    undefined,
+    { wrapper: callgrindWrapper(dir, 'node', true), timeoutMs: 600_000, dir: settings.outDir },
+  );
+  try {
+    const callers = job.load === 'callers' ? settings.callers : undefined;
+    const connections = settings.connections;
+    // Warm-up and settling on 10 connections whatever is counted: uncounted, so only their speed
+    // matters, and one request at a time waits on the scheduler at every hop of a busy machine.
+    const busy = Math.max(10, connections);
+    // Rejecting with many callers: every caller spends its one unit before anything is counted.
+    if (callers && c.regime === 'reject') await runLoad({ url: server.url, connections: busy, amount: callers, callers });
+    await runLoad({ url: server.url, connections: busy, amount: settings.warmup, callers });
+    await instrumentOn(server.pid);
+    await runLoad({ url: server.url, connections: busy, amount: settings.settle, callers });
+    const statsBefore = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
+    await Promise.all([zeroCounters(server.pid), usesRedis ? redis.zero() : undefined]);
+    const started = Date.now();
+    const result = await runLoad({ url: server.url, connections, amount: settings.requests, callers });
+    const windowS = (Date.now() - started) / 1000;
+    const [serverIr, redisIr] = await Promise.all([dumpCounters(dir, 'node', server.pid), usesRedis ? redis.dump() : 0]);
+    const statsAfter = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
+    const n = result.total || 1;
+    const delta = redisDelta(statsBefore, statsAfter);
+    return {
+      framework: c.framework,
+      load: job.load,
+      regime: c.regime,
+      id: c.id,
+      label: c.label,
+      group: c.group,
+      store: c.store,
+      responses: result.total,
+      ok: result.ok,
+      limited: result.limited,
+      errors: result.errors,
+      serverIr: serverIr / n,
+      redisIr: usesRedis ? redisIr / n : null,
+      scriptCalls: usesRedis ? delta.scripts / n : null,
+      redisCommands: usesRedis ? delta.commands / n : null,
+      windowS,
+    };
+  } finally {
+    await server.stop();
+  }
+}
+
+/** The counted redis-servers running now: stopped on Ctrl-C too (stopCountedRedis). */
+const redisServers = new Set<CountedRedis>();
+export const killCountedRedis = () => redisServers.forEach((r) => r.kill());
+
+/** Every job, `parallel` lanes at a time (each lane its own counted redis-server); rows in plan order. */
+export async function runInstructions(jobs: readonly InstrJob[], settings: InstrSettings): Promise<InstrRow[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
+  const rows: (InstrRow | undefined)[] = new Array(jobs.length);
+  let next = 0;
+  const lane = async (index: number) => {
+    const redis = await startCountedRedis(dir, `redis-${index}`);
+    redisServers.add(redis);
+    try {
+      while (next < jobs.length) {
+        const at = next++;
+        const t = Date.now();
+        rows[at] = await measure(jobs[at], settings, dir, redis);
+        const r = rows[at]!;
+        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
+      }
+    } finally {
+      redisServers.delete(redis);
+      await redis.stop();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.parallel, jobs.length)) }, (_, i) => lane(i)));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows.filter((r): r is InstrRow => r !== undefined);
+}

@@ -1,0 +1,131 @@
+// `pnpm bench:instructions:redis`: redis-server instructions per call (callgrind) of Floodgate's script against a PING, an empty script and a minimal one.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { AlgorithmName } from '@floodgate/core';
+import { startCountedRedis, type CountedRedis } from './instructions-callgrind';
+import { scriptCall } from './script-call';
+import { DEFAULT_ALGORITHM } from './types';
+
+/** The least a limiter's script can do: Redis's clock, one hash read, one hash write with its expiry. */
+const MINIMAL = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+local c = (tonumber(s[2]) or 0) + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'w', math.floor(now / 3600000), 'c', c, 'p', 0)
+redis.call('PEXPIRE', KEYS[1], 7200000)
+return { now, 1, 0, 1, c, 0, 0 }`;
+
+/**
+ * A sketch, not wired into RedisStore: Floodgate's admitted sliding-window-counter decision for the
+ * one shape most calls have (one subject, one limit, one request, consume), with the same ARGV and
+ * reply as the composed script, and nothing else defined or parsed. What a lean script per shape
+ * would cost a call (its refusal path, a retry time, is left out: the measured calls all admit).
+ */
+const LEAN_SWC = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cost, cap, win, key = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), KEYS[1]
+local s = redis.call('HMGET', key, 'w', 'c', 'p')
+local w = math.floor(now / win)
+local elapsed = now - w * win
+local sw, c, p = tonumber(s[1]), 0, 0
+if sw == w then c, p = tonumber(s[2]), tonumber(s[3]) elseif sw == w - 1 then p = tonumber(s[2]) end
+local est = p * (win - elapsed) / win + c
+if est + cost <= cap + 1e-9 then
+  local reset = 0
+  if c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
+  redis.call('HSET', key, 'w', w, 'c', c + cost, 'p', p)
+  if sw ~= w then redis.call('PEXPIRE', key, math.max(1, math.ceil((w + 2) * win - now))) end
+  return { now, 1, 0, 1, math.max(0, math.floor(cap - est - cost + 1e-9)), reset, 0 }
+end
+return { now, 0, 0, 0, math.max(0, math.floor(cap - est + 1e-9)), 0, -1 }`;
+
+interface Variant {
+  name: string;
+  /** One call; `i` is the call's number (a fresh subject per call where the variant wants one). */
+  call: (redis: CountedRedis, i: number) => Promise<unknown>;
+  load?: string;
+}
+
+/** Floodgate's script cut short where its main part starts: what defining its helpers and chunks costs a call. */
+export function definitionsOnly(source: string): string {
+  const at = source.indexOf('\nlocal mode = ARGV[1]');
+  if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line: instructions-scripts.ts must learn its new shape");
+  return `${source.slice(0, at)}\ndo return 1 end${source.slice(at)}`;
+}
+
+function variants(algorithm: AlgorithmName, sha: (source: string) => string): Variant[] {
+  const defs = definitionsOnly(scriptCall(algorithm, 1e9, 3_600_000, 'x').source);
+  const floodgate = (key: (i: number) => string) => (redis: CountedRedis, i: number) => {
+    const [sha, ...args] = scriptCall(algorithm, 1e9, 3_600_000, key(i)).evalsha;
+    return redis.admin.call('EVALSHA', sha as string, ...(args as (string | number)[]));
+  };
+  const leanCall = (r: CountedRedis) => {
+    const [, ...args] = scriptCall(algorithm, 1e9, 3_600_000, 'fgl:{one}:1').evalsha;
+    return r.admin.call('EVALSHA', sha(LEAN_SWC), ...(args as (string | number)[]));
+  };
+  return [
+    { name: 'PING', call: (r) => r.admin.ping() },
+    { name: "EVALSHA of 'return 1'", load: 'return 1', call: (r) => r.admin.evalsha(sha('return 1'), 0) },
+    { name: 'minimal limiter script (TIME, HMGET, HSET, PEXPIRE)', load: MINIMAL, call: (r) => r.admin.evalsha(sha(MINIMAL), 1, 'fgm:{one}', 'c', 1) },
+    ...(algorithm === 'sliding-window-counter'
+      ? [{ name: 'a lean one-shape sliding-window-counter script (sketch: same ARGV and reply, admitted path), one subject', load: LEAN_SWC, call: leanCall }]
+      : []),
+    { name: `Floodgate's script (${algorithm}) cut before its main part: definitions only`, load: defs, call: (r) => r.admin.evalsha(sha(defs), 0) },
+    { name: `Floodgate's script (${algorithm}), one subject`, call: floodgate(() => 'fgb:{one}:1') },
+    { name: `Floodgate's script (${algorithm}), a new subject per call`, call: floodgate((i) => `fgb:{s${i}}:1`) },
+  ];
+}
+
+async function measure(redis: CountedRedis, variant: Variant, calls: number, warmup: number, offset: number): Promise<number> {
+  for (let i = 0; i < warmup; i++) await variant.call(redis, offset + i);
+  await redis.zero();
+  // One call at a time: each is read, run and answered alone, as a call of one decision is.
+  for (let i = 0; i < calls; i++) await variant.call(redis, offset + warmup + i);
+  return (await redis.dump()) / calls;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    args: process.argv.slice(2).filter((a) => a !== '--'),
+    options: { calls: { type: 'string' }, warmup: { type: 'string' }, algorithm: { type: 'string' }, hz: { type: 'string' } },
+    strict: true,
+  });
+  const calls = Number(values.calls ?? 1000);
+  const warmup = Number(values.warmup ?? 200);
+  const algorithm = (values.algorithm ?? DEFAULT_ALGORITHM) as AlgorithmName;
+  const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
+  const redis = await startCountedRedis(dir, 'redis');
+  try {
+    // The counted redis-server starts with hz 1 (instructions-callgrind.ts); --hz to compare another.
+    if (values.hz !== undefined) await redis.admin.config('SET', 'hz', values.hz);
+    const shas = new Map<string, string>();
+    const lines = ['| call | redis-server instructions per call |', '| --- | --- |'];
+    const list = variants(algorithm, (source) => shas.get(source)!);
+    // Floodgate's script is loaded by its first EVALSHA's NOSCRIPT path in RedisStore; here, once, up front.
+    await redis.admin.script('LOAD', scriptCall(algorithm, 1e9, 3_600_000, 'x').source);
+    for (const v of list) if (v.load) shas.set(v.load, (await redis.admin.script('LOAD', v.load)) as string);
+    let offset = 0;
+    for (const v of list) {
+      const ir = await measure(redis, v, calls, warmup, offset);
+      offset += calls + warmup;
+      lines.push(`| ${v.name} | ${(ir / 1000).toFixed(1)}k |`);
+      console.error(`${v.name}: ${Math.round(ir)}`);
+    }
+    console.log(`${calls} calls after ${warmup} (one at a time, ioredis), redis-server under callgrind, hz ${values.hz ?? '1'}:\n\n${lines.join('\n')}`);
+  } finally {
+    await redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main().then(
+    () => process.exit(0),
+    (error: Error) => {
+      console.error(error.stack ?? error.message);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,52 @@
+// The shapes of `pnpm bench:instructions`: its load shapes, one measured row, and a run's results file.
+import type { Framework, Regime, StoreKind, ThroughputRow } from './types';
+
+/**
+ * one: every request from 127.0.0.1; callers: 10,000 callers in X-Forwarded-For (the servers trust
+ * the loopback proxy). Both on `--connections` (default 1: one request per event-loop turn, so the
+ * count does not depend on how busy the machine is; see instructions.ts).
+ */
+export type InstrLoad = 'one' | 'callers';
+export const INSTR_LOADS: readonly InstrLoad[] = ['one', 'callers'];
+
+export const LOAD_TITLES: Record<InstrLoad, string> = {
+  one: 'one subject',
+  callers: '10,000 callers (X-Forwarded-For)',
+};
+
+export interface InstrRow {
+  framework: Framework;
+  load: InstrLoad;
+  regime: Regime | null;
+  id: string;
+  label: string;
+  group: ThroughputRow['group'];
+  store: StoreKind | null;
+  /** Requests answered in the counted window. */
+  responses: number;
+  ok: number;
+  limited: number;
+  errors: number;
+  /** Server (node --single-threaded) instructions per response. */
+  serverIr: number;
+  /** redis-server instructions per response; null for contenders that do not use Redis. */
+  redisIr: number | null;
+  /** EVALSHA / EVAL / FCALL calls per response. */
+  scriptCalls: number | null;
+  /** Every command Redis ran per response (those scripts run included), from INFO commandstats. */
+  redisCommands: number | null;
+  /** Wall-clock seconds of the counted window (slow under valgrind: only a sanity figure). */
+  windowS: number;
+}
+
+export interface InstrResults {
+  kind: 'instructions';
+  label: string;
+  date: string;
+  commit: string;
+  command: string;
+  machine: string;
+  settings: { requests: number; warmup: number; settle: number; connections: number; callers: number; parallel: number };
+  durationS: number;
+  rows: InstrRow[];
+}

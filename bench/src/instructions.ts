@@ -1,0 +1,168 @@
+// `pnpm bench:instructions`: every contender under callgrind, instructions per request over the bare route: the bench's verdict (issue #44).
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { buildChildren } from './build';
+import { killAllChildren } from './children';
+import { BENCH_DIR, REPO_DIR, machine } from './env';
+import { haveValgrind } from './instructions-callgrind';
+import { compareTable, renderInstructions } from './instructions-report';
+import { killCountedRedis, planJobs, runInstructions, type InstrSettings } from './instructions-run';
+import { INSTR_LOADS, type InstrResults } from './instructions-types';
+import { FRAMEWORKS, REGIMES } from './types';
+
+const HELP = `Usage: pnpm bench:instructions [options]
+
+Runs each contender's server under valgrind's callgrind (node --single-threaded
+--predictable-gc-schedule --no-memory-reducer), sends a warm-up,
+zeroes the counters, sends the counted requests with autocannon from outside valgrind, dumps and
+divides; redis-server runs under callgrind too. Needs valgrind (apt-get install valgrind).
+
+  --frameworks LIST   ${FRAMEWORKS.join(',')} (default: all)
+  --loads LIST        ${INSTR_LOADS.join(',')} (default: both): one subject; 10,000 callers in
+                      X-Forwarded-For (the servers trust the loopback proxy)
+  --regimes LIST      admit,reject (default: both)
+  --contenders LIST   ids' middle parts, e.g. floodgate-memory,floodgate-redis-sliding-window-counter,
+                      fastify-rate-limit-memory,fastify-rate-limit,redis-floor-turn (default: all;
+                      the bare route, 'none', is always measured)
+  --requests N        counted requests per contender (default 6000)
+  --warmup N          requests before counting, instrumentation off (default 20000)
+  --settle N          requests after instrumentation is on, before the counters are zeroed
+                      (default 3000: the first ones after the switch cost several times more)
+  --connections N     autocannon connections (default 1: one request per event-loop turn. With
+                      more, how many requests share a turn depends on how busy the machine is,
+                      and so does the count: two runs then agree only on a quiet machine)
+  --callers N         callers of the callers load (default 10000)
+  --parallel N        contenders measured at once, each with its own redis-server (default 2)
+  --label NAME        the run's name (default: the commit); the page's block of that name is
+                      replaced (docs/benchmarks.md, between <!-- bench:instructions NAME --> markers)
+  --no-docs           write bench/results/instructions-*.json and print the tables only
+  --render FILE       measure nothing: print (and with --label, splice) a results file's tables
+  --compare A,B       measure nothing: two results files row by row, and the largest difference
+  --help`;
+
+function list<T extends string>(value: string | undefined, allowed: readonly T[], option: string): T[] | undefined {
+  if (value === undefined) return undefined;
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) if (!allowed.includes(item as T)) throw new Error(`--${option}: "${item}" is not one of ${allowed.join(', ')}`);
+  return items as T[];
+}
+
+function count(value: string | undefined, fallback: number, option: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${option}: expected a positive whole number, got "${value}"`);
+  return n;
+}
+
+const commit = () => {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
+  } catch {
+    return '?';
+  }
+};
+
+const readResults = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as InstrResults;
+
+/** Replaces (or appends) the page's block of this label, between its markers. */
+export function spliceBlock(page: string, label: string, body: string): string {
+  const [open, close] = [`<!-- bench:instructions ${label} -->`, `<!-- /bench:instructions ${label} -->`];
+  const block = `${open}\n${body}\n${close}`;
+  const start = page.indexOf(open);
+  const end = page.indexOf(close);
+  if (start >= 0 && end > start) return page.slice(0, start) + block + page.slice(end + close.length);
+  return `${page.trimEnd()}\n\n${block}\n`;
+}
+
+function writePage(results: InstrResults): string {
+  const file = join(REPO_DIR, 'docs', 'benchmarks.md');
+  const page = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmarks\n';
+  writeFileSync(file, spliceBlock(page, results.label, renderInstructions(results)));
+  return file;
+}
+
+async function measureAll(values: Record<string, string | boolean | undefined>): Promise<InstrResults> {
+  if (!(await haveValgrind())) throw new Error('valgrind and callgrind_control must be on the PATH (Debian/Ubuntu: apt-get install valgrind)');
+  const settings: InstrSettings = {
+    frameworks: list(values.frameworks as string | undefined, FRAMEWORKS, 'frameworks') ?? [...FRAMEWORKS],
+    loads: list(values.loads as string | undefined, INSTR_LOADS, 'loads') ?? [...INSTR_LOADS],
+    regimes: list(values.regimes as string | undefined, REGIMES, 'regimes') ?? [...REGIMES],
+    contenders: ((values.contenders as string | undefined) ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    requests: count(values.requests as string | undefined, 6000, 'requests'),
+    warmup: count(values.warmup as string | undefined, 20_000, 'warmup'),
+    settle: count(values.settle as string | undefined, 3000, 'settle'),
+    connections: count(values.connections as string | undefined, 1, 'connections'),
+    callers: count(values.callers as string | undefined, 10_000, 'callers'),
+    parallel: count(values.parallel as string | undefined, 2, 'parallel'),
+    outDir: join(BENCH_DIR, `dist-instructions-${process.pid}`),
+    log: (line) => console.error(line),
+  };
+  const jobs = planJobs(settings);
+  console.error(`bench:instructions: ${jobs.length} contenders, ${settings.parallel} at a time; building`);
+  await buildChildren({ children: ['server'], outDir: settings.outDir });
+  const started = Date.now();
+  const rows = await runInstructions(jobs, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  const m = machine();
+  return {
+    kind: 'instructions',
+    label: (values.label as string | undefined) ?? commit(),
+    date: new Date().toISOString(),
+    commit: commit(),
+    command: `pnpm bench:instructions ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim(),
+    machine: `${m.cpu}, ${m.cores} cores, Node ${m.node}`,
+    settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
+    durationS: (Date.now() - started) / 1000,
+    rows,
+  };
+}
+
+async function main(): Promise<number> {
+  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare'];
+  const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
+  options['no-docs'] = { type: 'boolean' };
+  options.help = { type: 'boolean' };
+  const args = process.argv.slice(2).filter((a) => a !== '--');
+  const values = parseArgs({ args, options, strict: true }).values as Record<string, string | boolean | undefined>;
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  if (values.compare) {
+    const [a, b] = (values.compare as string).split(',').map((f) => readResults(f.trim()));
+    const { table, worst } = compareTable(a, b);
+    console.log(`${table}\n\nlargest difference: ${(worst * 100).toFixed(2)}%`);
+    return 0;
+  }
+  const results = values.render ? readResults(values.render as string) : await measureAll(values);
+  if (values.render && values.label) results.label = values.label as string;
+  if (!values.render) {
+    const dir = join(BENCH_DIR, 'results');
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `instructions-${results.label.replace(/[^\w.-]+/g, '_')}-${results.date.replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    console.error(`bench:instructions: wrote ${relative(process.cwd(), file)}`);
+  }
+  console.log(renderInstructions(results));
+  if (!values['no-docs'] && (!values.render || values.label)) console.error(`bench:instructions: wrote ${relative(process.cwd(), writePage(results))}`);
+  return 0;
+}
+
+if (require.main === module) {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      killAllChildren();
+      killCountedRedis();
+      process.exit(130);
+    });
+  }
+  main().then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      killAllChildren();
+      console.error(`\nbench:instructions failed: ${error.stack ?? error.message}`);
+      process.exit(1);
+    },
+  );
+}

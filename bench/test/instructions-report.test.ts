@@ -1,0 +1,96 @@
+// bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
+import { spliceBlock } from '../src/instructions';
+import { compareTable, goals, summaryTable } from '../src/instructions-report';
+import { contenderKind, planJobs } from '../src/instructions-run';
+import type { InstrResults, InstrRow } from '../src/instructions-types';
+
+function row(partial: Partial<InstrRow> & Pick<InstrRow, 'id' | 'group' | 'serverIr'>): InstrRow {
+  return {
+    framework: 'fastify',
+    load: 'callers',
+    regime: 'admit',
+    label: partial.id,
+    store: 'memory',
+    responses: 1000,
+    ok: 1000,
+    limited: 0,
+    errors: 0,
+    redisIr: null,
+    scriptCalls: null,
+    redisCommands: null,
+    windowS: 1,
+    ...partial,
+  };
+}
+
+const results = (rows: InstrRow[], label = 'a'): InstrResults => ({
+  kind: 'instructions',
+  label,
+  date: '2026-12-03T00:00:00.000Z',
+  commit: 'abc1234',
+  command: 'pnpm bench:instructions',
+  machine: 'test',
+  settings: { requests: 1000, warmup: 1000, settle: 100, connections: 1, callers: 10_000, parallel: 1 },
+  durationS: 60,
+  rows,
+});
+
+const RUN = results([
+  row({ id: 'fastify/none@callers', group: 'ceiling', regime: null, store: null, serverIr: 100_000 }),
+  row({ id: 'fastify/floodgate-memory/admit@callers', group: 'floodgate', serverIr: 130_000 }),
+  row({ id: 'fastify/fastify-rate-limit-memory/admit@callers', label: '@fastify/rate-limit (memory)', group: 'peer', serverIr: 140_000 }),
+  row({ id: 'fastify/floodgate-redis-sliding-window-counter/admit@callers', group: 'floodgate', store: 'redis', serverIr: 200_000, redisIr: 90_000, scriptCalls: 1 }),
+  row({ id: 'fastify/fastify-rate-limit/admit@callers', label: '@fastify/rate-limit (Redis)', group: 'peer', store: 'redis', serverIr: 180_000, redisIr: 60_000, scriptCalls: 1 }),
+  row({ id: 'fastify/floodgate-memory/reject@callers', group: 'floodgate', regime: 'reject', serverIr: 99_000, ok: 0, limited: 1000 }),
+]);
+
+describe('bench:instructions report', () => {
+  it('gives each goal its figure, its bound (0.85 of the best peer, or the bare route) and whether it is met', () => {
+    const byGoal = Object.fromEntries(goals(RUN).map((g) => [g.goal.split(':')[0], g]));
+    // Memory: +30k against 0.85 x +40k = +34k: met.
+    expect(byGoal['memory, admitting']).toMatchObject({ figure: 30_000, bound: 34_000 });
+    // Redis: +100k against 0.85 x +80k = +68k: missed; per decision 90k against 51k.
+    expect(byGoal['Redis, admitting']).toMatchObject({ figure: 100_000, bound: 68_000 });
+    expect(byGoal['Redis instructions per decision ≤ 0.85 × best peer']).toMatchObject({ figure: 90_000, bound: 51_000 });
+    expect(byGoal['memory, rejecting']).toMatchObject({ figure: -1_000, bound: 0 });
+  });
+
+  it('prints added instructions with their sign and the best peer by name', () => {
+    const table = summaryTable(RUN);
+    expect(table).toContain('| 10,000 callers (X-Forwarded-For) | fastify (100.0k) | +100.0k (1.00 calls) | +80.0k @fastify/rate-limit (1.00 calls) |');
+    expect(table).toContain('| +30.0k | +40.0k @fastify/rate-limit | 90.0k / 60.0k | −1.0k / – / – |');
+  });
+
+  it("replaces a label's block in the page and appends a new one", () => {
+    const page = 'intro\n<!-- bench:instructions before -->\nold\n<!-- /bench:instructions before -->\noutro\n';
+    const replaced = spliceBlock(page, 'before', 'new');
+    expect(replaced).toBe('intro\n<!-- bench:instructions before -->\nnew\n<!-- /bench:instructions before -->\noutro\n');
+    expect(spliceBlock(replaced, 'after', 'x')).toContain('outro\n\n<!-- bench:instructions after -->\nx\n<!-- /bench:instructions after -->\n');
+  });
+
+  it('compares two runs row by row and reports the largest difference', () => {
+    const other = results(RUN.rows.map((r) => ({ ...r, serverIr: r.serverIr * 1.01 })), 'b');
+    const { worst, table } = compareTable(RUN, other);
+    expect(worst).toBeCloseTo(0.01, 6);
+    expect(table).toContain('| fastify/none@callers | 100.0k | 101.0k | 1.00% |');
+  });
+
+  it('plans the bare route always and the contenders asked for', () => {
+    const jobs = planJobs({
+      frameworks: ['fastify'],
+      loads: ['callers'],
+      regimes: ['admit'],
+      contenders: ['floodgate-memory'],
+      requests: 1,
+      warmup: 1,
+      settle: 1,
+      connections: 1,
+      callers: 10_000,
+      parallel: 1,
+      outDir: '',
+      log: () => {},
+    });
+    expect(jobs.map((j) => contenderKind(j.contender.id))).toEqual(['none', 'floodgate-memory']);
+    expect(jobs.every((j) => j.contender.load === 'callers')).toBe(true);
+  });
+});
