@@ -1,4 +1,4 @@
-// The playground's HTTP server: the page and its bundle, the live adapter routes, the clients, in-flight and shedding routes by path prefix, and the race API.
+// The playground's HTTP server: the page and its bundle, the live adapter routes, the clients, in-flight, override and shedding routes by path prefix, and the race API.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -7,6 +7,7 @@ import { WEB_DIR, bundleWeb } from './bundle';
 import { CLIENTS_LIMIT, CLIENTS_LOCKOUT, CLIENTS_PATH, createClientsApp } from './clients';
 import { INFLIGHT_HOLD_MS, INFLIGHT_LIMIT, INFLIGHT_PATH, INFLIGHT_STATE_PATH, createInflightApp } from './inflight';
 import { LIVE_ROUTES, createLiveApps, describeLiveLimit } from './live';
+import { OVERRIDE_LIMIT, OVERRIDE_PATH, OVERRIDE_PREFIX, OVERRIDE_ROUTE, OVERRIDE_TTL_MS, createOverrideApp } from './override';
 import { RACE_COMMAND, RACE_HINT, createRace } from './race';
 import { MAX_WORK_MS, PRIORITIES, SHED_PREFIX, SHED_STATE_PATH, SHEDDING_OPTIONS, createSheddingApp } from './shedding';
 
@@ -80,6 +81,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
   const live = await createLiveApps();
   const clients = createClientsApp();
   const inflight = createInflightApp();
+  const override = createOverrideApp();
   const shedding = createSheddingApp();
   const race = createRace(options.redisUrl, log);
   const info = {
@@ -88,6 +90,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     race: { enabled: race.enabled, target: race.target, hint: RACE_HINT, command: RACE_COMMAND },
     clients: { path: CLIENTS_PATH, ...CLIENTS_LIMIT, lockout: CLIENTS_LOCKOUT },
     inflight: { path: INFLIGHT_PATH, statePath: INFLIGHT_STATE_PATH, ...INFLIGHT_LIMIT, holdMs: INFLIGHT_HOLD_MS },
+    override: { prefix: OVERRIDE_PREFIX, path: OVERRIDE_PATH, route: OVERRIDE_ROUTE, ...OVERRIDE_LIMIT, ttlMs: OVERRIDE_TTL_MS },
     shedding: { prefix: SHED_PREFIX, statePath: SHED_STATE_PATH, priorities: PRIORITIES, options: SHEDDING_OPTIONS, maxWorkMs: MAX_WORK_MS },
   };
 
@@ -98,6 +101,7 @@ export async function startPlayground(options: PlaygroundOptions = {}): Promise<
     if (app) return app(req, res);
     if (path.startsWith('/api/clients/')) return clients(req, res);
     if (path.startsWith('/api/inflight/')) return inflight(req, res);
+    if (path.startsWith(OVERRIDE_PREFIX)) return override(req, res);
     if (path.startsWith(SHED_PREFIX)) return shedding(req, res);
     if (method === 'GET' || method === 'HEAD') {
       if (path === '/' || path === '/index.html') return send(res, 200, 'text/html; charset=utf-8', html);

@@ -1,4 +1,4 @@
-// The playground in real Chromium: the boundary preset, the live panel's headers, the clients, in-flight, shedding and race panels, read from the page.
+// The playground in real Chromium: the boundary preset, the live panel's headers, the clients, in-flight, override, shedding and race panels, read from the page.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,6 +181,50 @@ describe('playground in Chromium', () => {
     expect(await panel.getAttribute('data-finished')).toBe('5');
     expect(await panel.getAttribute('data-max-in-handler')).toBe('5');
     expect(await panel.locator('.slot.used').count()).toBe(0);
+  });
+
+  it('override panel: an override set from the page is the limit in force on the next request (headers and 429), 0 refuses, clearing restores the route limit', async () => {
+    const panel = page.locator('#override');
+    await page.locator('#override[data-override-state="ready"]').waitFor();
+    const send = async (n: number) => {
+      await page.locator('#override-send').click();
+      await page.locator(`#override[data-sent="${n}"]`).waitFor();
+      return {
+        status: await panel.getAttribute('data-last-status'),
+        limit: await panel.locator('[data-header="ratelimit-limit"] dd').textContent(),
+        remaining: await panel.locator('[data-header="ratelimit-remaining"] dd').textContent(),
+      };
+    };
+    expect(await send(1)).toEqual({ status: '200', limit: '10', remaining: '9' });
+
+    // 3 for 60 s: one used already, so two more are admitted, then 429.
+    await page.selectOption('#override-limit', '3');
+    await page.selectOption('#override-ttl', '60000');
+    await page.locator('#override-set').click();
+    await page.locator('#override[data-override-state="set"][data-override="3"]').waitFor();
+    expect(await page.locator('#override-in-force').textContent()).toMatch(/^Override in force for this caller: limit 3/);
+    expect(await send(2)).toEqual({ status: '200', limit: '3', remaining: '1' });
+    expect(await send(3)).toEqual({ status: '200', limit: '3', remaining: '0' });
+    expect(await send(4)).toEqual({ status: '429', limit: '3', remaining: '0' });
+    expect(Number(await panel.locator('[data-header="retry-after"] dd').textContent())).toBeGreaterThanOrEqual(1);
+    mkdirSync(ARTIFACTS, { recursive: true });
+    await panel.screenshot({ path: join(ARTIFACTS, 'playground-override.png') });
+
+    // Cleared: the route's 10 again, the 3 used kept.
+    await page.locator('#override-clear').click();
+    await page.locator('#override[data-override-state="cleared"][data-override="none"]').waitFor();
+    expect(await send(5)).toEqual({ status: '200', limit: '10', remaining: '6' });
+
+    // 0 refuses every request until cleared.
+    await page.selectOption('#override-limit', '0');
+    await page.locator('#override-set').click();
+    await page.locator('#override[data-override-state="set"][data-override="0"]').waitFor();
+    expect((await send(6)).status).toBe('429');
+    expect(await page.locator('#override .chip').allTextContents()).toEqual(['200', '200', '200', '429', '200', '429']);
+    await page.locator('#override-clear').click();
+    await page.locator('#override[data-override-state="cleared"]').waitFor();
+    expect(await send(7)).toEqual({ status: '200', limit: '10', remaining: '5' });
+    expect(await page.locator('#override .error').isHidden()).toBe(true);
   });
 
   it('shedding panel: as the load rises background is shed first, then default; critical never; both come back once calm', async () => {

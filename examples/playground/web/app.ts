@@ -1,6 +1,7 @@
-// The playground page's script: plays the simulation, drives the live adapter panel, the clients panel, the in-flight and shedding panels (web/inflight.ts, web/shedding.ts) and the Redis race panel.
+// The playground page's script: plays the simulation, drives the live adapter panel, the clients panel, the in-flight, override and shedding panels (web/inflight.ts, web/override.ts, web/shedding.ts) and the Redis race panel.
 import { byId, el } from './dom';
 import { setupInflight, type InflightInfo } from './inflight';
+import { setupOverride, type OverrideInfo } from './override';
 import { setupShedding, type SheddingInfo } from './shedding';
 import { hotLoop, wellBehaved, HOT_LOOP_MAX_REQUESTS, type ClientName, type ClientStats } from './clients';
 import {
@@ -285,6 +286,7 @@ interface Info {
   race: { enabled: boolean; target?: string; hint: string; command: string };
   clients: { path: string; limit: number; windowMs: number; lockout: { after: number; baseMs: number; maxMs: number } };
   inflight: InflightInfo;
+  override: OverrideInfo;
   shedding: SheddingInfo;
 }
 
@@ -516,6 +518,7 @@ fetch('/api/info')
     setupLive(info);
     setupClients(info);
     setupInflight(info.inflight);
+    setupOverride(info.override);
     setupShedding(info.shedding);
     setupRace(info);
   })
