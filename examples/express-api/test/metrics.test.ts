@@ -56,6 +56,9 @@ describe('express-api /metrics and /healthz', () => {
     expect(total(healthy, 'floodgate_key_lookup_calls_total')).toBe(1);
     expect((await request(app).get('/healthz')).status).toBe(200);
 
+    // The fleet count is believed once a second announcement confirms it (issue 49): until then an
+    // instance's local share is 1 unit per subject. Wait for it, as an instance up a while has it.
+    await waitFor('the fleet count confirmed', async () => total(await scrape(), 'floodgate_instances', { floodgate_instances_source: 'learned' }) === 1, 30_000);
     await server.kill();
     await waitFor('the client sees Redis gone', () => redis.status !== 'ready');
     // The default failMode 'local': this instance's share of 100 (one instance learned), so all 8 are admitted.

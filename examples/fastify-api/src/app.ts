@@ -10,6 +10,8 @@ export interface AppOptions {
   redis?: Redis;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
+  /** RedisStore's deadline per call (default 100 ms). Tests on a loaded machine give more, so that every decision is Redis's own. */
+  redisTimeoutMs?: number;
   /** Where Floodgate reports a failing store. Default console. */
   logger?: Logger;
   /**
@@ -46,7 +48,7 @@ export async function createApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(rateLimit, {
     limit: LIMIT,
     windowMs: '1m',
-    store: options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore(),
+    store: options.redis ? new RedisStore({ client: options.redis, timeoutMs: options.redisTimeoutMs }) : new MemoryStore(),
     prefix: options.prefix,
     logger: options.logger,
     resolveKey: keyDirectory(options.apiKeys ?? { demo: 'demo-account' }),

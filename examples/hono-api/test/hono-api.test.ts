@@ -24,7 +24,7 @@ afterAll(async () => {
 
 /** A fresh app on its own key prefix, served on loopback; returns a request function. */
 async function freshApp(trustProxy?: string[]) {
-  const app = createApp({ redis, prefix: `ex-${randomUUID().slice(0, 8)}`, trustProxy, apiKeys: { 'k-alpha': 'alpha' } });
+  const app = createApp({ redis, redisTimeoutMs: 30_000, prefix: `ex-${randomUUID().slice(0, 8)}`, trustProxy, apiKeys: { 'k-alpha': 'alpha' } });
   const server = createServer(getRequestListener(app.fetch));
   servers.push(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -25,7 +25,7 @@ describe('koa-auth example with Redis up', () => {
     redis?.disconnect();
     await server?.stop();
   });
-  const freshApp = (extra: Partial<AppOptions> = {}) => createApp({ redis, prefix: `ka-${randomUUID().slice(0, 8)}`, ...extra }).callback();
+  const freshApp = (extra: Partial<AppOptions> = {}) => createApp({ redis, redisTimeoutMs: 30_000, prefix: `ka-${randomUUID().slice(0, 8)}`, ...extra }).callback();
 
   it('limits the customer-facing routes per route pattern, with draft-6 headers', async () => {
     const app = freshApp();
@@ -139,7 +139,7 @@ describe('koa-auth example when Redis dies', () => {
 
   it('answers 503 + Retry-After on /login and keeps serving /products (200, no made-up quota), then recovers', async () => {
     const logger = capturingLogger();
-    const app = createApp({ redis, prefix: `ka-${randomUUID().slice(0, 8)}`, logger }).callback();
+    const app = createApp({ redis, redisTimeoutMs: 30_000, prefix: `ka-${randomUUID().slice(0, 8)}`, logger }).callback();
     const before = await request(app).post('/login').send(wrong);
     expect(before.status).toBe(401);
     expect(before.headers['ratelimit-remaining']).toBe(String(FAILURES_PER_IP - 1));

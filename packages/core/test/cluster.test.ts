@@ -33,7 +33,19 @@ class SlotSpreadingStore implements Store {
     const lockout = request.lockout && { ...request.lockout, key: this.salted([request.lockout.key])[0] };
     // A settle's marker key shares the subject's tag too (it is declared in the same script call).
     const settle = request.settle && { ...request.settle, key: this.salted([request.settle.key])[0] };
-    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }), ...(settle && { settle }) });
+    // So does a subject's override key (read in the same script call).
+    const override = request.override && { ...request.override, key: this.salted([request.override.key])[0] };
+    return this.inner.evaluate({ ...request, keys: this.salted(request.keys), ...(lockout && { lockout }), ...(settle && { settle }), ...(override && { override }) });
+  }
+  // Overrides are written under the subject's (salted) tag, and listed through an index the wrapper leaves as it is.
+  putOverride(key: string, value: string, ttlMs: number, index: Parameters<NonNullable<Store['putOverride']>>[3]): Promise<void> {
+    return this.inner.putOverride(this.salted([key])[0], value, ttlMs, index);
+  }
+  dropOverride(key: string, index: Parameters<NonNullable<Store['dropOverride']>>[1]): Promise<void> {
+    return this.inner.dropOverride(this.salted([key])[0], index);
+  }
+  listOverrides(indexKey: string): Promise<string[]> {
+    return this.inner.listOverrides(indexKey);
   }
   reset(keys: readonly string[]): Promise<void> {
     return this.inner.reset(this.salted(keys));

@@ -26,7 +26,8 @@ afterAll(async () => {
   await mf?.dispose();
 });
 
-describeConformance('conformance: DurableObjectStore (workerd)', (clock) => new DurableObjectStore({ namespace, shards: 4, UNSAFE_testClock: clock, timeoutMs: 10_000 }));
+// The Durable Object store keeps no overrides (docs/edge.md): every other scenario runs.
+describeConformance('conformance: DurableObjectStore (workerd)', (clock) => new DurableObjectStore({ namespace, shards: 4, UNSAFE_testClock: clock, timeoutMs: 10_000 }), { overrides: false });
 
 describe('a Hono app on workerd with the Durable Object store', () => {
   it('8 clients x 400 concurrent requests for one subject at a limit of 100 admit exactly 100', async () => {

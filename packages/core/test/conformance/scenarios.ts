@@ -31,6 +31,8 @@ export interface ConformanceOptions {
    * with `clear` (deleting the prefix's keys) run before each scenario to keep scenarios apart.
    */
   sharedPrefix?: { readonly prefix: string; clear(): Promise<void> };
+  /** False for a store that keeps no overrides (no putOverride: DurableObjectStore): the override scenarios are left out. */
+  overrides?: boolean;
 }
 
 /**
@@ -46,7 +48,7 @@ export function describeConformance(
 ): void {
   const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
   describe(label, () => {
-    [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...OVERRIDE_SCENARIOS].forEach((scenario, n) => {
+    [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...(options.overrides === false ? [] : OVERRIDE_SCENARIOS)].forEach((scenario, n) => {
       it(scenario.name, async () => {
         const clock = new FakeClock();
         const store = await makeStore(clock.now);
