@@ -5,7 +5,7 @@ import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } f
 import { FloodgateGuard } from './floodgate-guard';
 import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
 import { rejectThrottlerNames } from './peer-names';
-import { fastifyTrust } from './platform';
+import { fastifyTrust, type ExpressAppLike } from './platform';
 import { warnUnguarded } from './unguarded';
 import { limitUnmatched } from './unmatched';
 
@@ -81,6 +81,7 @@ export class FloodgateModule implements OnModuleInit {
     warnUnguarded(this.floodgate, this.discovery, handlers);
     const adapter = this.adapterHost?.httpAdapter;
     if (adapter?.getType() === 'fastify') this.floodgate.fastifyTrust = fastifyTrust(adapter.getInstance() as object);
+    if (adapter?.getType() === 'express') this.floodgate.expressApp = adapter.getInstance() as ExpressAppLike;
     if (adapter && this.floodgate.limitsUnmatched) limitUnmatched(adapter, this.floodgate);
   }
 }
