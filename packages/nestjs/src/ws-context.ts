@@ -3,6 +3,7 @@ import type { ExecutionContext } from '@nestjs/common';
 import type { IncomingHttpHeaders } from 'node:http';
 import { isThenable, withoutStack, type HttpResult } from '@floodgate/core/http';
 import type { FloodgateService } from './floodgate-service';
+import { MESSAGE_METADATA } from './nest-metadata';
 import { facts, type ExpressAppLike, type PlatformRequest } from './platform';
 
 /** A gateway's client, read structurally: a Socket.IO socket (`handshake`, `request`) or a ws WebSocket (its upgrade request where the app kept it). */
@@ -16,8 +17,6 @@ interface WsClientLike {
 /** The Express app's compiled `trust proxy` function (proxy-addr's: address and hop index). */
 type TrustFn = (address: string, hop: number) => boolean;
 
-/** @nestjs/websockets' MESSAGE_METADATA: the event name @SubscribeMessage() wrote on the handler. */
-const MESSAGE_METADATA = 'message';
 
 /** Messages already decided: the guard both global and on the gateway decides one message once (Nest gives both the same args array). */
 const decided = new WeakSet<object>();

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { Module, UseGuards, type INestApplication } from '@nestjs/common';
 import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
+import * as wsConstants from '@nestjs/websockets/constants';
+import { GATEWAY_METADATA, MESSAGE_MAPPING_METADATA, MESSAGE_METADATA } from '../../../packages/nestjs/src/nest-metadata';
 import { io, type Socket } from 'socket.io-client';
 import { MemoryStore, RedisStore, type Store } from '@floodgate/core';
 import { startRedis, type RedisServer } from '@floodgate/testing';
@@ -207,5 +209,32 @@ describe('trust proxy on the Express platform', () => {
     const b = await connect(started.url, { 'x-forwarded-for': '203.0.113.2' });
     expect((await send(a, 'limited', 4)).handled).toBe(3);
     expect((await send(b, 'limited', 4)).handled).toBe(3);
+  });
+});
+
+describe('at start', () => {
+  it('a bad @RateLimit() option on a gateway handler fails the app start, naming the handler', async () => {
+    @WebSocketGateway()
+    @UseGuards(FloodgateGuard)
+    class BadGateway {
+      @SubscribeMessage('bad')
+      @RateLimit({ cost: -1 })
+      bad(): string {
+        return 'ok';
+      }
+    }
+    @Module({ imports: [FloodgateModule.forRoot({ store: new MemoryStore() })], providers: [BadGateway] })
+    class BadModule {}
+    const app = await NestFactory.create(BadModule, { logger: false, abortOnError: false });
+    await expect(app.init()).rejects.toMatchObject({ code: 'FG_INVALID_OPTION', option: 'cost', message: expect.stringMatching(/^@RateLimit\(\) on BadGateway.bad: Invalid option `cost`: got -1/) });
+    await app.close().catch(() => undefined);
+  });
+
+  it("the gateway metadata keys @floodgate/nestjs names are @nestjs/websockets' own", () => {
+    expect({ GATEWAY_METADATA, MESSAGE_MAPPING_METADATA, MESSAGE_METADATA }).toEqual({
+      GATEWAY_METADATA: wsConstants.GATEWAY_METADATA,
+      MESSAGE_MAPPING_METADATA: wsConstants.MESSAGE_MAPPING_METADATA,
+      MESSAGE_METADATA: wsConstants.MESSAGE_METADATA,
+    });
   });
 });
