@@ -17,11 +17,10 @@ interface WsClientLike {
 /** The Express app's compiled `trust proxy` function (proxy-addr's: address and hop index). */
 type TrustFn = (address: string, hop: number) => boolean;
 
-
-/** Messages already decided: the guard both global and on the gateway decides one message once (Nest gives both the same args array). */
+/** Messages already decided: the guard on the gateway and on its handler decides one message once (Nest gives both the same args array). */
 const decided = new WeakSet<object>();
 
-/** The platform's error for a refused message: @nestjs/websockets' WsException, loaded once when a gateway first runs (the app has it; this package does not depend on it). */
+/** The platform's error for a refused message: @nestjs/websockets' WsException, loaded once, at the first refusal (the app has it: an optional peer, never loaded by an app without gateways). */
 let wsException: Promise<new (error: object) => Error> | undefined;
 function loadWsException(): Promise<new (error: object) => Error> {
   const name = '@nestjs/websockets';
