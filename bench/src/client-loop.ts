@@ -64,3 +64,37 @@ export async function plainLoop(url: string, requests: number): Promise<LoopResu
   }
   return { requests, ok, tooMany, sent: requests - errors, errors, ms: performance.now() - start };
 }
+
+/**
+ * The floor: `requests` calls one after another, each retried `retryDelayMs` after every 429 until it
+ * is taken, so the loop is admitted at the first moment the server takes a request (within that
+ * delay). No client that waits for its quota can finish sooner against the same server; its 429s are
+ * the price of finding the moment by asking. Not a way to call an API: a reference for the paced time.
+ */
+export async function hotRetryLoop(url: string, requests: number, retryDelayMs = 5): Promise<LoopResult> {
+  let ok = 0;
+  let tooMany = 0;
+  let sent = 0;
+  let errors = 0;
+  const start = performance.now();
+  for (let i = 0; i < requests; i++) {
+    for (;;) {
+      try {
+        const response = await fetch(url);
+        await response.arrayBuffer();
+        sent++;
+        if (response.ok) {
+          ok++;
+          break;
+        }
+        if (response.status !== 429) break;
+        tooMany++;
+      } catch {
+        errors++;
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, retryDelayMs));
+    }
+  }
+  return { requests, ok, tooMany, sent, errors, ms: performance.now() - start };
+}

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startRedis } from '@floodgate/testing';
-import { fastestMs, pacedLoop, plainLoop, type LoopResult } from './client-loop';
+import { fastestMs, hotRetryLoop, pacedLoop, plainLoop, type LoopResult } from './client-loop';
 import { PACING_SERVERS, SERVER_INFO, startPacingServer, type PacingServerId } from './client-servers';
 import { REPO_DIR, machine } from './env';
 
@@ -14,6 +14,8 @@ export interface ClientRow {
   readonly id: PacingServerId;
   readonly paced: LoopResult;
   readonly plain: LoopResult;
+  /** The hot-retry loop (hotRetryLoop): the least time this server lets any client take; absent when not run. */
+  readonly floor?: LoopResult;
 }
 
 const seconds = (ms: number) => (ms / 1000).toFixed(1);
@@ -41,17 +43,20 @@ export function renderClientTable(rows: readonly ClientRow[], requests: number, 
     `${requests} requests, one after another, to a limit of ${limit} per ${windowMs / 1000} s per client, each server on its own keys in one real`,
     `redis-server. "Fastest" is the least the limit allows: ${Math.ceil(requests / limit)} batches of ${limit}, the last starting ${seconds(ideal)} s after the first.`,
     'pacedFetch runs with its defaults (jitter up to 250 ms per wait); "plain fetch" sends the same calls at once and does',
-    'not retry, so each 429 is a call that did no work. Goal: 0 429s where the server sends quota fields, at most 1 where',
-    'it sends only Retry-After.',
+    'not retry, so each 429 is a call that did no work. Goal: 0 429s where the server sends quota fields (1 against a',
+    'server that rounds a Unix-second reset down: how the client learns it), at most 1 where it sends only Retry-After.',
+    '"Floor" is a loop that retries every 429 after 5 ms: the first moment this server takes each request, the least',
+    'time any client can take against it (its 429s are the price); "x floor" is the paced time over it.',
     `Goal (issue #46): paced within ${CLIENT_GOAL.ratio}x the fastest with at most ${CLIENT_GOAL.tooMany} 429 (Retry-After only: the 429s alone).`,
     '',
-    '| server | sends | paced: 429s | paced: done | paced: time | x fastest | goal | plain fetch: 429s | plain fetch: done | plain fetch: time |',
-    '| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |',
+    '| server | sends | paced: 429s | paced: done | paced: time | x fastest | goal | plain fetch: 429s | plain fetch: done | plain fetch: time | floor: time | floor: x fastest | paced: x floor |',
+    '| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
-  for (const { id, paced, plain } of rows) {
+  for (const { id, paced, plain, floor } of rows) {
     const info = SERVER_INFO[id];
+    const floorCells = floor ? `${seconds(floor.ms)} s | ${(floor.ms / ideal).toFixed(2)} | ${(paced.ms / floor.ms).toFixed(2)}` : '- | - | -';
     lines.push(
-      `| ${info.label} | ${info.sends} | ${paced.tooMany} | ${paced.ok}/${paced.requests} | ${seconds(paced.ms)} s | ${(paced.ms / ideal).toFixed(2)} | ${clientGoal(id, paced, ideal).text} | ${plain.tooMany} | ${plain.ok}/${plain.requests} | ${seconds(plain.ms)} s |`,
+      `| ${info.label} | ${info.sends} | ${paced.tooMany} | ${paced.ok}/${paced.requests} | ${seconds(paced.ms)} s | ${(paced.ms / ideal).toFixed(2)} | ${clientGoal(id, paced, ideal).text} | ${plain.tooMany} | ${plain.ok}/${plain.requests} | ${seconds(plain.ms)} s | ${floorCells} |`,
     );
   }
   lines.push('', note);
@@ -98,8 +103,13 @@ async function main(): Promise<void> {
       const plainServer = await startPacingServer(id, redis.port, `cq${run}`, { limit, windowMs });
       const plain = await plainLoop(plainServer.url, requests);
       await plainServer.close();
-      rows.push({ id, paced, plain });
-      console.log(`${id}: paced ${paced.tooMany} x 429, ${paced.ok}/${requests} done in ${seconds(paced.ms)} s; plain ${plain.tooMany} x 429, ${plain.ok} done in ${seconds(plain.ms)} s`);
+      const floorServer = await startPacingServer(id, redis.port, `cr${run}`, { limit, windowMs });
+      const floor = await hotRetryLoop(floorServer.url, requests);
+      await floorServer.close();
+      rows.push({ id, paced, plain, floor });
+      console.log(
+        `${id}: paced ${paced.tooMany} x 429, ${paced.ok}/${requests} done in ${seconds(paced.ms)} s; plain ${plain.tooMany} x 429, ${plain.ok} done in ${seconds(plain.ms)} s; floor ${seconds(floor.ms)} s (${floor.tooMany} x 429)`,
+      );
     }
   } finally {
     await redis.stop();

@@ -40,9 +40,13 @@ describe('the client loop against every server (the 429 counts of pnpm bench:cli
     );
   }, 240_000);
 
-  it.each(PACING_SERVERS.filter((id) => !SERVER_INFO[id].retryAfterOnly))('%s: paced by its quota fields, no 429 at all, every call done', (id) => {
+  it.each(PACING_SERVERS.filter((id) => !SERVER_INFO[id].retryAfterOnly))('%s: paced by its quota fields, no 429 (one against a server that rounds Unix-second resets down), every call done', (id) => {
     const { paced, plain } = results.get(id)!;
-    expect(paced).toMatchObject({ tooMany: 0, ok: REQUESTS, errors: 0, sent: REQUESTS });
+    // koa-ratelimit rounds its Unix-second reset down: the client reads the start of that second until
+    // one refusal shows it, then the end (docs/client.md, "Delta seconds or a Unix time").
+    const refusals = id === 'koa-ratelimit' ? 1 : 0;
+    expect(paced.tooMany).toBeLessThanOrEqual(refusals);
+    expect(paced).toMatchObject({ ok: REQUESTS, errors: 0, sent: REQUESTS + paced.tooMany });
     // The contrast, and the proof the server limits at all: the same calls from a plain fetch, sent at
     // once, are refused but for a window's worth or a few (how many windows the loop spans on a busy machine).
     expect(plain.tooMany).toBeGreaterThanOrEqual(REQUESTS / 3);

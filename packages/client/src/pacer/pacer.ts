@@ -225,6 +225,7 @@ export class Pacer {
     const s = this.state(ticket.scope);
     const t = this.options.now();
     const limited = this.options.retryStatuses.has(response.status);
+    if (response.status === 429) this.learnRounding(s, ticket);
     const heard = new Set<string>();
     for (const o of info.quotas) {
       const key = keyOf(o.policy, o.partition);
@@ -238,7 +239,10 @@ export class Pacer {
       if (o.limit !== undefined) q.limit = o.limit;
       if (o.remaining !== undefined) {
         q.remaining = o.remaining;
-        q.resetAt = o.resetMs !== undefined ? t + Math.min(o.resetMs, this.options.maxHoldMs) : undefined;
+        // A whole Unix second: its start while this server has not been seen to round down (see learnRounding).
+        q.fromSecondStart = o.resetStartMs !== undefined && !s.resetsRoundedDown;
+        const resetMs = q.fromSecondStart ? o.resetStartMs : o.resetMs;
+        q.resetAt = resetMs !== undefined ? t + Math.min(resetMs, this.options.maxHoldMs) : undefined;
         q.observedSeq = Math.max(q.observedSeq, ticket.seq);
         q.probing = false;
       }
@@ -273,6 +277,21 @@ export class Pacer {
       this.options.retryMethods.has(response.method.toUpperCase()) &&
       response.attempt < this.options.maxRetries
     );
+  }
+
+  /**
+   * A reset in whole Unix seconds names a second, and servers round the moment into it up
+   * (Floodgate, express-rate-limit: the moment is at or before the start of that second) or down
+   * (koa-ratelimit: within it). The pacer first reads the start, the moment itself for the first
+   * kind; a 429 to a request sent once such a reset had passed (its probe, or a later one) shows the
+   * second kind, and the scope reads the end of the second from then on, as it did before issue #46.
+   * One 429 per scope at most, and only against a server that rounds down.
+   */
+  private learnRounding(s: ScopeState, ticket: Ticket): void {
+    if (s.resetsRoundedDown) return;
+    for (const q of s.quotas.values()) {
+      if (q.fromSecondStart && q.probing && ticket.seq > q.observedSeq) s.resetsRoundedDown = true;
+    }
   }
 
   /**

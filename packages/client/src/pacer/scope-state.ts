@@ -18,6 +18,8 @@ export interface QuotaState {
    * allowance, not the server's word. A response that no longer speaks of the policy drops it.
    */
   probing?: boolean;
+  /** `resetAt` is the start of a whole Unix second the server named (QuotaObservation.resetStartMs), not its end. */
+  fromSecondStart?: boolean;
 }
 
 /** Policies and partitions kept per scope at most; past it the one heard of longest ago goes. */
@@ -56,6 +58,11 @@ export class ScopeState {
   blockedStatus: number | undefined;
   /** The last request sent when the block was set: a normal answer to a later one lifts it. */
   blockedSeq = 0;
+  /**
+   * A request sent when a reset read as the start of its Unix second had passed was refused: this
+   * server rounds its resets down, and from now on they are read as the end of the second they name.
+   */
+  resetsRoundedDown = false;
   /** Calls in acquire() for this scope now: a scope with any, or with requests in flight, is never let go. */
   waiting = 0;
   /** Sequence numbers of the requests in flight, in the order they were sent. */

@@ -26,6 +26,13 @@ export interface QuotaObservation {
   readonly resetMs?: number;
   /** How the reset was read (delta seconds, Unix seconds or Unix ms: see resetToMs). */
   readonly resetConvention?: ResetConvention;
+  /**
+   * A whole number of Unix seconds only: ms until the START of the second it names (`resetMs` is its
+   * end, 1000 ms later, or 0 when both have passed). The moment itself when the server rounded it up
+   * (Floodgate, express-rate-limit); up to a second early when it rounded down (koa-ratelimit). The
+   * pacer reads this one until a request it timed by it is refused (docs/client.md).
+   */
+  readonly resetStartMs?: number;
 }
 
 interface Clock {
@@ -73,9 +80,11 @@ function items(l: List): Item[] {
   return l.filter((member): member is Item => !Array.isArray(member[0]));
 }
 
-function reset(value: number | undefined, clock: Clock): Pick<QuotaObservation, 'resetMs' | 'resetConvention'> {
+function reset(value: number | undefined, clock: Clock): Pick<QuotaObservation, 'resetMs' | 'resetConvention' | 'resetStartMs'> {
   if (value === undefined) return {};
   const { ms, convention } = resetToMs(value, clock.nowMs, clock.dateMs);
+  // resetToMs took a whole Unix second as its end: its start is a second sooner (never below 0).
+  if (convention === 'epoch-seconds' && Number.isInteger(value)) return { resetMs: ms, resetConvention: convention, resetStartMs: Math.max(0, ms - 1000) };
   return { resetMs: ms, resetConvention: convention };
 }
 
