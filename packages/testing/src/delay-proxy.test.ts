@@ -1,6 +1,6 @@
 // Tests for the delay proxy: a reply is held until its delay has run, then passed on byte for byte and in order, against a real redis-server.
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { pollUntil, startDelayProxy, startRedis, type DelayProxy, type RedisServer } from './index';
 
 describe('startDelayProxy', () => {
@@ -8,7 +8,7 @@ describe('startDelayProxy', () => {
   const proxies: DelayProxy[] = [];
   const clients: Redis[] = [];
   const through = (proxy: DelayProxy): Redis => {
-    const client = new Redis({ host: '127.0.0.1', port: proxy.port, lazyConnect: false });
+    const client = redis.client({ port: proxy.port });
     clients.push(client);
     return client;
   };
@@ -58,7 +58,7 @@ describe('startDelayProxy', () => {
     const client = through(proxy);
     const direct = redis.client();
     clients.push(direct);
-    const values = Array.from({ length: 5 }, (_, i) => randomBytes(i === 0 ? 1 << 20 : 1000 * (i + 1)));
+    const values = Array.from({ length: 5 }, (_, i) => randomBytes(i === 0 ? 1 << 18 : 1000 * (i + 1)));
     for (const [i, v] of values.entries()) await direct.set(`bin-${i}`, v);
     const answers = await Promise.all(values.map((_, i) => client.getBuffer(`bin-${i}`)));
     answers.forEach((a, i) => expect(a!.equals(values[i])).toBe(true));
