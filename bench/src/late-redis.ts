@@ -2,6 +2,7 @@
 //
 //   pnpm bench:late-redis                                        delays 50,150,300 ms x deadlines 100,200,400,1000 ms
 //   pnpm bench:late-redis --delays 150 --deadlines 100,200 --no-docs
+//   pnpm bench:late-redis --render                               measures nothing: the recorded run's section written again
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -143,7 +144,7 @@ export function lateSection(run: LateRun): string {
     '',
     `\`${run.command}\` on ${run.date.slice(0, 10)}, commit ${run.commit}${run.dirty ? ' (uncommitted changes)' : ''}; ${run.machine}; load average ${run.loadAverageStart.join(' ')} at start, ${run.loadAverageEnd.join(' ')} at end.`,
     `${s.processes} processes x ${s.inFlight} decisions at once on one subject, ${s.algorithm}, limit ${s.limit}, RedisStore defaults but \`timeoutMs\`, ${s.repetitions} burst(s) per cell, a fleet up a while.`,
-    'A loopback proxy (`startDelayProxy`, @floodgate/testing) holds each reply of a real redis-server for the delay. Waits are for the record, not asserted. What it means: [docs/failure-modes.md](failure-modes.md#a-store-that-answers-late-what-a-longer-deadline-buys).',
+    'A loopback proxy (`startDelayProxy`, @floodgate/testing) holds each reply of a real redis-server for the delay. Waits are for the record, not asserted. What it means: [docs/failure-modes.md](failure-modes.md#a-store-that-answers-late-what-a-longer-deadline-buys). Recorded in `bench/late-redis-runs.json`.',
     '',
     lateTable(run),
     '<!-- late-redis:end -->',
@@ -164,7 +165,20 @@ function numbers(value: string | undefined, fallback: readonly number[], option:
   return out;
 }
 
-export function parseLateArgs(argv: string[]): { settings: LateSettings; docs: boolean } {
+/** The page flood runs go to: docs/benchmarks-details.md where the results page has been split, else docs/benchmarks.md. */
+export function benchPage(repoDir = REPO_DIR): string {
+  const details = join(repoDir, 'docs', 'benchmarks-details.md');
+  return existsSync(details) ? details : join(repoDir, 'docs', 'benchmarks.md');
+}
+
+/** Writes the run's section into the benchmarks page (replacing the previous one); returns the page. */
+export function writeLateSection(run: LateRun): string {
+  const page = benchPage();
+  writeFileSync(page, spliceLateSection(existsSync(page) ? readFileSync(page, 'utf8') : '# Benchmarks\n', lateSection(run)));
+  return page;
+}
+
+export function parseLateArgs(argv: string[]): { settings: LateSettings; docs: boolean; render: boolean } {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -176,6 +190,7 @@ export function parseLateArgs(argv: string[]): { settings: LateSettings; docs: b
       repetitions: { type: 'string' },
       algorithm: { type: 'string' },
       'no-docs': { type: 'boolean', default: false },
+      render: { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -184,6 +199,7 @@ export function parseLateArgs(argv: string[]): { settings: LateSettings; docs: b
   if (!ALGORITHMS.includes(algorithm)) throw new Error(`--algorithm: "${algorithm}" is not one of ${ALGORITHMS.join(', ')}`);
   return {
     docs: !values['no-docs'],
+    render: values.render ?? false,
     settings: {
       delaysMs: numbers(values.delays, [50, 150, 300], 'delays'),
       deadlinesMs: numbers(values.deadlines, [100, 200, 400, 1000], 'deadlines').map((d) => Math.max(1, d)),
@@ -198,7 +214,12 @@ export function parseLateArgs(argv: string[]): { settings: LateSettings; docs: b
 
 async function main(): Promise<number> {
   const argv = process.argv.slice(2).filter((a) => a !== '--');
-  const { settings, docs } = parseLateArgs(argv);
+  const { settings, docs, render } = parseLateArgs(argv);
+  if (render) {
+    // Measures nothing: the recorded run's section, written again (after a merge took another version of the page).
+    console.log(`late-redis: wrote ${writeLateSection(JSON.parse(readFileSync(LATE_REDIS_FILE, 'utf8')) as LateRun)}`);
+    return 0;
+  }
   const progress = new Progress(60_000);
   process.once('SIGINT', () => (killAllChildren(), process.exit(130)));
   progress.step('building the flood worker and Floodgate (esbuild, as a release build)');
@@ -220,9 +241,7 @@ async function main(): Promise<number> {
   console.log(lateTable(run));
   if (docs) {
     writeFileSync(LATE_REDIS_FILE, `${JSON.stringify(run, null, 2)}\n`);
-    const page = join(REPO_DIR, 'docs', 'benchmarks.md');
-    writeFileSync(page, spliceLateSection(existsSync(page) ? readFileSync(page, 'utf8') : '# Benchmarks\n', lateSection(run)));
-    console.log(`late-redis: recorded in ${LATE_REDIS_FILE} and ${page}`);
+    console.log(`late-redis: recorded in ${LATE_REDIS_FILE} and ${writeLateSection(run)}`);
   }
   return rows.some((r) => r.rejected > 0) ? 1 : 0;
 }
