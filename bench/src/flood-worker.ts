@@ -38,6 +38,8 @@ export interface FloodBurst {
    * with no call before the flood, so no instance has learned how many share the limit yet.
    */
   freshFleet?: boolean;
+  /** RedisStore's `timeoutMs` (the late-Redis bench's deadlines); absent: the store's default. */
+  timeoutMs?: number;
 }
 
 /**
@@ -121,8 +123,9 @@ export function limitOptions(algorithm: AlgorithmName, limit: number): LimitOpti
  * A fresh store (so a fresh circuit breaker: nothing carries over from the previous burst) and a
  * limiter with no failure option at all: what an app that sets none gets from this checkout.
  */
-function limiterFor(coalesce: FloodCoalesce, algorithm: AlgorithmName | undefined, limit: number, prefix: string): { store: RedisStore; limiter: Limiter } {
-  const store = coalesce === 'off' ? new RedisStore({ client, coalesce: false }) : new RedisStore({ client });
+function limiterFor(coalesce: FloodCoalesce, algorithm: AlgorithmName | undefined, limit: number, prefix: string, timeoutMs?: number): { store: RedisStore; limiter: Limiter } {
+  const deadline = timeoutMs === undefined ? {} : { timeoutMs };
+  const store = coalesce === 'off' ? new RedisStore({ client, coalesce: false, ...deadline }) : new RedisStore({ client, ...deadline });
   const limits: LimitOptions = algorithm === undefined ? { limit, windowMs: '1h' } : limitOptions(algorithm, limit);
   // No logger either: the first-failure and breaker lines go to console, this child's log file.
   return { store, limiter: createLimiter({ store, prefix, ...limits }) };
@@ -219,7 +222,7 @@ async function burst(job: FloodBurst): Promise<FloodAnswers> {
   };
   // A fresh fleet makes its limiter as the flood starts (the bench loaded every script on every node before).
   if (job.freshFleet) await untilStart();
-  const { store, limiter } = limiterFor(job.coalesce, job.algorithm, job.limit, job.prefix);
+  const { store, limiter } = limiterFor(job.coalesce, job.algorithm, job.limit, job.prefix, job.timeoutMs);
   if (!job.freshFleet) {
     // Loads the script on the subject's node (NOSCRIPT, then EVAL) before the flood; fresh subjects land on every node of a Cluster.
     if (job.subjects === 'one') await limiter.peek(job.subject);

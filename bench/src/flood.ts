@@ -82,7 +82,7 @@ function profileArgs(): string[] {
   return dir ? ['--cpu-prof', '--cpu-prof-dir', dir] : [];
 }
 
-async function expectAnswers(worker: Worker, timeoutMs: number): Promise<FloodAnswers> {
+export async function expectAnswers(worker: Worker, timeoutMs: number): Promise<FloodAnswers> {
   const m = await worker.next(timeoutMs);
   if (m.type === 'answers') return m;
   throw new Error(`flood worker: ${m.type === 'error' ? m.message : `unexpected ${JSON.stringify(m)}`}`);
@@ -98,7 +98,7 @@ export interface FloodSide {
   repoDir: string;
 }
 
-async function startWorkers(count: number, setup: FloodWorkerSetup, name: string, dir: string): Promise<Worker[]> {
+export async function startWorkers(count: number, setup: FloodWorkerSetup, name: string, dir: string): Promise<Worker[]> {
   const workers = await Promise.all(
     Array.from({ length: count }, (_, i) => spawnChild<FloodWorkerMessage>('flood-worker', [JSON.stringify(setup)], { name: `${name}-${i}`, timeoutMs: 60_000, dir, nodeArgs: profileArgs() })),
   );
@@ -115,7 +115,7 @@ async function startWorkers(count: number, setup: FloodWorkerSetup, name: string
 const inTurn = <T>(sides: readonly T[], i: number): T[] => (i % 2 === 0 ? [...sides] : [...sides].reverse());
 
 /** Every script on every node before the floods, so that no burst pays for a NOSCRIPT and an EVAL. */
-async function loadScripts(servers: readonly RedisServer[]): Promise<void> {
+export async function loadScripts(servers: readonly RedisServer[]): Promise<void> {
   for (const server of servers) {
     const client = server.client();
     try {
@@ -130,7 +130,7 @@ async function loadScripts(servers: readonly RedisServer[]): Promise<void> {
  * Waits (at most 5 s) until every node answers a PING within 5 ms: calls of the previous burst that
  * timed out may still be running in Redis, and the next burst must not start behind them.
  */
-async function settle(servers: readonly RedisServer[]): Promise<void> {
+export async function settle(servers: readonly RedisServer[]): Promise<void> {
   const clients = servers.map((s) => s.client());
   try {
     const until = Date.now() + 5_000;

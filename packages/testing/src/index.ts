@@ -18,3 +18,4 @@ export { prng, type Prng } from './prng';
 export { raceMessages, forkRaceChildren, stopRaceChildren, raceRound, inFlightTogetherMs, allInFlightTogether, type RaceMessage, type RaceTimes, type ForkRaceOptions, type Pausable } from './race';
 export { leasesHeld } from './leases';
 export { startRedisRest, type RedisRestServer } from './redis-rest';
+export { startDelayProxy, type DelayProxy, type DelaySchedule, type StartDelayProxyOptions } from './delay-proxy';
