@@ -1,7 +1,10 @@
 // The portable SHA-1 / SHA-256 (base/digest.ts) give node:crypto's digests, byte for byte, over generated strings of every kind.
 import { createHash, randomBytes } from 'node:crypto';
 import fc from 'fast-check';
+import { subjectKey } from '../src/base/keys';
 import { utf8Bytes, utf8Length } from '../src/base/utf8';
+import { digestKey } from '../src/identity/api-key';
+import { SCRIPTS } from '../src/stores/redis/protocol';
 import { base64url, portableSha256Base64url, portableSha256Hex, sha1Hex, sha256Base64url, sha256Hex } from '../src/base/digest';
 
 const node = (algorithm: string, text: string, encoding: 'hex' | 'base64url') => createHash(algorithm).update(text, 'utf8').digest(encoding);
@@ -52,4 +55,16 @@ it('counts and writes UTF-8 as Buffer does (Content-Length, Cluster slots)', () 
     }),
     { numRuns: 2000 },
   );
+});
+
+it("names keys, API keys and scripts as main's node:crypto code did", () => {
+  fc.assert(
+    fc.property(fc.string({ maxLength: 20 }), fc.string({ maxLength: 40 }), fc.string({ unit: 'binary', maxLength: 80 }), (prefix, scope, identity) => {
+      const old = createHash('sha256').update(`${scope.length}:${scope}\u0000${identity}`).digest('base64url').slice(0, 22);
+      expect(subjectKey(prefix, scope, identity)).toBe(`${prefix}:{${old}}`);
+      expect(digestKey(identity)).toBe(createHash('sha256').update(identity, 'utf8').digest('base64url'));
+    }),
+    { numRuns: 2000 },
+  );
+  for (const script of Object.values(SCRIPTS)) expect(script.sha).toBe(createHash('sha1').update(script.source).digest('hex'));
 });
