@@ -14,7 +14,6 @@ beforeAll(async () => {
     modules: true,
     script: readFileSync(await bundle('do-worker.ts'), 'utf8'),
     compatibilityDate: '2025-07-01',
-    compatibilityFlags: ['nodejs_compat'],
     durableObjects: { FLOODGATE: 'FloodgateDurableObject' },
     // The conformance table drives a fake clock: these objects honour a batch's test clock.
     bindings: { FLOODGATE_UNSAFE_TEST_CLOCK: 'true' },

@@ -26,7 +26,6 @@ it.each(['default', 'false'])('8 clients x 400 concurrent requests for one subje
     modules: true,
     script,
     compatibilityDate: '2025-07-01',
-    compatibilityFlags: ['nodejs_compat'],
     bindings: { REST_URL: rest.url, REST_TOKEN: rest.token, COALESCE: coalesce, PREFIX: `edge-http-${coalesce}-${Math.random().toString(36).slice(2, 8)}` },
   });
   try {

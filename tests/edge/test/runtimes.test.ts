@@ -44,9 +44,9 @@ function startServer(command: string, args: string[], cwd: string): Promise<Runt
   });
 }
 
-/** workerd through miniflare (which runs workerd as its child process); `nodejs_compat`: core imports node:crypto and node:net (docs/edge.md). */
+/** workerd through miniflare (which runs workerd as its child process), without `nodejs_compat`: core needs no node: module (docs/edge.md). */
 async function startWorkerd(file: string): Promise<Runtime> {
-  const mf = new Miniflare({ modules: true, script: readFileSync(file, 'utf8'), compatibilityDate: '2025-07-01', compatibilityFlags: ['nodejs_compat'] });
+  const mf = new Miniflare({ modules: true, script: readFileSync(file, 'utf8'), compatibilityDate: '2025-07-01' });
   await mf.ready;
   return {
     fetch: async (path, headers) => (await mf.dispatchFetch(`http://worker${path}`, { headers: { 'cf-connecting-ip': '203.0.113.9', ...headers } })) as unknown as Response,

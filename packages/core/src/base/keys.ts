@@ -1,11 +1,5 @@
 // Redis keys: `<prefix>:{<digest of scope + identity>}:<policy>`. Raw identities never reach Redis.
-import * as crypto from 'node:crypto';
-
-// crypto.hash (Node 20.12+) is a one-shot digest without a Hash object: about 3x cheaper.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: 'base64url') => string }).hash;
-const digestOf = oneShot
-  ? (data: string) => oneShot('sha256', data, 'base64url')
-  : (data: string) => crypto.createHash('sha256').update(data).digest('base64url');
+import { sha256Base64url as digestOf } from './digest';
 
 // The same callers come back request after request: remember their keys (bounded, short identities
 // only). Nested maps keyed by the strings the caller already has: no string is built to look one up.

@@ -1,5 +1,5 @@
 // How many instances share a limit, learned through the store: each process announces itself under a key that expires, and counts the others.
-import { createHash, randomBytes } from 'node:crypto';
+import { base64url, sha256Hex } from '../base/digest';
 import { fleetConfigsKey, fleetKey } from '../base/keys';
 import type { ResolvedLimit } from '../model/limit';
 import type { Store } from '../stores/store';
@@ -12,7 +12,7 @@ import type { FleetSource, FleetView } from '../observe/states';
  * loads: a Cloudflare Worker may not generate random values in its global scope (it fails to start).
  */
 let instanceId: string | undefined;
-export const INSTANCE_ID = (): string => (instanceId ??= randomBytes(12).toString('base64url'));
+export const INSTANCE_ID = (): string => (instanceId ??= base64url(crypto.getRandomValues(new Uint8Array(12))));
 
 /** An announcement is good for this many periods: a process that stops announcing (SIGKILL) leaves the count after about as many. */
 export const ANNOUNCE_TTL_PERIODS = 3;
@@ -40,7 +40,7 @@ const MAX_CONFIGS = 256;
 /** A limiter's configuration in 8 hex characters: its limits' names, algorithms, sizes and windows (what two apps on one prefix would disagree on). */
 export function configDigest(limits: readonly ResolvedLimit[]): string {
   const text = limits.map((l) => `${l.name}/${l.algorithm}/${l.limit}/${l.windowMs}`).join(',');
-  return createHash('sha256').update(text).digest('hex').slice(0, 8);
+  return sha256Hex(text).slice(0, 8);
 }
 
 /** Whether every digest of `a` is in `b` (a scaled instance that has built fewer limiters so far is still the same app). */

@@ -1,5 +1,6 @@
 // Step: the extra keys of an admitted request, one after another: all admit, or the ones charged are given back and the denial answers; a key the request makes malformed answers 400.
 import type { Decision } from '../model/decision';
+import { utf8Length } from '../base/utf8';
 import { PROBLEM_CONTENT_TYPE } from '../headers/problem-details';
 import { refundAll, countOnlyVerdictOf } from './charges';
 import { finishing, respond } from './responses';
@@ -40,7 +41,7 @@ function badRequest<Req>(ctx: Identified<Req>, main: Decision, charges: Charge[]
     status: 400,
     detail: `The request's ${name} must be a string of up to ${MAX_EXTRA_KEY_LENGTH} characters or a number.`,
   });
-  const direct = ctx.pipe.o.respondDirectly ? ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(body))] : undefined;
+  const direct = ctx.pipe.o.respondDirectly ? ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(utf8Length(body))] : undefined;
   return { decision: undefined, status: 400, headers: [], body, contentType: PROBLEM_CONTENT_TYPE, direct };
 }
 

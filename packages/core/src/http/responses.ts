@@ -3,6 +3,7 @@ import { bareDecision, type Decision } from '../model/decision';
 import { formatHeaders, type HeaderPair } from '../headers/format-headers';
 import { PROBLEM_CONTENT_TYPE, problemDetails } from '../headers/problem-details';
 import { Memo } from '../base/memo';
+import { utf8Length } from '../base/utf8';
 import type { RequestFacts } from '../identity';
 import type { RateLimitEvent } from './resolve-http-options';
 import type { HttpResult, Identified, Pipeline } from './types';
@@ -12,7 +13,7 @@ import { reservationOf } from './usage-route';
 export const EXEMPT_RESULT: HttpResult = Object.freeze({ decision: undefined, status: 'next', headers: [] });
 
 const UNAUTHORIZED = JSON.stringify({ type: 'about:blank', title: 'Unauthorized', status: 401, detail: 'Unknown API key.' });
-const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(Buffer.byteLength(UNAUTHORIZED))];
+const UNAUTHORIZED_HEAD = ['Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', String(utf8Length(UNAUTHORIZED))];
 
 /** The 401 for an unknown API key (`unknownKey: 'reject'`). */
 export function unauthorized<Req>(pipe: Pipeline<Req>): HttpResult {
@@ -55,7 +56,7 @@ const bodies = new Memo<{ body: string; length: string }>(1000);
 function problemBody(decision: Decision, cost: number, retryAfter: number | undefined): { body: string; length: string } {
   const render = () => {
     const body = JSON.stringify(problemDetails(decision, cost, retryAfter));
-    return { body, length: String(Buffer.byteLength(body)) };
+    return { body, length: String(utf8Length(body)) };
   };
   // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
   if (decision.reason !== 'fail-closed' && decision.reason !== 'shed' && decision.retryAfterMs < 0) return render();

@@ -1,5 +1,5 @@
 // Finds the API key a request carries (Authorization: Bearer or a key header) and names it by its digest.
-import { createHash } from 'node:crypto';
+import { sha256Base64url } from '../base/digest';
 
 export type Headers = Readonly<Record<string, string | string[] | undefined>>;
 
@@ -24,7 +24,7 @@ function first(value: string | string[] | undefined): string | undefined {
  * never kept beyond the lookup.
  */
 export function digestKey(key: string): string {
-  return createHash('sha256').update(key, 'utf8').digest('base64url');
+  return sha256Base64url(key);
 }
 
 const NOT_FOUND: ApiKeyFinding = Object.freeze({ found: false });

@@ -1,5 +1,5 @@
 // Client IP -> bucket subject: IPv4-mapped IPv6 counts as IPv4, IPv6 is keyed on its prefix, one key per address.
-import { isIP } from 'node:net';
+import { isIP } from './is-ip';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -45,7 +45,7 @@ function bare(text: string): string {
 export function ipSubject(ip: unknown, ipv6Subnet: number): IpSubject {
   if (typeof ip !== 'string' || ip.trim() === '') return { ok: false, problem: 'missing' };
   const text = ip.length > MAX_IP_LENGTH ? '' : bare(ip);
-  // node:net's validator is a cheap gate: canonical dotted IPv4 (what sockets report) needs no
+  // node:net's validator (is-ip.ts) is a cheap gate: canonical dotted IPv4 (what sockets report) needs no
   // parse at all, and nothing that fails both it and the legacy-IPv4 shape reaches ipaddr.js,
   // whose failures throw (costly, and every request of a hostile caller would pay it).
   const family = isIP(text);

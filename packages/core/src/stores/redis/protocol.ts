@@ -1,7 +1,7 @@
 // The Redis script protocol, defined once: scripts and hashes, KEYS/ARGV encoding, reply parsing, the NOSCRIPT path.
-import { createHash } from 'node:crypto';
 import { ALGORITHM, LIMIT_KINDS, periodArg, type LimitKind, type RegisteredAlgorithm, type StoreLimit } from '../../algorithms/registry';
 import type { LimitResult } from '../../algorithms/types';
+import { sha1Hex } from '../../base/digest';
 import { FloodgateError, withoutStack } from '../../base/errors';
 import { leaseToken, refundAt } from '../../base/validate';
 import { SETTLE_OUTCOMES } from '../store';
@@ -81,7 +81,7 @@ function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): 
       `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}${a.family === 'rate' ? `HOLD[${a.id}] = debit\n` : ''}end\n`,
   );
   const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
-  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+  return { name, source, sha: sha1Hex(source) };
 }
 
 export const SCRIPTS = Object.fromEntries([

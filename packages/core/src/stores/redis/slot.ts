@@ -1,4 +1,5 @@
 // The Redis Cluster hash slot of a key (CRC16-XMODEM of its {hash tag}, mod 16384): which subjects may share one script call on a Cluster.
+import { utf8Bytes } from '../../base/utf8';
 
 const TABLE = (() => {
   const table = new Uint16Array(256);
@@ -26,7 +27,7 @@ export function slotOf(key: string): number {
   // Floodgate's keys are ASCII (a prefix and a hex digest): their UTF-8 bytes are their char codes, no Buffer needed.
   for (let i = 0; i < part.length; i++) {
     const code = part.charCodeAt(i);
-    if (code > 127) return slotOfBytes(Buffer.from(part, 'utf8'));
+    if (code > 127) return slotOfBytes(utf8Bytes(part));
     crc = ((crc << 8) & 0xffff) ^ TABLE[((crc >> 8) ^ code) & 0xff];
   }
   return crc & 16383;
