@@ -149,9 +149,15 @@ it('50 requests aborted mid-wait give their slots back: the next 40 see the rate
     );
     for (const w of wave) w.abort();
     const statuses = await Promise.all(wave.map((w) => w.done));
-    servedAtOnce += statuses.filter((s) => s === 200).length;
-    aborted += waveHeld;
-    await pollUntil(async () => ((await records()).refunds - before.refunds >= waveHeld ? true : undefined), { timeoutMs: 20_000, what: `${waveHeld} refunds` });
+    const served = statuses.filter((s) => s === 200).length;
+    servedAtOnce += served;
+    // On a loaded machine a hold's slot can come (its timer fire) before the abort reaches it: that
+    // request is served, not refunded. The others were aborted mid-wait and each must be refunded.
+    const refusedNow = statuses.filter((s) => s === 429).length;
+    const heldServed = Math.max(0, served - (18 - waveHeld - refusedNow));
+    const abortedHere = waveHeld - heldServed;
+    aborted += abortedHere;
+    await pollUntil(async () => ((await records()).refunds - before.refunds >= abortedHere ? true : undefined), { timeoutMs: 20_000, what: `${abortedHere} refunds` });
   }
   const mid = await records();
   const handlersBefore = mid.admissions.filter((a) => a.route === '/b').length;

@@ -7,13 +7,14 @@ export const OVERRIDE_SCENARIOS: readonly Scenario[] = [
   {
     name: 'override and shaping: a held request is held at the overridden rate; an override of 0 refuses a held request and reserves nothing',
     async run({ limiter }) {
-      // Burst 4 at 4/s; overridden to burst 2 (rate scaled to 2/s): the third request is held 500 ms.
-      const l = limiter({ algorithm: 'gcra', burst: 4, refillPerSecond: 4, overrides: true });
+      // Burst 4 at 4 per 100 s; overridden to burst 2 (rate scaled to 2 per 100 s): the third request
+      // is held 50 s. (Slow, so that no key expires in real time between two calls of a loaded run.)
+      const l = limiter({ algorithm: 'gcra', burst: 4, refillPerSecond: 0.04, overrides: true });
       await l.override('a', 2, { ttlMs: '1h' });
-      expect(await l.consume('a', { maxDelayMs: 2_000 })).toMatchObject({ allowed: true, limit: 2 });
-      expect(await l.consume('a', { maxDelayMs: 2_000 })).toMatchObject({ allowed: true, limit: 2 });
-      const held = await l.consume('a', { maxDelayMs: 2_000 });
-      expect(held).toMatchObject({ allowed: true, delayMs: 500, limit: 2 });
+      expect(await l.consume('a', { maxDelayMs: 200_000 })).toMatchObject({ allowed: true, limit: 2 });
+      expect(await l.consume('a', { maxDelayMs: 200_000 })).toMatchObject({ allowed: true, limit: 2 });
+      const held = await l.consume('a', { maxDelayMs: 200_000 });
+      expect(held).toMatchObject({ allowed: true, delayMs: 50_000, limit: 2 });
       await l.override('b', 0, { ttlMs: 60_000 });
       const refused = await l.consume('b', { maxDelayMs: 120_000 });
       expect(refused).toMatchObject({ allowed: false, limit: 0, remaining: 0 });
