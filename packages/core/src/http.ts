@@ -18,6 +18,8 @@ export type { LimiterMark } from './http/route-warnings';
 export type { WarningCode } from './base/warnings';
 // For an adapter whose framework has no trust-proxy setting of its own: the trusted proxies as IPs and CIDR ranges, parsed as allowList is.
 export { createAllowList } from './identity/allow-list';
+// With it, the client behind the trusted proxies in X-Forwarded-For (one rule for every adapter that reads the header itself).
+export { forwardedClient } from './identity/forwarded';
 export { trustProxyOf } from './identity/trust-proxy';
 export type { AllowList } from './identity/allow-list';
 export { formatHeaders, retryAfterSeconds } from './headers/format-headers';

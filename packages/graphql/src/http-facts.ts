@@ -1,5 +1,5 @@
 // The HTTP facts of an operation served over Node's http (Yoga, Apollo): the framework's client IP (Express, Fastify), else the peer address with X-Forwarded-For only from the proxies `trustProxy` names; and the headers.
-import { createAllowList, trustProxyOf } from '@floodgate/core/http';
+import { createAllowList, forwardedClient, trustProxyOf } from '@floodgate/core/http';
 import type { HttpFacts } from './operation-limiter';
 
 /** The part of Node's IncomingMessage read here (a Fetch Request has no peer address). */
@@ -34,12 +34,5 @@ function recordOf(headers: Headers | undefined): Record<string, string> {
 }
 
 function clientIp(peer: string | undefined, forwarded: string | string[] | undefined, trusted: ((ip: unknown) => boolean) | undefined): string | undefined {
-  if (!trusted || peer === undefined || !trusted(peer) || forwarded === undefined) return peer;
-  const hops = (Array.isArray(forwarded) ? forwarded.join(',') : forwarded).split(',');
-  // Right to left, as proxies append: the first hop that is not a trusted proxy is the client.
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i].trim();
-    if (!trusted(hop)) return hop;
-  }
-  return hops[0].trim();
+  return trusted ? forwardedClient(peer, forwarded, trusted) : peer;
 }

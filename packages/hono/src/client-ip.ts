@@ -1,5 +1,5 @@
 // The client IP for Hono, which has no trust-proxy setting: the runtime's connection info, and X-Forwarded-For only through proxies the app names.
-import { createAllowList, invalidOption, trustProxyOf } from '@floodgate/core/http';
+import { createAllowList, forwardedClient, invalidOption, trustProxyOf } from '@floodgate/core/http';
 import type { Context } from 'hono';
 import type { ConnInfo } from 'hono/conninfo';
 
@@ -70,17 +70,5 @@ export function clientIpReader(options: ClientIpOptions): (c: Context) => string
     }
   };
   if (!trusted) return remote;
-  return (c) => {
-    const address = remote(c);
-    if (address === undefined || !trusted(address)) return address;
-    const forwarded = c.req.raw.headers.get('x-forwarded-for');
-    if (!forwarded) return address;
-    // Right to left, as proxies append: the first hop that is not a trusted proxy is the client.
-    const hops = forwarded.split(',');
-    for (let i = hops.length - 1; i >= 0; i--) {
-      const hop = hops[i].trim();
-      if (!trusted(hop)) return hop;
-    }
-    return hops[0].trim();
-  };
+  return (c) => forwardedClient(remote(c), c.req.raw.headers.get('x-forwarded-for'), trusted);
 }

@@ -1,5 +1,6 @@
 // One socket's life under the limiter: the handshake's admission (identity, connection lease), then each message's decision in arrival order, with a bounded backlog.
 import type { Decision, Identity } from '@floodgate/core';
+import { forwardedClient } from '@floodgate/core/http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { CONNECTIONS_SCOPE, MESSAGES_SCOPE, type LimitedEvent, type ResolvedSocketOptions } from './options';
 
@@ -28,18 +29,7 @@ const ALLOWED: Verdict = { allowed: true, retryAfterMs: 0, reason: 'allowed' };
 
 /** The client IP: the peer's, or through listed proxies the right-most X-Forwarded-For hop that is not one of them. */
 export function clientIp(o: ResolvedSocketOptions, handshake: Handshake): string | undefined {
-  const address = handshake.address;
-  const trusted = o.trusted;
-  if (!trusted || address === undefined || !trusted(address)) return address;
-  const raw = handshake.headers['x-forwarded-for'];
-  const forwarded = Array.isArray(raw) ? raw.join(',') : raw;
-  if (!forwarded) return address;
-  const hops = forwarded.split(',');
-  for (let i = hops.length - 1; i >= 0; i--) {
-    const hop = hops[i].trim();
-    if (!trusted(hop)) return hop;
-  }
-  return hops[0].trim();
+  return o.trusted ? forwardedClient(handshake.address, handshake.headers['x-forwarded-for'], o.trusted) : handshake.address;
 }
 
 const refusedStatus = (d: Decision): 429 | 503 => (d.reason === 'fail-closed' || d.reason === 'shed' ? 503 : 429);
