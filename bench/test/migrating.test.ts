@@ -91,7 +91,7 @@ describe('docs/migrating.md: each before/after pair limits the same way', () => 
         }),
       }),
     );
-    const after = expressApp(floodgateExpress({ windowMs: '15m', limit: LIMIT, prefix: fresh('fg'), store: new RedisStore({ client }) }));
+    const after = expressApp(floodgateExpress({ windowMs: '15m', limit: LIMIT, prefix: fresh('fg'), store: new RedisStore({ client, timeoutMs: 30_000 }) }));
     const [b, a] = [await admitted(await listen(before)), await admitted(await listen(after))];
     expect(b).toEqual({ admitted: LIMIT, refused: SENT - LIMIT });
     expect(a).toEqual(b);
@@ -102,7 +102,7 @@ describe('docs/migrating.md: each before/after pair limits the same way', () => 
     await before.register(fastifyRateLimit.default ?? fastifyRateLimit, { max: LIMIT, timeWindow: '1 minute', redis: client, nameSpace: `${fresh('frl')}-` });
     before.get('/', async () => 'ok');
     const after = Fastify();
-    await after.register(floodgateFastify, { limit: LIMIT, windowMs: '1m', prefix: fresh('fg'), store: new RedisStore({ client }) });
+    await after.register(floodgateFastify, { limit: LIMIT, windowMs: '1m', prefix: fresh('fg'), store: new RedisStore({ client, timeoutMs: 30_000 }) });
     after.get('/', async () => 'ok');
     const urls: string[] = [];
     for (const app of [before, after]) {
@@ -121,7 +121,7 @@ describe('docs/migrating.md: each before/after pair limits the same way', () => 
     before.use(koaRatelimit({ driver: 'redis', db: client, duration: 60000, max: LIMIT, id: (ctx: Koa.Context) => ctx.ip, namespace: fresh('krl') }));
     ok(before);
     const after = new Koa();
-    after.use(floodgateKoa({ store: new RedisStore({ client }), windowMs: 60_000, limit: LIMIT, prefix: fresh('fg') }));
+    after.use(floodgateKoa({ store: new RedisStore({ client, timeoutMs: 30_000 }), windowMs: 60_000, limit: LIMIT, prefix: fresh('fg') }));
     ok(after);
     const b = await admitted(await listen(before.callback()));
     const a = await admitted(await listen(after.callback()));
@@ -141,7 +141,7 @@ describe('docs/migrating.md: each before/after pair limits the same way', () => 
     });
     before.get('/', (_req, res) => void res.send('ok'));
     // after: the outage is a decision with its reason; nothing is thrown.
-    const limiter = createLimiter({ limit: LIMIT, windowMs: '60s', prefix: fresh('fg'), store: new RedisStore({ client }) });
+    const limiter = createLimiter({ limit: LIMIT, windowMs: '60s', prefix: fresh('fg'), store: new RedisStore({ client, timeoutMs: 30_000 }) });
     const after = express();
     after.use((req, res, next) => {
       limiter.consume(req.ip ?? 'unknown').then((decision) => (decision.allowed ? next() : void res.status(429).send('limited')), next);
@@ -184,7 +184,7 @@ describe('docs/migrating.md: hono-rate-limiter -> @floodgate/hono, row by row', 
       store: new HonoRateLimiterRedisStore({ client: honoRateLimiterClient(client), prefix: `${fresh('hrl')}:` }),
       ...options,
     });
-  const after = (options: RateLimitOptions) => floodgateHono({ windowMs: '1m', limit: LIMIT, getConnInfo, prefix: fresh('fg'), store: new RedisStore({ client }), ...options });
+  const after = (options: RateLimitOptions) => floodgateHono({ windowMs: '1m', limit: LIMIT, getConnInfo, prefix: fresh('fg'), store: new RedisStore({ client, timeoutMs: 30_000 }), ...options });
   /** The statuses (and draft-6 headers) of one request per entry of `asked` (the x-status each asks for). */
   async function replies(url: string, asked: number[]) {
     const out: { status: number; limit: string | null; remaining: string | null }[] = [];

@@ -158,7 +158,7 @@ export function eachStore(body: (withStore: <O extends SocketLimiterOptions>(opt
       if (kind !== 'redis') return;
       redis = await startRedis();
       client = redis.client({ autoResendUnfulfilledCommands: false });
-      store = new RedisStore({ client });
+      store = new RedisStore({ client, timeoutMs: 30_000 });
     });
     afterAll(async () => {
       client?.disconnect();
