@@ -1,6 +1,6 @@
 // Runs the fastify-api example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
-import { closeOnSignals, exampleRedis } from '../../shared/src/local-redis';
+import { closeOnSignals, exampleRedis, redisTimeoutFromEnv } from '../../shared/src/local-redis';
 import { createApp } from './app';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
     (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
     { memoryNote: 'Counts are per process and lost on restart.' },
   );
-  const app = await createApp({ redis: redis.client });
+  const app = await createApp({ redis: redis.client, redisTimeoutMs: redisTimeoutFromEnv() });
   app.addHook('onClose', () => redis.close());
   try {
     await app.listen({ port, host: '127.0.0.1' });

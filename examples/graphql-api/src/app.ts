@@ -7,6 +7,8 @@ import type { Redis } from 'ioredis';
 export interface AppOptions {
   /** The ioredis client the RedisStore uses; the app never closes it. Without one the app counts in memory (per process). */
   redis?: Redis;
+  /** How long the RedisStore waits for Redis (RedisStoreOptions.timeoutMs). Default Floodgate's, 100 ms. */
+  redisTimeoutMs?: number;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** Where Floodgate reports a failing store (once per change, not per request). Default console. */
@@ -37,7 +39,7 @@ type Mutation { "Weighs 10, the default for a mutation's root field." restock: B
 const products = Array.from({ length: CATALOGUE_SIZE }, (_, i) => ({ id: String(i + 1), name: `product ${i + 1}` }));
 
 export function createApp(options: AppOptions = {}): YogaServerInstance<Record<string, unknown>, Record<string, unknown>> {
-  const store = options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore();
+  const store = options.redis ? new RedisStore({ client: options.redis, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
   const resolvers = {
     Query: { products: (_: unknown, { first }: { first: number }) => products.slice(0, Math.max(0, first)) },
     Product: { reviews: (_: unknown, { first }: { first: number }) => Array.from({ length: Math.min(first, 1) }, () => ({ stars: 5 })) },

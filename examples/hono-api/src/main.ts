@@ -1,7 +1,7 @@
 // Runs the hono-api example on @hono/node-server: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { getRequestListener } from '@hono/node-server';
 import { Redis } from 'ioredis';
-import { exampleRedis, serveExample } from '../../shared/src/local-redis';
+import { exampleRedis, serveExample, redisTimeoutFromEnv } from '../../shared/src/local-redis';
 import { createApp } from './app';
 
 async function main(): Promise<void> {
@@ -9,7 +9,7 @@ async function main(): Promise<void> {
   const redis = await exampleRedis((url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }), {
     memoryNote: 'Counts are per process and lost on restart.',
   });
-  await serveExample('hono-api', getRequestListener(createApp({ redis: redis.client }).fetch), {
+  await serveExample('hono-api', getRequestListener(createApp({ redis: redis.client, redisTimeoutMs: redisTimeoutFromEnv() }).fetch), {
     port: Number(process.env.PORT ?? 3000),
     redis,
     tryLine: (url) => `curl -i ${url}/widgets/1`,

@@ -1,6 +1,6 @@
 // Runs the koa-auth example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
-import { exampleRedis, serveExample } from '../../shared/src/local-redis';
+import { exampleRedis, serveExample, redisTimeoutFromEnv } from '../../shared/src/local-redis';
 import { createApp } from './app';
 
 async function main(): Promise<void> {
@@ -9,7 +9,7 @@ async function main(): Promise<void> {
     (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
     { memoryNote: 'Counts and lock-outs are per process and lost on restart.' },
   );
-  await serveExample('koa-auth', createApp({ redis: redis.client }).callback(), {
+  await serveExample('koa-auth', createApp({ redis: redis.client, redisTimeoutMs: redisTimeoutFromEnv() }).callback(), {
     port: Number(process.env.PORT ?? 3000),
     redis,
     tryLine: (url) => `curl -i -H 'content-type: application/json' -d '{"username":"demo","password":"wrong"}' ${url}/login`,

@@ -19,6 +19,8 @@ export const REDIS = Symbol('REDIS');
 export interface AppOptions {
   /** The ioredis client the limiter's RedisStore uses (the app never closes it); without one, memory (per process). */
   redis?: Redis;
+  /** How long the RedisStore waits for Redis (RedisStoreOptions.timeoutMs). Default Floodgate's, 100 ms. */
+  redisTimeoutMs?: number;
   /** Key prefix in Redis. Default 'fg'. Tests give each run its own. */
   prefix?: string;
   /** The API keys this app issued, key -> account. Default: one demo key, 'demo'. */
@@ -95,7 +97,7 @@ export function appModule(options: AppOptions = {}): DynamicModule {
         imports: [RedisModule],
         inject: [REDIS],
         useFactory: (redis: Redis | null) => ({
-          store: redis ? new RedisStore({ client: redis }) : new MemoryStore(),
+          store: redis ? new RedisStore({ client: redis, timeoutMs: options.redisTimeoutMs }) : new MemoryStore(),
           prefix: options.prefix,
           limit: LIMIT,
           windowMs: '1m',

@@ -1,6 +1,6 @@
 // Runs the nestjs-api example: PLATFORM express (default) or fastify; REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
-import { closeOnSignals, exampleRedis } from '../../shared/src/local-redis';
+import { closeOnSignals, exampleRedis, redisTimeoutFromEnv } from '../../shared/src/local-redis';
 import { createApp, type Platform } from './create-app';
 
 const port = Number(process.env.PORT ?? 3000);
@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     (url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }),
     { memoryNote: 'Counts are per process and lost on restart.' },
   );
-  const app = await createApp(platform, { redis: redis.client });
+  const app = await createApp(platform, { redis: redis.client, redisTimeoutMs: redisTimeoutFromEnv() });
   try {
     await app.listen(port, '127.0.0.1');
   } catch (error) {

@@ -303,3 +303,16 @@ export async function serveExample(
   });
   return url;
 }
+
+/**
+ * `REDIS_TIMEOUT_MS` from the environment: how long the example's RedisStore waits for Redis
+ * (RedisStoreOptions.timeoutMs); unset, Floodgate's default (100 ms). The examples' tests set a long
+ * one, so that a loaded test machine's slow answer is not decided by the failure policy instead.
+ */
+export function redisTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const text = env.REDIS_TIMEOUT_MS;
+  if (text === undefined || text === '') return undefined;
+  const ms = Number(text);
+  if (!Number.isInteger(ms) || ms < 1 || ms > 60_000) throw new Error(`REDIS_TIMEOUT_MS must be a whole number of milliseconds from 1 to 60000; got ${JSON.stringify(text)}`);
+  return ms;
+}

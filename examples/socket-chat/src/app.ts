@@ -15,6 +15,8 @@ export const PER_CONNECTION = 10;
 export interface ChatOptions {
   /** Counts in Redis when given (every instance shares them); else in this process's memory. */
   redis?: RedisClient;
+  /** How long the RedisStore waits for Redis (RedisStoreOptions.timeoutMs). Default Floodgate's, 100 ms. */
+  redisTimeoutMs?: number;
   prefix?: string;
   /** Your proxies, when the app runs behind one (their X-Forwarded-For is then read). */
   trustProxy?: string[];
@@ -28,7 +30,7 @@ export interface Chat {
 }
 
 export function createChat(options: ChatOptions = {}): Chat {
-  const store = options.redis ? new RedisStore({ client: options.redis }) : new MemoryStore();
+  const store = options.redis ? new RedisStore({ client: options.redis, timeoutMs: options.redisTimeoutMs }) : new MemoryStore();
   const prefix = options.prefix ?? 'chat';
   const limits = {
     store,

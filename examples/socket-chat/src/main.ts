@@ -1,6 +1,6 @@
 // Runs the socket-chat example: REDIS_URL, else a redis-server of its own (if on PATH), else memory; PORT (default 3000).
 import { Redis } from 'ioredis';
-import { closeOnSignals, exampleRedis } from '../../shared/src/local-redis';
+import { closeOnSignals, exampleRedis, redisTimeoutFromEnv } from '../../shared/src/local-redis';
 import { createChat } from './app';
 
 async function main(): Promise<void> {
@@ -8,7 +8,7 @@ async function main(): Promise<void> {
   const redis = await exampleRedis((url) => new Redis(url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 }), {
     memoryNote: 'Counts are per process and lost on restart.',
   });
-  const chat = createChat({ redis: redis.client });
+  const chat = createChat({ redis: redis.client, redisTimeoutMs: redisTimeoutFromEnv() });
   const server = chat.server;
   await new Promise<void>((resolve) => server.listen(Number(process.env.PORT ?? 3000), '127.0.0.1', resolve));
   const address = server.address();

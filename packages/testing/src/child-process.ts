@@ -141,7 +141,9 @@ export interface StartedExample {
  */
 export async function startExample(root: string, pkg: string, name: string, env: Readonly<Record<string, string>> = {}): Promise<StartedExample> {
   // `env`: the example's own settings (e.g. nestjs-api's PLATFORM) over the fresh machine's.
-  const run = runCommand('pnpm', ['--filter', pkg, 'start'], { cwd: root, env: { ...freshMachineEnv(), ...env } });
+  // REDIS_TIMEOUT_MS: the examples' RedisStore waits 30 s, not the production 100 ms, so that a loaded
+  // machine's slow answer is counted by Redis, not decided by the failure policy (a test may override it).
+  const run = runCommand('pnpm', ['--filter', pkg, 'start'], { cwd: root, env: { ...freshMachineEnv(), REDIS_TIMEOUT_MS: '30000', ...env } });
   try {
     const [, url] = await run.waitFor(new RegExp(`${name} on (http://127\\.0\\.0\\.1:\\d+)`));
     const [, pid] = await run.waitFor(/redis-server started for this run \(pid (\d+)\)/);
