@@ -5,6 +5,7 @@ import { createLimiter, DurableObjectStore, type DurableObjectNamespaceLike } fr
 import { describeConformance } from '../../../packages/core/test/conformance/scenarios';
 import { DO_LIMITS, DO_TEST_ROUTES } from '../app/do-worker';
 import { bundle } from './bundle';
+import { dispatch } from './dispatch';
 
 let mf: Miniflare;
 let namespace: DurableObjectNamespaceLike;
@@ -41,7 +42,7 @@ describe('a Hono app on workerd with the Durable Object store', () => {
     const counts = { admitted: 0, limited: 0, other: 0 };
     const client = async () => {
       for (let i = 0; i < 400; i++) {
-        const res = await mf.dispatchFetch('http://worker/race');
+        const res = await dispatch(mf, 'http://worker/race');
         await res.arrayBuffer();
         if (res.status === 200) counts.admitted++;
         else if (res.status === 429) counts.limited++;

@@ -4,6 +4,7 @@ import { startRedis, startRedisRest, type RedisRestServer, type RedisServer } fr
 import { Miniflare } from 'miniflare';
 import { HTTP_LIMITS } from '../app/redis-http-worker';
 import { bundle } from './bundle';
+import { dispatch } from './dispatch';
 
 let server: RedisServer;
 let rest: RedisRestServer;
@@ -32,7 +33,7 @@ it.each(['default', 'false'])('8 clients x 400 concurrent requests for one subje
     const counts = { admitted: 0, limited: 0, other: 0 };
     const client = async () => {
       for (let i = 0; i < 400; i++) {
-        const res = await mf.dispatchFetch('http://worker/race');
+        const res = await dispatch(mf, 'http://worker/race');
         await res.arrayBuffer();
         if (res.status === 200) counts.admitted++;
         else if (res.status === 429) counts.limited++;
