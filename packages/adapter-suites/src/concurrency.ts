@@ -47,8 +47,9 @@ export function runConcurrencySuite(h: AdapterHarness): void {
       const held = () => leasesHeld(client, `${prefix}:*:concurrency.cc`);
       return { app, held };
     }
+    // Every 2 ms, not the default 20: the abort test waits on this 100 times, and each wait is for one request to arrive or go.
     const holding = (held: () => Promise<number>, want: number, what: string) =>
-      pollUntil(async () => ((await held()) === want ? true : undefined), { timeoutMs: 30_000, what: `${want} slots held (${what})` });
+      pollUntil(async () => ((await held()) === want ? true : undefined), { timeoutMs: 30_000, intervalMs: 2, what: `${want} slots held (${what})` });
 
     it('admits `limit` requests in flight per caller and answers the next 429 with qu="concurrent-requests"; the rate quota is not charged for it', async () => {
       const { app, held } = await start(2);

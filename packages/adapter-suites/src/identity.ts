@@ -22,7 +22,7 @@ function storeCalls(before: Record<string, number>, after: Record<string, number
 
 /**
  * Runs the identity tests against `h` (app-level limiter, GET /r). `floodTests: false` leaves out the
- * Redis flood tests (about 15 s of waiting for blocks to expire): they exercise core, not routing,
+ * Redis flood tests (about 1,300 requests on the test clock): they exercise core, not routing,
  * so once per framework is enough (Express 5, not again on Express 4).
  */
 export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { floodTests?: boolean } = {}): void {
@@ -187,62 +187,59 @@ export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { flo
       const KEY_CACHE_TTL_MS = 300;
 
       /**
-       * Five admitted, one denied, then up to FLOOD more in 8 batches 150 ms apart (past the key
-       * cache's TTL), then one after the block. Only batches answered while the block surely holds
-       * count (a slow machine sends fewer; it never makes the block expire mid-count): Redis calls and
-       * resolveKey calls during them, how many they sent and how many were denied, and when the last
-       * counted batch started. Then the status of a request after the block.
+       * One clock for the limiter's local caches (block cache, key cache: `clock`) and the store's
+       * scripts (`UNSAFE_testClock`), moved only by the test: the block lasts BLOCK_MS of this
+       * clock however long the machine takes, so every request of the flood is inside it, and it
+       * is over when the test says so, without waiting for it.
+       */
+      function testClock() {
+        const epoch = Date.now();
+        let ms = 1_000_000;
+        return { now: () => ms, store: () => epoch + ms, advance: (by: number) => void (ms += by) };
+      }
+
+      /**
+       * Five admitted, one denied, then FLOOD more in 8 batches 150 ms of the test clock apart
+       * (past the key cache's TTL), then one after the block. Redis calls and resolveKey calls
+       * during the flood, how many it sent and how many were denied, and when (test clock) the
+       * last batch started. Then the status of a request after the block.
        */
       async function flood(options: HttpRateLimitOptions, headers: Record<string, string>, lookups: () => number) {
         const prefix = `id${Math.random().toString(36).slice(2, 10)}`;
+        const clock = testClock();
         // A fixed `instances`: these tests count every Redis command, and a learned count's announcements are commands too.
-        const app = await start({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, instances: 1, ...limits, ...options }, true);
-        const startedAt = performance.now();
+        const store = new RedisStore({ client, timeoutMs: 30_000, UNSAFE_testClock: clock.store });
+        const app = await start({ store, clock: clock.now, prefix, instances: 1, ...limits, ...options }, true);
         const first = await sendAll(agent, app.port, Array.from({ length: 6 }, () => headers), 1);
-        const deniedAt = performance.now();
+        const deniedAt = clock.now();
         expect(first).toEqual([200, 200, 200, 200, 200, 429]);
-        // The first admission came after startedAt, and the block lasts BLOCK_MS from it (less a
-        // rounding ms): until this instant every request of the caller is inside the block.
-        const blockHoldsUntil = startedAt + BLOCK_MS - 50;
         const before = await redis.commandStats();
         const lookupsBefore = lookups();
-        const counted = { redisCalls: 0, lookups: 0, sent: 0, denied: 0, lastBatchAfterMs: 0 };
-        // A batch that ran past the block (a loaded machine) may have spent the unit the block's end
-        // gave back: then the caller's next unit comes one BLOCK_MS after that batch, not after the denial.
-        let refillFrom = deniedAt;
-        for (let batch = 0; batch < 8 && performance.now() < blockHoldsUntil; batch++) {
-          const batchAt = performance.now();
+        const counted = { sent: 0, denied: 0, lastBatchAfterMs: 0 };
+        for (let batch = 0; batch < 8; batch++) {
+          counted.lastBatchAfterMs = clock.now() - deniedAt;
           const statuses = await sendAll(agent, app.port, Array.from({ length: FLOOD / 8 }, () => headers));
-          const after = await redis.commandStats();
-          if (performance.now() >= blockHoldsUntil) {
-            refillFrom = performance.now();
-            break; // may have reached past the block: not counted
-          }
-          Object.assign(counted, {
-            redisCalls: storeCalls(before, after).commands,
-            lookups: lookups() - lookupsBefore,
-            sent: counted.sent + statuses.length,
-            denied: counted.denied + count(statuses, 429),
-            lastBatchAfterMs: batchAt - deniedAt,
-          });
-          await sleep(150);
+          counted.sent += statuses.length;
+          counted.denied += count(statuses, 429);
+          clock.advance(150);
         }
-        const floodMs = performance.now() - deniedAt;
         const after = await redis.commandStats();
+        const during = { redisCalls: storeCalls(before, after).commands, lookups: lookups() - lookupsBefore };
         // Past the block (plus a margin), the caller is admitted again, by Redis.
-        await sleep(Math.max(0, BLOCK_MS + 500 - (performance.now() - refillFrom)));
+        clock.advance(BLOCK_MS + 500 - (clock.now() - deniedAt));
         const again = await get(agent, app.port, headers);
         const afterBlock = storeCalls(after, await redis.commandStats()).scripts;
-        return { ...counted, floodMs, again, afterBlock };
+        return { ...counted, ...during, floodMs: clock.now() - deniedAt, again, afterBlock };
       }
 
       it('makes no Redis call and no resolveKey call during a flood from a denied API key, and admits it after', async () => {
         let lookups = 0;
         const resolveKey = async () => (lookups++, { account: 'acct' });
         const out = await flood({ resolveKey, keyCache: { ttlMs: KEY_CACHE_TTL_MS } }, { authorization: 'Bearer flood-key', 'x-forwarded-for': '203.0.113.50' }, () => lookups);
-        console.log(`${h.name}: flood of ${out.sent} from a denied API key over ${Math.round(out.floodMs)} ms (with block cache + cached resolveKey): ${out.redisCalls} Redis calls, ${out.lookups} resolveKey calls`);
+        console.log(`${h.name}: flood of ${out.sent} from a denied API key over ${Math.round(out.floodMs)} ms of the test clock (with block cache + cached resolveKey): ${out.redisCalls} Redis calls, ${out.lookups} resolveKey calls`);
         // Counted requests were still sent after the key cache's entry expired.
         expect(out.lastBatchAfterMs).toBeGreaterThan(KEY_CACHE_TTL_MS);
+        expect(out.sent).toBe(FLOOD);
         expect(out.denied).toBe(out.sent);
         expect(out.redisCalls).toBe(0);
         expect(out.lookups).toBe(0);
@@ -253,6 +250,7 @@ export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { flo
       it('makes no Redis call during a flood from a denied IP', async () => {
         const out = await flood({}, { 'x-forwarded-for': '2001:db8:50::1' }, () => 0);
         expect(out.lastBatchAfterMs).toBeGreaterThan(KEY_CACHE_TTL_MS);
+        expect(out.sent).toBe(FLOOD);
         expect(out.denied).toBe(out.sent);
         expect(out.redisCalls).toBe(0);
         expect(out.again).toBe(200);
@@ -263,17 +261,19 @@ export function runIdentitySuite(h: AdapterHarness, { floodTests = true }: { flo
         const resolveKey = async () => (lookups++, { account: 'acct' });
         // No lookup cache: a 1 ms TTL, and requests sent one at a time so none share a lookup in flight.
         const prefix = `id${Math.random().toString(36).slice(2, 10)}`;
-        // One unit an hour, not one per BLOCK_MS: 400 requests one at a time, 3 ms apart, can outlast
-        // 6 s on a slower framework (Nest) or a loaded machine, and a refilled unit is an admission.
-        const app = await start({ store: new RedisStore({ client, timeoutMs: 5_000 }), prefix, instances: 1, ...limits, refillPerSecond: 1 / 3_600, resolveKey, keyCache: { ttlMs: 1, unknownTtlMs: 1 }, blockCacheSize: 0 }, true);
+        // One unit an hour, not one per BLOCK_MS: 400 requests 2 ms of the test clock apart must not
+        // reach a refilled unit, an admission.
+        const clock = testClock();
+        const store = new RedisStore({ client, timeoutMs: 30_000, UNSAFE_testClock: clock.store });
+        const app = await start({ store, clock: clock.now, prefix, instances: 1, ...limits, refillPerSecond: 1 / 3_600, resolveKey, keyCache: { ttlMs: 1, unknownTtlMs: 1 }, blockCacheSize: 0 }, true);
         const headers = { authorization: 'Bearer flood-key', 'x-forwarded-for': '203.0.113.51' };
         expect(await sendAll(agent, app.port, Array.from({ length: 6 }, () => headers), 1)).toEqual([200, 200, 200, 200, 200, 429]);
         const before = await redis.commandStats();
         const lookupsBefore = lookups;
         const statuses: number[] = [];
         for (let i = 0; i < FLOOD; i++) {
+          clock.advance(2); // so that each request finds the 1 ms lookup cache expired
           statuses.push(await get(agent, app.port, headers));
-          await sleep(3); // so that each request finds the 1 ms lookup cache expired
         }
         const calls = storeCalls(before, await redis.commandStats());
         console.log(`${h.name}: baseline flood of ${FLOOD} from a denied API key (blockCacheSize 0, no lookup cache): ${calls.scripts} Redis round trips (EVALSHA), ${calls.commands} Redis commands in all, ${lookups - lookupsBefore} resolveKey calls`);

@@ -115,16 +115,18 @@ export function runMethodSuite(h: AdapterHarness): void {
 
     // Behind Node's parser a token it does not know never reaches the app (the test above covers what does).
     if (!h.fetchEntry) return;
-    it('invented method tokens through the fetch entry: 100,000 admit 2 and hold one scope and one bucket claim', async () => {
+    // 20,000 distinct tokens: past the 10,000 scopes and claims a limiter keeps (core's http/scope.ts), so a scope or
+    // claim per token would show here and so would a cap reached; 100,000 (the review's figure) proved no more, 5 times slower.
+    it('invented method tokens through the fetch entry: 20,000 admit 2 and hold one scope and one bucket claim', async () => {
       const { app, store, scopes } = await start([{ method: 'ALL', path: '/r' }]);
       const first = await fetchEach(app, app.port, [...ROTATED, ...Array.from({ length: 95 }, (_, i) => invented(i))], '/r');
       report(`all-method route, ${ROTATED.join('/')} then invented tokens (FOO, XYZ123, ...), through fetch`, `${count(first, 200)} of 102 admitted (limit ${LIMIT})`);
-      const flood = await fetchEach(app, app.port, Array.from({ length: 100_000 }, (_, i) => `T${i.toString(36).toUpperCase()}`), '/r');
-      report('100,000 distinct invented tokens through fetch', `${count(flood, 200)} admitted, scopes ${scopes.size}, bucket claims ${bucketClaimsHeld(store)}`);
+      const flood = await fetchEach(app, app.port, Array.from({ length: 20_000 }, (_, i) => `T${i.toString(36).toUpperCase()}`), '/r');
+      report('20,000 distinct invented tokens through fetch', `${count(flood, 200)} admitted, scopes ${scopes.size}, bucket claims ${bucketClaimsHeld(store)}`);
       expect(count(first, 200)).toBe(LIMIT);
       expect(count(flood, 200)).toBe(0);
       expect([...scopes]).toEqual(['ALL /r']);
       expect(bucketClaimsHeld(store)).toBe(1);
-    }, 120_000);
+    }, 60_000);
   });
 }

@@ -1,9 +1,9 @@
-// The race through Nest: 8 processes, each a Nest app on one redis-server, 400 requests each in flight at once on one subject: every algorithm admits exactly its limit, on Express and on Fastify.
+// The race through Nest: 8 processes, each with a Nest app per platform on one redis-server, 400 requests each in flight at once on one subject: every algorithm admits exactly its limit, on Express and on Fastify.
 import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { allInFlightTogether, forkRaceChildren, inFlightTogetherMs, raceRound, startRedis, stopRaceChildren, type RedisServer } from '@floodgate/testing';
-import { RACE_ALGORITHMS, type NestRaceGo, type NestRaceReply, type NestRaceSetup } from './race/nest-race-child';
+import { RACE_ALGORITHMS, type NestRaceGo, type NestRacePlatform, type NestRaceReply, type NestRaceSetup } from './race/nest-race-child';
 
 const PROCESSES = 8;
 const IN_FLIGHT = Number(process.env.FLOODGATE_RACE_IN_FLIGHT ?? 400); // per process, all at once
@@ -11,13 +11,17 @@ const LIMIT = 100;
 const REPO = join(__dirname, '..', '..', '..');
 const ARTIFACT = join(REPO, '.artifacts', 'nest-race-results.json');
 
+const PLATFORMS: readonly NestRacePlatform[] = ['express', 'fastify'];
+
 let server: RedisServer;
-const children: ChildProcess[] = [];
+/** The 8 processes, each with one app per platform (a prefix each): started once for both platforms' rounds. */
+let children: ChildProcess[] = [];
 const results: Record<string, Record<string, unknown>> = {};
 
 beforeAll(async () => {
   server = await startRedis();
-}, 60_000);
+  children = await start(`nestrace-${Math.random().toString(36).slice(2, 8)}`);
+}, 180_000);
 
 afterAll(async () => {
   await stopRaceChildren(children.splice(0));
@@ -29,16 +33,14 @@ afterAll(async () => {
 }, 60_000);
 
 /** Forks the children: the TypeScript sources through SWC with Nest's decorators, workspace packages from their sources. */
-async function start(platform: NestRaceSetup['platform'], prefix: string): Promise<ChildProcess[]> {
-  const started = await forkRaceChildren(PROCESSES, {
+async function start(prefix: string): Promise<ChildProcess[]> {
+  return forkRaceChildren(PROCESSES, {
     entry: join(__dirname, 'race', 'nest-race-child.ts'),
     execArgv: ['--conditions=source', '-r', join(__dirname, 'race', 'swc-register.js')],
     cwd: REPO,
-    setup: { type: 'setup', platform, redisPort: server.port, prefix, limit: LIMIT, inFlight: IN_FLIGHT } satisfies NestRaceSetup,
+    setup: { type: 'setup', platforms: PLATFORMS, redisPort: server.port, prefix, limit: LIMIT, inFlight: IN_FLIGHT } satisfies NestRaceSetup,
     readyMs: 120_000,
   });
-  children.push(...started);
-  return started;
 }
 
 /**
@@ -65,17 +67,9 @@ async function round(list: ChildProcess[], go: NestRaceGo) {
   };
 }
 
-describe.each(['express', 'fastify'] as const)('%s: 8 Nest processes x 400 in flight on one subject, limit 100', (platform) => {
-  let list: ChildProcess[];
-  beforeAll(async () => {
-    list = await start(platform, `nestrace-${platform}-${Math.random().toString(36).slice(2, 8)}`);
-  }, 180_000);
-  afterAll(async () => {
-    await stopRaceChildren(list);
-  }, 30_000);
-
+describe.each(PLATFORMS)('%s: 8 Nest processes x 400 in flight on one subject, limit 100', (platform) => {
   it.each(RACE_ALGORITHMS.map((a) => [a]))('%s admits exactly 100', async (algorithm) => {
-    const summary = await round(list, { type: 'go', algorithm, subject: 'one-shared-subject' });
+    const summary = await round(children, { type: 'go', platform, algorithm, subject: 'one-shared-subject' });
     (results[platform] ??= {})[algorithm] = summary;
     console.log(`race | nest on ${platform} | ${algorithm}: ${summary.admitted} admitted of ${summary.requests} (limit ${LIMIT}), ${summary.denied} x 429, ${summary.failed} failed, all in flight together for ${summary.inFlightTogetherMs} ms, ${summary.scriptCalls} script calls`);
     expect(summary.requests).toBe(PROCESSES * IN_FLIGHT);

@@ -1,4 +1,4 @@
-// One process of the Nest race: a Nest app (Express or Fastify) on Redis; on 'go' it fires N requests at itself at once, all on one subject, and reports the statuses.
+// One process of the Nest race: a Nest app per platform (Express, Fastify) on Redis; on 'go' it fires N requests at one of them at once, all on one subject, and reports the statuses.
 import { Agent, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -12,9 +12,11 @@ import { FloodgateGuard, FloodgateModule, RateLimit, type RateLimitOptions } fro
 
 export const RACE_ALGORITHMS: readonly AlgorithmName[] = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'gcra'];
 
+export type NestRacePlatform = 'express' | 'fastify';
 export interface NestRaceSetup {
   type: 'setup';
-  platform: 'express' | 'fastify';
+  /** One app each, on a port of its own, with the prefix `${prefix}-${platform}`: one process start serves every platform's rounds. */
+  platforms: readonly NestRacePlatform[];
   redisPort: number;
   prefix: string;
   limit: number;
@@ -22,6 +24,7 @@ export interface NestRaceSetup {
 }
 export interface NestRaceGo {
   type: 'go';
+  platform: NestRacePlatform;
   algorithm: AlgorithmName;
   subject: string;
 }
@@ -41,11 +44,11 @@ function optionsFor(algorithm: AlgorithmName, limit: number): RateLimitOptions {
 }
 
 let setup: NestRaceSetup;
-let app: INestApplication;
-let port = 0;
+const apps = new Map<NestRacePlatform, { app: INestApplication; port: number }>();
 let client: Redis;
-// A connection per request: a kept-alive socket the server closed between rounds (its keepAliveTimeout) would fail a request.
-const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
+/** Kept alive between rounds (the servers keep idle sockets for 10 min: none closes one under a request), so a round's requests reuse the last round's connections. */
+const KEEP_ALIVE_MS = 600_000;
+const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 /** Requests of the current round that reached the guard (its key function ran). */
 let entered = 0;
 let onEntered: (() => void) | undefined;
@@ -55,6 +58,13 @@ async function onSetup(message: NestRaceSetup): Promise<void> {
   client = new Redis({ host: '127.0.0.1', port: message.redisPort, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
   client.on('error', () => undefined);
   await client.ping();
+  for (const platform of message.platforms) apps.set(platform, await startApp(platform, `${message.prefix}-${platform}`));
+  send({ type: 'ready', pid: process.pid });
+}
+
+/** The race app on one platform, listening, its scripts loaded. */
+async function startApp(platform: NestRacePlatform, prefix: string): Promise<{ app: INestApplication; port: number }> {
+  const message = setup;
   // One route per algorithm, each with its own options, as an app author writes them.
   class RaceController {}
   const proto = RaceController.prototype as unknown as Record<string, () => unknown>;
@@ -70,7 +80,7 @@ async function onSetup(message: NestRaceSetup): Promise<void> {
       FloodgateModule.forRoot({
         // A long timeout: the parent holds Redis stopped (SIGSTOP) until every process has sent its round.
         store: new RedisStore({ client, timeoutMs: 60_000 }),
-        prefix: message.prefix,
+        prefix,
         blockCacheSize: 0, // every request goes to Redis
         failMode: 'closed', // a store failure is never an admission
         key: (req: { headers: Record<string, unknown> }) => {
@@ -84,15 +94,17 @@ async function onSetup(message: NestRaceSetup): Promise<void> {
     providers: [{ provide: APP_GUARD, useClass: FloodgateGuard }],
   })
   class RaceModule {}
-  app = await NestFactory.create(RaceModule, message.platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false, abortOnError: false });
+  const app = await NestFactory.create(RaceModule, platform === 'express' ? new ExpressAdapter() : new FastifyAdapter(), { logger: false, abortOnError: false });
   await app.listen(0, '127.0.0.1');
-  port = ((app.getHttpServer() as Server).address() as AddressInfo).port;
+  const server = app.getHttpServer() as Server;
+  server.keepAliveTimeout = KEEP_ALIVE_MS;
+  const port = (server.address() as AddressInfo).port;
   // Loads every script (NOSCRIPT -> EVAL) and opens sockets before the race.
-  for (const algorithm of RACE_ALGORITHMS) await get(algorithm, `warm-up-${process.pid}`);
-  send({ type: 'ready', pid: process.pid });
+  for (const algorithm of RACE_ALGORITHMS) await get(port, algorithm, `warm-up-${process.pid}`);
+  return { app, port };
 }
 
-function get(algorithm: string, subject: string): Promise<number> {
+function get(port: number, algorithm: string, subject: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path: `/race/${algorithm}`, headers: { 'x-subject': subject }, agent }, (res) => {
       res.resume();
@@ -110,8 +122,9 @@ async function onGo(message: NestRaceGo): Promise<void> {
   let failed = 0;
   let firstReplyAt = 0;
   const allEntered = new Promise<void>((resolve) => (onEntered = resolve));
+  const { port } = apps.get(message.platform)!;
   const requests = Array.from({ length: setup.inFlight }, () =>
-    get(message.algorithm, message.subject).then(
+    get(port, message.algorithm, message.subject).then(
       (status) => {
         firstReplyAt ||= now();
         if (status === 200) admitted++;
@@ -141,7 +154,7 @@ process.on('message', (message: NestRaceSetup | NestRaceGo | { type: 'exit' }) =
         ? onGo(message)
         : (async () => {
             agent.destroy();
-            await app?.close();
+            for (const { app } of apps.values()) await app.close();
             client?.disconnect();
             process.exit(0);
           })();
