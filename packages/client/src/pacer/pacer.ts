@@ -58,6 +58,21 @@ export interface ScopeSnapshot {
 /** An answer that says the request was taken (2xx, 3xx). */
 const normal = (status: number) => status >= 200 && status < 400;
 
+/** A wait for a quota's reset draws jitter up to this fraction of itself (and jitterMs at most). */
+export const QUOTA_JITTER_FRACTION = 0.1;
+
+/**
+ * The most jitter a wait may draw: jitterMs for a Retry-After, and for a quota's reset at most a
+ * tenth of the wait. Jitter spreads callers told the same moment; a reset seconds away still spreads
+ * them over jitterMs, but against a sliding window whose next unit is 200 ms away (the ms Floodgate
+ * sends, issue #46) a client waits once per unit, and 125 ms of jitter on average per 200 ms wait
+ * cost it more than the 1.3x of the fastest that issue #46 allows (docs/client.md).
+ */
+function jitterCap(jitterMs: number, hold: Hold, t: number): number {
+  if (hold.reason !== 'quota' || hold.until === undefined) return jitterMs;
+  return Math.min(jitterMs, Math.floor(Math.max(0, hold.until - t) * QUOTA_JITTER_FRACTION));
+}
+
 /** The policy name a spacing learned from Retry-After goes by, in wait events and errors. */
 export const LEARNED_POLICY = '(learned from Retry-After)';
 
@@ -156,7 +171,8 @@ export class Pacer {
       if (hold.until !== undefined) {
         if (jitterFor !== hold.until) {
           jitterFor = hold.until;
-          jitter = jitterMs > 0 && hold.jitter !== false ? Math.floor(random() * (jitterMs + 1)) : 0;
+          const cap = jitterCap(jitterMs, hold, t);
+          jitter = cap > 0 && hold.jitter !== false ? Math.floor(random() * (cap + 1)) : 0;
         }
         waitMs = Math.max(0, hold.until - t) + jitter;
       }
