@@ -2,6 +2,7 @@
 import { RateLimitWaitError, type WaitReason } from '../errors';
 import { resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from '../options';
 import { parseRateLimit, type HeaderSource, type ProblemInfo, type RateLimitInfo } from '../parse';
+import { learnAnchor } from './anchor';
 import { pause } from './pause';
 import { MAX_QUOTAS_PER_SCOPE, ScopeState, type QuotaState, type Ticket } from './scope-state';
 
@@ -242,6 +243,9 @@ export class Pacer {
     const t = this.options.now();
     const limited = this.options.retryStatuses.has(response.status);
     if (response.status === 429) this.learnRounding(s, ticket);
+    // Alone: the only request of the scope in flight is this one (release() below takes it out).
+    const alone = s.inFlight.size === 1 && s.inFlight.has(ticket.seq);
+    const anchoredAt = learnAnchor(s.anchor, { info, admitted: normal(response.status), sentAt: ticket.sentAt, answeredAt: t, alone });
     const heard = new Set<string>();
     for (const o of info.quotas) {
       const key = keyOf(o.policy, o.partition);
@@ -259,6 +263,9 @@ export class Pacer {
         q.fromSecondStart = o.resetStartMs !== undefined && !s.resetsRoundedDown;
         const resetMs = q.fromSecondStart ? o.resetStartMs : o.resetMs;
         q.resetAt = resetMs !== undefined ? t + Math.min(resetMs, this.options.maxHoldMs) : undefined;
+        // A server seen to round down, whose reset follows one of this scope's requests by a time learned to the ms.
+        q.anchored = s.resetsRoundedDown && anchoredAt !== undefined && q.resetAt !== undefined && anchoredAt < q.resetAt;
+        if (q.anchored) q.resetAt = anchoredAt;
         q.observedSeq = Math.max(q.observedSeq, ticket.seq);
         q.probing = false;
       }
@@ -304,6 +311,8 @@ export class Pacer {
    * One 429 per scope at most, and only against a server that rounds down.
    */
   private learnRounding(s: ScopeState, ticket: Ticket): void {
+    // A request timed by the anchor model refused: the server is not what the model takes it for.
+    for (const q of s.quotas.values()) if (q.anchored && ticket.seq > q.observedSeq) s.anchor.broken = true;
     if (s.resetsRoundedDown) return;
     for (const q of s.quotas.values()) {
       if (q.fromSecondStart && q.probing && ticket.seq > q.observedSeq) s.resetsRoundedDown = true;
