@@ -81,9 +81,10 @@ function gridWindow(limit: number, windowMs: number, phaseMs: number): Server {
  * `latencyMs` after it is sent. The server's clock is the client's, `epoch` ms since the Unix epoch
  * at pacer time 0. Returns the 429s and the time from the first send to the last answer.
  */
-async function run(server: Server, n: number, { epoch = Date.UTC(2026, 11, 1, 12, 0, 0, 437), latencyMs = 3 } = {}) {
+async function run(server: Server, n: number, { epoch = Date.UTC(2026, 11, 1, 12, 0, 0, 437), latencyMs = 3, jitterMs = 0 } = {}) {
   let t = 0;
-  const pacer = new Pacer({ jitterMs: 0, maxRetries: 0, now: () => t });
+  // The most jitter every wait may draw.
+  const pacer = new Pacer({ jitterMs, random: () => 0.999, maxRetries: 0, now: () => t });
   let tooMany = 0;
   let done = 0;
   while (done < n) {
@@ -118,6 +119,14 @@ describe('a reset in Unix seconds rounded down, tied to the client\'s own reques
       expect(r.ms).toBeLessThanOrEqual(1.3 * fastest * (windowMs / 2_000));
     },
   );
+
+  it('draws no jitter for a moment it worked out from its own requests (no other client waits for it)', async () => {
+    for (const startMs of [437, 951, 12, 600, 250, 800]) {
+      const r = await run(slidingLog(10, 2_000), 60, { jitterMs: 250, epoch: Date.UTC(2026, 11, 1, 12, 0, 0, startMs) });
+      expect(r.tooMany).toBe(1);
+      expect(r.ms).toBeLessThanOrEqual(1.3 * fastest);
+    }
+  });
 
   it('costs at most one more 429 against a server it does not fit (a window on the clock grid), then reads whole seconds as before', async () => {
     for (const phaseMs of [300, 700]) {

@@ -220,7 +220,8 @@ export class Pacer {
       const change = pending > 0;
       // Nothing left and no reset known: the client cannot know when, so it sends and learns.
       if (q.resetAt === undefined && !change) continue;
-      const hold: Hold = { until: q.resetAt, change, reason: 'quota', policy: q.policy };
+      // A moment the anchor model worked out from this client's own requests is no other client's: no wave to spread.
+      const hold: Hold = { until: q.resetAt, change, reason: 'quota', policy: q.policy, ...(q.anchored ? { jitter: false } : {}) };
       if (!worst || (hold.until ?? -1) > (worst.until ?? -1)) worst = hold;
     }
     if (worst) return worst;
