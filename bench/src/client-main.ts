@@ -42,7 +42,7 @@ export function renderClientTable(rows: readonly ClientRow[], requests: number, 
   const lines = [
     `${requests} requests, one after another, to a limit of ${limit} per ${windowMs / 1000} s per client, each server on its own keys in one real`,
     `redis-server. "Fastest" is the least the limit allows: ${Math.ceil(requests / limit)} batches of ${limit}, the last starting ${seconds(ideal)} s after the first.`,
-    'pacedFetch runs with its defaults (jitter up to 250 ms per wait); "plain fetch" sends the same calls at once and does',
+    'pacedFetch runs with its defaults (jitter up to 250 ms per wait, a tenth of a reset\'s wait at most); "plain fetch" sends the same calls at once and does',
     'not retry, so each 429 is a call that did no work. Goal: 0 429s where the server sends quota fields (1 against a',
     'server that rounds a Unix-second reset down: how the client learns it), at most 1 where it sends only Retry-After.',
     '"Floor" is a loop that retries every 429 after 5 ms: the first moment this server takes each request, the least',

@@ -28,10 +28,10 @@ export interface PacingServerInfo {
 }
 
 export const SERVER_INFO: Record<PacingServerId, PacingServerInfo> = {
-  'floodgate-express-draft-6': { label: 'Floodgate on Express (default headers)', sends: 'RateLimit-Limit/-Remaining/-Reset (draft-6), Retry-After', retryAfterOnly: false },
-  'floodgate-fastify-draft-10': { label: "Floodgate on Fastify (headers: 'draft-10')", sends: 'RateLimit-Policy + RateLimit (draft-10), Retry-After', retryAfterOnly: false },
-  'floodgate-koa-legacy': { label: "Floodgate on Koa (headers: 'legacy')", sends: 'X-RateLimit-* (reset: Unix seconds), Retry-After', retryAfterOnly: false },
-  'floodgate-express-fixed-window': { label: "Floodgate on Express (algorithm: 'fixed-window')", sends: 'RateLimit-Limit/-Remaining/-Reset (draft-6), Retry-After', retryAfterOnly: false },
+  'floodgate-express-draft-6': { label: 'Floodgate on Express (default headers)', sends: 'RateLimit-Limit/-Remaining/-Reset (draft-6) + Floodgate-Reset-Ms, Retry-After', retryAfterOnly: false },
+  'floodgate-fastify-draft-10': { label: "Floodgate on Fastify (headers: 'draft-10')", sends: 'RateLimit-Policy + RateLimit (draft-10; t also in ms: floodgate-t-ms), Retry-After', retryAfterOnly: false },
+  'floodgate-koa-legacy': { label: "Floodgate on Koa (headers: 'legacy')", sends: 'X-RateLimit-* (reset: Unix seconds) + Floodgate-Reset-Ms, Retry-After', retryAfterOnly: false },
+  'floodgate-express-fixed-window': { label: "Floodgate on Express (algorithm: 'fixed-window')", sends: 'RateLimit-Limit/-Remaining/-Reset (draft-6) + Floodgate-Reset-Ms, Retry-After', retryAfterOnly: false },
   'floodgate-express-retry-after-only': { label: 'Floodgate on Express (headers: false)', sends: 'Retry-After on a 429 only', retryAfterOnly: true },
   'express-rate-limit-draft-6': { label: "express-rate-limit (standardHeaders: 'draft-6')", sends: 'RateLimit-* (draft-6), RateLimit-Policy, Retry-After', retryAfterOnly: false },
   'express-rate-limit-draft-7': { label: "express-rate-limit (standardHeaders: 'draft-7')", sends: 'RateLimit: limit=, remaining=, reset= (draft-7), Retry-After', retryAfterOnly: false },

@@ -254,7 +254,7 @@ function scenarios(h: AdapterHarness, mounting: Mounting, storeName: string, sto
       const r = await a.request('GET', '/a');
       expect(r.headers['ratelimit-limit']).toBeUndefined();
       expect(r.headers['ratelimit-policy']).toBe('"burst";q=2;w=1, "sustained";q=5;w=60');
-      expect(r.headers['ratelimit']).toBe('"burst";r=1;t=1, "sustained";r=4;t=45');
+      expect(r.headers['ratelimit']).toBe('"burst";r=1;t=1;floodgate-t-ms=1000, "sustained";r=4;t=45;floodgate-t-ms=45000');
       const policy = parseStructuredList(r.headers['ratelimit-policy']!);
       expect(policy.map(([name, params]) => [name, Object.fromEntries(params)])).toEqual([
         ['burst', { q: 2, w: 1 }],
@@ -262,8 +262,9 @@ function scenarios(h: AdapterHarness, mounting: Mounting, storeName: string, sto
       ]);
       const current = parseStructuredList(r.headers['ratelimit']!);
       expect(current.map(([name, params]) => [name, Object.fromEntries(params)])).toEqual([
-        ['burst', { r: 1, t: 1 }],
-        ['sustained', { r: 4, t: 45 }],
+        // The vendor parameter (docs/headers.md#the-reset-to-the-ms) is read beside r and t, breaking nothing.
+        ['burst', { r: 1, t: 1, 'floodgate-t-ms': 1000 }],
+        ['sustained', { r: 4, t: 45, 'floodgate-t-ms': 45000 }],
       ]);
     });
 
@@ -286,7 +287,8 @@ function scenarios(h: AdapterHarness, mounting: Mounting, storeName: string, sto
       expect(denied.status).toBe(429);
       expect(denied.headers['retry-after']).toBe('1');
       expect([denied.headers['ratelimit-limit'], denied.headers['ratelimit-remaining'], denied.headers['ratelimit-reset']]).toEqual(['2', '0', '1']);
-      expect(denied.headers['ratelimit']).toBe('"burst";r=0;t=1, "sustained";r=3;t=45');
+      expect(denied.headers['ratelimit']).toBe('"burst";r=0;t=1;floodgate-t-ms=1000, "sustained";r=3;t=45;floodgate-t-ms=45000');
+      expect(denied.headers['floodgate-reset-ms']).toBe('1000');
       expect(json(denied)['violated-policies']).toEqual(['burst']);
     });
 

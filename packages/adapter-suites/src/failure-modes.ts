@@ -27,7 +27,7 @@ interface Answer {
 type Reply = Answer & Fired;
 
 const ROUTES = ['/catalog', '/login', '/feed'];
-const QUOTA_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset'];
+const QUOTA_HEADERS = ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset', 'ratelimit-policy', 'ratelimit', 'x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset', 'floodgate-reset-ms'];
 
 /** Runs the kill/restart and pause/resume scenarios against one adapter (app-level limiter, per-route overrides). */
 export function runFaultScenarios(h: AdapterHarness): void {

@@ -91,8 +91,10 @@ export function runQuotaSuite(h: AdapterHarness): void {
       expect(resetSeconds(end, before, after)).toContain(Number(last.headers['ratelimit-reset']));
       expect(last.headers['ratelimit-remaining']).toBe('0');
       expect(last.headers['ratelimit-policy']).toBe(`"default";q=2;w=${(end - start0) / 1000}`);
-      const t = /"default";r=0;t=(\d+)$/.exec(String(last.headers['ratelimit']));
+      const t = /"default";r=0;t=(\d+);floodgate-t-ms=(\d+)$/.exec(String(last.headers['ratelimit']));
       expect(resetSeconds(end, before, after)).toContain(Number(t?.[1]));
+      // The same moment to the ms: within the second t names.
+      expect(Math.ceil(Number(t?.[2]) / 1000)).toBe(Number(t?.[1]));
       expect(Number(last.headers['retry-after'])).toBeGreaterThanOrEqual(Number(last.headers['ratelimit-reset']));
     });
 

@@ -24,8 +24,9 @@ export interface PacingOptions {
   maxWaitMs?: number;
   /**
    * Up to this many ms of random delay added to every wait for a reset or a Retry-After, so clients
-   * told the same moment do not come back in one wave. Only ever added: a wait is never shorter than
-   * the server asked. Default 250.
+   * told the same moment do not come back in one wave; a wait for a quota's reset draws at most a
+   * tenth of itself (a sliding window's next unit 200 ms away is not made up to 450 ms away). Only
+   * ever added: a wait is never shorter than the server asked. Default 250.
    */
   jitterMs?: number;
   /** How many times one call retries a 429 or 503 that carries Retry-After. Default 2. */

@@ -177,6 +177,26 @@ describe('X-RateLimit-*: the reset as delta seconds, Unix seconds or Unix ms', (
   });
 });
 
+describe("Floodgate's reset to the ms (floodgate-t-ms on draft-10, Floodgate-Reset-Ms beside draft-6 and X-RateLimit-*)", () => {
+  it('reads the ms in place of the whole seconds when they agree', () => {
+    const d10 = parseRateLimit({ 'ratelimit-policy': '"default";q=10;w=2', ratelimit: '"default";r=0;t=1;floodgate-t-ms=184' }, { nowMs: NOW });
+    expect(d10.quotas).toEqual([{ policy: 'default', unit: 'requests', limit: 10, windowMs: 2000, remaining: 0, resetMs: 184, resetConvention: 'delta-seconds' }]);
+    const d6 = parseRateLimit({ 'ratelimit-limit': '10', 'ratelimit-remaining': '0', 'ratelimit-reset': '1', 'floodgate-reset-ms': '184' }, { nowMs: NOW });
+    expect(d6.quotas).toEqual([{ policy: '', unit: 'requests', limit: 10, remaining: 0, resetMs: 184, resetConvention: 'delta-seconds' }]);
+    // A Unix second rounded up (Floodgate's legacy): the moment lies within the second before the one named.
+    const at = NOW + 1184;
+    const legacy = parseRateLimit({ 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.ceil(at / 1000)), 'floodgate-reset-ms': '1184' }, { nowMs: NOW });
+    expect(legacy.quotas).toEqual([{ policy: '', unit: 'requests', limit: 10, remaining: 0, resetMs: 1184, resetConvention: 'epoch-seconds' }]);
+  });
+
+  it('ignores ms that disagree with the whole seconds (later than they say, or a second or more earlier), or are not a whole number', () => {
+    const d10 = (param: string) => parseRateLimit({ ratelimit: `"default";r=0;t=2;${param}` }, { nowMs: NOW }).quotas[0].resetMs;
+    expect([d10('floodgate-t-ms=1500'), d10('floodgate-t-ms=2001'), d10('floodgate-t-ms=1000'), d10('floodgate-t-ms=1.5'), d10('floodgate-t-ms=-5'), d10('floodgate-t-ms="900"')]).toEqual([1500, 2000, 2000, 2000, 2000, 2000]);
+    const d6 = (ms: string) => parseRateLimit({ 'ratelimit-remaining': '0', 'ratelimit-reset': '2', 'floodgate-reset-ms': ms }, { nowMs: NOW }).quotas[0].resetMs;
+    expect([d6('1500'), d6('2001'), d6('1000'), d6('1.5'), d6('-5'), d6('soon')]).toEqual([1500, 2000, 2000, 2000, 2000, 2000]);
+  });
+});
+
 describe('resetToMs: the rule that tells delta seconds from Unix times', () => {
   it.each([
     [0, 0, 'delta-seconds'],

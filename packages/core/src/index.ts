@@ -39,7 +39,7 @@ export type { BreakerOptions } from './failure/breaker';
 export type { BreakerState } from './observe/states';
 export { HotKeyStore } from './hot-keys/hot-key-store';
 export type { HotKeyOptions, HotKeyStoreOptions, HotKeyStats } from './hot-keys/hot-key-store';
-export { formatHeaders, retryAfterSeconds, HEADER_DIALECTS } from './headers/format-headers';
+export { formatHeaders, retryAfterSeconds, HEADER_DIALECTS, T_MS_PARAM, RESET_MS_FIELD } from './headers/format-headers';
 export type { HeaderDialect, HeaderPair, FormatHeadersOptions } from './headers/format-headers';
 export { problemDetails, PROBLEM_CONTENT_TYPE, QUOTA_EXCEEDED_TYPE } from './headers/problem-details';
 export type { ProblemDetails } from './headers/problem-details';

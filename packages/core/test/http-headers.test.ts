@@ -26,6 +26,7 @@ describe('formatHeaders', () => {
       ['RateLimit-Limit', '10'],
       ['RateLimit-Remaining', '3'],
       ['RateLimit-Reset', '1'],
+      ['Floodgate-Reset-Ms', '400'],
     ]);
   });
 
@@ -33,7 +34,7 @@ describe('formatHeaders', () => {
     const pairs = formatHeaders(allowed, ['draft-10']);
     expect(pairs).toEqual([
       ['RateLimit-Policy', '"burst";q=10;w=1, "hourly";q=1000;w=3600'],
-      ['RateLimit', '"burst";r=3;t=1, "hourly";r=900;t=1800'],
+      ['RateLimit', '"burst";r=3;t=1;floodgate-t-ms=400, "hourly";r=900;t=1800;floodgate-t-ms=1800000'],
     ]);
   });
 
@@ -49,7 +50,19 @@ describe('formatHeaders', () => {
     const d = toDecision(huge, true, [{ allowed: true, remaining: 3, resetMs: 1e20, retryAfterMs: 0 }], 1);
     const pairs = formatHeaders(d, ['draft-10']);
     expect(get(pairs, 'RateLimit-Policy')).toBe('"burst";q=10;w=999999999999999');
-    expect(get(pairs, 'RateLimit')).toBe('"burst";r=3;t=999999999999999');
+    expect(get(pairs, 'RateLimit')).toBe('"burst";r=3;t=999999999999999;floodgate-t-ms=999999999999999');
+  });
+
+  it('sends the reset to the ms beside the whole seconds: a floodgate-t-ms parameter on draft-10, one Floodgate-Reset-Ms field for draft-6 and legacy', () => {
+    // A sliding window's next unit 183.2 ms away: t says 1 s, the ms say 184 (rounded up, never early).
+    const swc = resolveLimiterOptions({ limit: 10, windowMs: 2_000 }).limits;
+    const d = toDecision(swc, true, [{ allowed: true, remaining: 0, resetMs: 183.2, retryAfterMs: 0 }], 1);
+    const pairs = formatHeaders(d, ['draft-6', 'draft-10', 'legacy'], { now: () => 1_700_000_000_000 });
+    expect(get(pairs, 'RateLimit-Reset')).toBe('1');
+    expect(get(pairs, 'RateLimit')).toBe('"default";r=0;t=1;floodgate-t-ms=184');
+    // Once, whichever integer dialects are configured; never for draft-10 alone (its items carry it).
+    expect(pairs.filter(([name]) => name === 'Floodgate-Reset-Ms')).toEqual([['Floodgate-Reset-Ms', '184']]);
+    expect(get(formatHeaders(d, ['draft-10']), 'Floodgate-Reset-Ms')).toBeUndefined();
   });
 
   it('legacy sends X-RateLimit-Reset as a Unix time in seconds', () => {
@@ -57,6 +70,7 @@ describe('formatHeaders', () => {
       ['X-RateLimit-Limit', '10'],
       ['X-RateLimit-Remaining', '3'],
       ['X-RateLimit-Reset', '1700000001'],
+      ['Floodgate-Reset-Ms', '400'],
     ]);
   });
 
@@ -67,7 +81,8 @@ describe('formatHeaders', () => {
     const denied = toDecision(swc, false, [{ allowed: false, remaining: 0, resetMs: 105_000, retryAfterMs: 12_300 }], 1);
     const pairs = formatHeaders(denied, ['draft-6', 'draft-10']);
     expect(get(pairs, 'RateLimit-Reset')).toBe('13');
-    expect(get(pairs, 'RateLimit')).toBe('"default";r=0;t=13');
+    expect(get(pairs, 'RateLimit')).toBe('"default";r=0;t=13;floodgate-t-ms=12300');
+    expect(get(pairs, 'Floodgate-Reset-Ms')).toBe('12300');
     expect(get(pairs, 'Retry-After')).toBe('13');
   });
 

@@ -398,6 +398,7 @@ describe('createHttpLimiter', () => {
       ['RateLimit-Limit', '2'],
       ['RateLimit-Remaining', '0'],
       ['RateLimit-Reset', expect.stringMatching(/^[1-9]\d*$/)],
+      ['Floodgate-Reset-Ms', expect.stringMatching(/^[1-9]\d*$/)],
     ]);
   });
 

@@ -2,6 +2,7 @@
 import { RateLimitWaitError, type WaitReason } from '../errors';
 import { resolvePacingOptions, type PacingOptions, type ResolvedPacingOptions } from '../options';
 import { parseRateLimit, type HeaderSource, type ProblemInfo, type RateLimitInfo } from '../parse';
+import { learnAnchor } from './anchor';
 import { pause } from './pause';
 import { MAX_QUOTAS_PER_SCOPE, ScopeState, type QuotaState, type Ticket } from './scope-state';
 
@@ -57,6 +58,21 @@ export interface ScopeSnapshot {
 
 /** An answer that says the request was taken (2xx, 3xx). */
 const normal = (status: number) => status >= 200 && status < 400;
+
+/** A wait for a quota's reset draws jitter up to this fraction of itself (and jitterMs at most). */
+export const QUOTA_JITTER_FRACTION = 0.1;
+
+/**
+ * The most jitter a wait may draw: jitterMs for a Retry-After, and for a quota's reset at most a
+ * tenth of the wait. Jitter spreads callers told the same moment; a reset seconds away still spreads
+ * them over jitterMs, but against a sliding window whose next unit is 200 ms away (the ms Floodgate
+ * sends, issue #46) a client waits once per unit, and 125 ms of jitter on average per 200 ms wait
+ * cost it more than the 1.3x of the fastest that issue #46 allows (docs/client.md).
+ */
+function jitterCap(jitterMs: number, hold: Hold, t: number): number {
+  if (hold.reason !== 'quota' || hold.until === undefined) return jitterMs;
+  return Math.min(jitterMs, Math.floor(Math.max(0, hold.until - t) * QUOTA_JITTER_FRACTION));
+}
 
 /** The policy name a spacing learned from Retry-After goes by, in wait events and errors. */
 export const LEARNED_POLICY = '(learned from Retry-After)';
@@ -156,7 +172,8 @@ export class Pacer {
       if (hold.until !== undefined) {
         if (jitterFor !== hold.until) {
           jitterFor = hold.until;
-          jitter = jitterMs > 0 && hold.jitter !== false ? Math.floor(random() * (jitterMs + 1)) : 0;
+          const cap = jitterCap(jitterMs, hold, t);
+          jitter = cap > 0 && hold.jitter !== false ? Math.floor(random() * (cap + 1)) : 0;
         }
         waitMs = Math.max(0, hold.until - t) + jitter;
       }
@@ -203,7 +220,8 @@ export class Pacer {
       const change = pending > 0;
       // Nothing left and no reset known: the client cannot know when, so it sends and learns.
       if (q.resetAt === undefined && !change) continue;
-      const hold: Hold = { until: q.resetAt, change, reason: 'quota', policy: q.policy };
+      // A moment the anchor model worked out from this client's own requests is no other client's: no wave to spread.
+      const hold: Hold = { until: q.resetAt, change, reason: 'quota', policy: q.policy, ...(q.anchored ? { jitter: false } : {}) };
       if (!worst || (hold.until ?? -1) > (worst.until ?? -1)) worst = hold;
     }
     if (worst) return worst;
@@ -226,6 +244,9 @@ export class Pacer {
     const t = this.options.now();
     const limited = this.options.retryStatuses.has(response.status);
     if (response.status === 429) this.learnRounding(s, ticket);
+    // Alone: the only request of the scope in flight is this one (release() below takes it out).
+    const alone = s.inFlight.size === 1 && s.inFlight.has(ticket.seq);
+    const anchoredAt = learnAnchor(s.anchor, { info, admitted: normal(response.status), sentAt: ticket.sentAt, answeredAt: t, alone });
     const heard = new Set<string>();
     for (const o of info.quotas) {
       const key = keyOf(o.policy, o.partition);
@@ -243,6 +264,9 @@ export class Pacer {
         q.fromSecondStart = o.resetStartMs !== undefined && !s.resetsRoundedDown;
         const resetMs = q.fromSecondStart ? o.resetStartMs : o.resetMs;
         q.resetAt = resetMs !== undefined ? t + Math.min(resetMs, this.options.maxHoldMs) : undefined;
+        // A server seen to round down, whose reset follows one of this scope's requests by a time learned to the ms.
+        q.anchored = s.resetsRoundedDown && anchoredAt !== undefined && q.resetAt !== undefined && anchoredAt < q.resetAt;
+        if (q.anchored) q.resetAt = anchoredAt;
         q.observedSeq = Math.max(q.observedSeq, ticket.seq);
         q.probing = false;
       }
@@ -288,6 +312,8 @@ export class Pacer {
    * One 429 per scope at most, and only against a server that rounds down.
    */
   private learnRounding(s: ScopeState, ticket: Ticket): void {
+    // A request timed by the anchor model refused: the server is not what the model takes it for.
+    for (const q of s.quotas.values()) if (q.anchored && ticket.seq > q.observedSeq) s.anchor.broken = true;
     if (s.resetsRoundedDown) return;
     for (const q of s.quotas.values()) {
       if (q.fromSecondStart && q.probing && ticket.seq > q.observedSeq) s.resetsRoundedDown = true;

@@ -1,5 +1,6 @@
 // What one scope (by default one origin) knows: each policy/partition's quota, a Retry-After block, requests in flight.
 import type { QuotaUnit } from '../parse';
+import { newAnchorState, type AnchorState } from './anchor';
 
 /** One policy in one partition, as the latest response that spoke of it left it. */
 export interface QuotaState {
@@ -20,6 +21,8 @@ export interface QuotaState {
   probing?: boolean;
   /** `resetAt` is the start of a whole Unix second the server named (QuotaObservation.resetStartMs), not its end. */
   fromSecondStart?: boolean;
+  /** `resetAt` came from the scope's anchor model (anchor.ts), sooner than the end of the second named. */
+  anchored?: boolean;
 }
 
 /** Policies and partitions kept per scope at most; past it the one heard of longest ago goes. */
@@ -63,6 +66,8 @@ export class ScopeState {
    * server rounds its resets down, and from now on they are read as the end of the second they name.
    */
   resetsRoundedDown = false;
+  /** What this scope learned of a reset tied to its own requests (anchor.ts); used once resetsRoundedDown. */
+  readonly anchor: AnchorState = newAnchorState();
   /** Calls in acquire() for this scope now: a scope with any, or with requests in flight, is never let go. */
   waiting = 0;
   /** Sequence numbers of the requests in flight, in the order they were sent. */

@@ -131,6 +131,21 @@ function effectiveWindow(params: Parameters): number | undefined {
   return t === undefined ? w : w === undefined ? t : Math.max(t, w);
 }
 
+/** Floodgate's vendor parameter: `t` in whole ms (packages/core's format-headers.ts, T_MS_PARAM). */
+const T_MS = 'floodgate-t-ms';
+
+/**
+ * The effective window in seconds, to the ms when the item carries `floodgate-t-ms` and it agrees
+ * with the whole seconds (`t`, or the later of `t` and `w`): ceil(ms / 1000) equals them. A value
+ * that does not agree (a proxy that rewrote `t`, another server's parameter of the same name) is
+ * ignored, and the whole seconds are read as before: never earlier than `t` says by a second or more.
+ */
+function preciseWindow(params: Parameters, seconds: number | undefined): number | undefined {
+  const ms = count(params.get(T_MS));
+  if (seconds === undefined || ms === undefined || !Number.isInteger(ms) || Math.ceil(ms / 1000) !== seconds) return seconds;
+  return ms / 1000;
+}
+
 /**
  * draft-ietf-httpapi-ratelimit-headers-08 to -11: `RateLimit-Policy: "name";q=;qu=;w=;pk=` and
  * `RateLimit: "name";r=;t=;pk=` (or `a=;w=`, the names an open change to draft-11 proposes), every
@@ -172,7 +187,7 @@ export function parseDraft10(get: FieldLookup, clock: Clock): QuotaObservation[]
         limit: declared ? count(declared.params.get('q')) : undefined,
         windowMs: declared ? windowMs(declared.params) : undefined,
         remaining,
-        ...reset(effectiveWindow(params), clock),
+        ...reset(preciseWindow(params, effectiveWindow(params)), clock),
       }),
     );
   }
@@ -253,7 +268,25 @@ function threeFields(get: FieldLookup, clock: Clock, prefix: string, withPolicy:
       limit,
       windowMs: withPolicy ? policyWindow(get, limit) : undefined,
       remaining,
-      ...reset(resetValue, clock),
+      ...preciseReset(reset(resetValue, clock), get(RESET_MS_FIELD)),
     }),
   ];
+}
+
+/** Floodgate's field beside the integer dialects: their reset in whole ms from the response (core's format-headers.ts). */
+const RESET_MS_FIELD = 'floodgate-reset-ms';
+
+/**
+ * The reset to the ms when the response carries `Floodgate-Reset-Ms` and it agrees with the whole
+ * seconds: no later than the reset they name read at its latest (`resetMs`), and within the second
+ * before it for delta seconds (rounded up), the two seconds before it for a Unix second (rounded up
+ * by the server, read to its end by resetToMs). A value that does not agree (garbage, a field another hop set) is
+ * ignored and the whole seconds are read as before. Against a sliding window whose next unit is
+ * 200 ms away, whole seconds make a pacer sleep through units that expire unused (issue #46).
+ */
+function preciseReset(whole: ReturnType<typeof reset>, field: string | undefined): ReturnType<typeof reset> {
+  const ms = nonNegativeNumber(field);
+  const span = whole.resetConvention === 'epoch-seconds' ? 2000 : 1000;
+  if (whole.resetMs === undefined || ms === undefined || !Number.isInteger(ms) || ms > whole.resetMs || ms <= whole.resetMs - span) return whole;
+  return { resetMs: ms, resetConvention: whole.resetConvention };
 }

@@ -27,6 +27,8 @@ interface Quota {
 /** The largest Integer a structured field may carry (RFC 9651 s3.3.1: at most 15 digits). */
 const SF_INTEGER_MAX = 999_999_999_999_999;
 const seconds = (ms: number): number => Math.min(SF_INTEGER_MAX, Math.max(0, Math.ceil(ms / 1000)));
+/** Ms rounded up to a whole ms and capped like an SF Integer (so within any real window, ceil(wholeMs / 1000) is the seconds sent). */
+const wholeMs = (ms: number): number => Math.min(SF_INTEGER_MAX, Math.max(0, Math.ceil(ms)));
 const count = (n: number): string => String(Math.min(SF_INTEGER_MAX, Math.max(0, Math.floor(n))));
 
 /**
@@ -37,6 +39,24 @@ const count = (n: number): string => String(Math.min(SF_INTEGER_MAX, Math.max(0,
 function untilMs(q: Quota): number {
   return !q.allowed && q.retryAfterMs > 0 ? q.retryAfterMs : q.resetMs;
 }
+
+/**
+ * draft-10's `t` in whole milliseconds, a vendor parameter on each RateLimit item (the draft: "Other
+ * parameters are allowed", implementation-specific ones "SHOULD be prefixed with a vendor
+ * identifier"; a parser that does not know it ignores it). `t` is whole seconds rounded up, up to a
+ * second late: against a sliding window whose next unit is 200 ms away, a pacer that waits a whole
+ * second sleeps through units that expire unused at the window's end (issue #46).
+ * @floodgate/client reads it when it agrees with `t`.
+ */
+export const T_MS_PARAM = 'floodgate-t-ms';
+
+/**
+ * The same for the integer dialects (draft-6, legacy), whose fields take no parameters (a
+ * plain-integer parser of `RateLimit-Reset: 1;x=2` reads NaN): a field of its own beside them, the
+ * reset of the limit they describe in whole ms from the response. Sent once whichever of the two
+ * are configured; unknown fields are ignored by every other client.
+ */
+export const RESET_MS_FIELD = 'Floodgate-Reset-Ms';
 
 /** SF String (RFC 9651 s3.3.3): policy names are [A-Za-z0-9_.-], escaping is for safety only. */
 function sfString(value: string): string {
@@ -79,7 +99,10 @@ function draft10(d: Decision, out: HeaderPair[]): void {
     const w = l.windowMs % 1000 === 0 && l.windowMs > 0 ? `;w=${seconds(l.windowMs)}` : '';
     return `${sfString(l.policy)};q=${count(l.limit)}${w}`;
   });
-  const current = d.limits.map((l) => `${sfString(l.policy)};r=${count(l.remaining)};t=${seconds(untilMs(l))}`);
+  const current = d.limits.map((l) => {
+    const until = untilMs(l);
+    return `${sfString(l.policy)};r=${count(l.remaining)};t=${seconds(until)};${T_MS_PARAM}=${wholeMs(until)}`;
+  });
   out.push(['RateLimit-Policy', policy.join(', ')], ['RateLimit', current.join(', ')]);
 }
 
@@ -121,7 +144,12 @@ export function formatHeaders(
 ): HeaderPair[] {
   const out: HeaderPair[] = [];
   if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
-    for (let i = 0; i < dialects.length; i++) DIALECTS[dialects[i]](decision, out, options);
+    let integerDialect = false;
+    for (let i = 0; i < dialects.length; i++) {
+      DIALECTS[dialects[i]](decision, out, options);
+      if (dialects[i] !== 'draft-10') integerDialect = true;
+    }
+    if (integerDialect) out.push([RESET_MS_FIELD, String(wholeMs(untilMs(decision as Quota)))]);
   }
   if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {
     out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random))]);
