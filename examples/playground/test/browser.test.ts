@@ -143,8 +143,10 @@ describe('playground in Chromium', () => {
     expect(hot.tooMany).toBeGreaterThan(polite.sent);
     expect(hot.sent).toBe(hot.done + hot.tooMany);
     // 10 s at 5 per 2 s: the hot loop takes a window's 5 at once, is refused and locked out for 4 s,
-    // takes 5 more, is locked out for 8 s: two windows' worth. pacedFetch is never refused, never locked out.
-    expect(hot.done).toBeLessThanOrEqual(10);
+    // takes 5 more, is locked out for 8 s: two rounds. A round whose requests straddle a fixed window's
+    // edge (a loaded machine: a clean-clone run at load 25 saw 15) takes both windows' 5, so the bound
+    // that holds at any speed is 2 rounds x 2 windows. pacedFetch is never refused, never locked out.
+    expect(hot.done).toBeLessThanOrEqual(2 * 2 * 5);
     expect(polite.done).toBeGreaterThan(hot.done);
     expect(await page.locator('#clients-why').textContent()).toMatch(/^Why pacing wins: /);
     expect(await page.locator('.client-card[data-client="hot-loop"] [data-stat="too-many"] b').textContent()).toBe(String(hot.tooMany));

@@ -407,6 +407,13 @@ describe("the docs' runnable snippets, built with tsc against the packed package
           if (!first) await new Promise((r) => setTimeout(r, 50));
         }
         expect({ at, listening: first !== undefined, output }).toEqual({ at, listening: true, output: expect.any(String) });
+        // A route with failMode 'closed' answers 503 while its calls pass the store's 100 ms deadline
+        // (the snippet's default; a cold script load on a busy machine: a clean-clone run at load 25
+        // saw koa's README login answer 503 first), by design: asked again until Redis answers in time.
+        for (let i = 0; i < 100 && first!.status === 503; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          first = await send(port, method, path);
+        }
         expect({ at, status: first!.status < 400 }).toEqual({ at, status: true });
         // An answer past the store's 100 ms deadline (the snippet's default; a cold script load on a
         // busy machine) is decided locally and carries no quota headers, by design: one of the
