@@ -60,13 +60,28 @@ async function directClient(kind: Kind, port: number): Promise<{ client: RedisCl
   return { client: client as unknown as RedisClient, close: async () => void (client.isOpen && client.destroy()) };
 }
 
+/**
+ * One topology per kind (the first kind's failovers leave its topology changed), both started
+ * together: each is five processes that mostly wait on one another (sync, the sentinels meeting).
+ */
+const topologies = new Map<Kind, RedisSentinelHandle>();
+beforeAll(async () => {
+  const started = await Promise.allSettled(KINDS.map(() => startRedisSentinel()));
+  started.forEach((s, i) => s.status === 'fulfilled' && topologies.set(KINDS[i], s.value));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) throw failed.reason;
+}, 60_000);
+afterAll(async () => {
+  await Promise.all([...topologies.values()].map((t) => t.stop()));
+});
+
 describe.each(KINDS)('%s', (kind) => {
   let topology: RedisSentinelHandle;
   const closers: (() => Promise<void>)[] = [];
 
-  beforeAll(async () => {
-    topology = await startRedisSentinel();
-  }, 60_000);
+  beforeAll(() => {
+    topology = topologies.get(kind)!;
+  });
   afterAll(async () => {
     for (const close of closers) await close();
     await topology?.stop();

@@ -103,12 +103,14 @@ export interface KillTimeline {
 
 /**
  * Under a running load: healthy answers, SIGKILL, the breaker opens, answers during the outage,
- * restart on the same port, limiting resumes, then `settleMs` for answers in flight.
+ * restart on the same port, limiting resumes, then `settleMs` for answers in flight. `openMs`
+ * (default 600): how long the outage lasts at least once the breaker is open, time for its probes;
+ * a scenario that checks the answers alone passes 0 and waits for enough of them only.
  */
 export async function killAndRestart(
   server: RedisServer,
   watch: FaultWatch,
-  steps: { onKill?: () => void; onRestarted?: () => void; settleMs?: number } = {},
+  steps: { onKill?: () => void; onRestarted?: () => void; settleMs?: number; openMs?: number } = {},
 ): Promise<KillTimeline> {
   await sleep(300);
   await waitFor('answers while healthy', () => watch.enough(0));
@@ -117,7 +119,7 @@ export async function killAndRestart(
   await server.kill();
   const downAt = performance.now();
   await waitFor('the breaker to open', () => watch.breakerOpen());
-  await sleep(600);
+  await sleep(steps.openMs ?? 600);
   await waitFor('answers during the outage', () => watch.enough(killedAt));
   const restartedAt = performance.now();
   await server.restart();
@@ -138,12 +140,14 @@ export interface PauseTimeline {
 
 /**
  * Under a running load: SIGSTOP, the breaker opens (calls pass the store deadline), a second of
- * answers while it is open, SIGCONT, limiting resumes, then `settleMs`. Redis is resumed whatever fails.
+ * answers while it is open (`openMs`, default 1000: time for its probes; a scenario that checks the
+ * answers alone passes 0 and waits for enough of them only), SIGCONT, limiting resumes, then
+ * `settleMs`. Redis is resumed whatever fails.
  */
 export async function pauseAndResume(
   server: RedisServer,
   watch: FaultWatch,
-  steps: { onPause?: () => void; settleMs?: number } = {},
+  steps: { onPause?: () => void; settleMs?: number; openMs?: number } = {},
 ): Promise<PauseTimeline> {
   await sleep(300);
   const pausedAt = performance.now();
@@ -151,7 +155,7 @@ export async function pauseAndResume(
   return whilePaused(server, async (resume) => {
     await waitFor('the breaker to open', () => watch.breakerOpen());
     const openedAt = performance.now();
-    await sleep(1_000);
+    await sleep(steps.openMs ?? 1_000);
     await waitFor('answers while the breaker is open', () => watch.enough(openedAt));
     const resumedAt = performance.now();
     resume();

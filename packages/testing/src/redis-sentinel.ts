@@ -54,6 +54,15 @@ export interface RedisSentinelHandle {
 }
 
 const NAME = 'floodgate';
+/**
+ * Sentinel's own periods (SENTINEL DEBUG, Redis 7.0+), shortened from their defaults (INFO every
+ * 10 s, hello every 2 s): a sentinel turns a demoted master that still says it is a master into a
+ * replica only after it has reported that role for 4 hello periods and been polled again, so with
+ * the defaults a SENTINEL FAILOVER left the old master a master for about 10 s. With these it is
+ * converted within about 1.5 s. Promotion on a kill is untouched (down-after-milliseconds, and the
+ * INFO period Sentinel itself uses during a failover: 1 s).
+ */
+const SENTINEL_PERIODS = ['info-period', '250', 'publish-period', '250'];
 const READY_TIMEOUT_MS = 30_000;
 const FAILOVER_TIMEOUT_MS = 30_000;
 
@@ -224,6 +233,7 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
       ),
     );
     started.push(...sentinels);
+    await Promise.all(sentinels.map((s) => respCommand(s.port, ['SENTINEL', 'DEBUG', ...SENTINEL_PERIODS])));
     const handle = new LocalSentinel([master, replica], sentinels, options.password);
     await handle.waitUntilReady();
     return handle;

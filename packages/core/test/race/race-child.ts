@@ -1,8 +1,9 @@
 // One process of the race test: on 'go', fires N requests at once on one shared subject, says when all are sent, and reports how many were admitted.
-import { GlideClient, GlideClusterClient, Logger as GlideLogger } from '@valkey/valkey-glide';
-import { Cluster, Redis } from 'ioredis';
-import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
-import { createClient, createCluster } from 'redis';
+// The clients are loaded when setup names one (each child uses one: loading all four cost each of 8 children about a second).
+import type * as Glide from '@valkey/valkey-glide';
+import type * as IORedis from 'ioredis';
+import type * as IOValkey from 'iovalkey';
+import type * as NodeRedis from 'redis';
 import { createLimiter, RedisStore, type AlgorithmName, type CoalesceMode, type Limiter, type LimitOptions, type RedisClient } from '../../src';
 
 export interface RaceSetup {
@@ -86,6 +87,7 @@ function optionsFor(algorithm: AlgorithmName, limit: number): LimitOptions {
 async function onSetup(message: RaceSetup): Promise<void> {
   setup = message;
   if (message.client === 'node-redis') {
+    const { createClient, createCluster }: typeof NodeRedis = await import('redis');
     const nodeRedis = message.cluster
       ? createCluster({ rootNodes: message.cluster.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) })
       : createClient({ url: `redis://127.0.0.1:${message.port}` });
@@ -94,6 +96,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
     client = nodeRedis as unknown as typeof client;
     closeClient = () => void (nodeRedis.isOpen && nodeRedis.destroy());
   } else if (message.client === 'glide') {
+    const { GlideClient, GlideClusterClient, Logger: GlideLogger }: typeof Glide = await import('@valkey/valkey-glide');
     GlideLogger.setLoggerConfig('off'); // its core writes to stdout (a warning per NOSCRIPT); the parent reads the results
     const addresses = message.cluster ?? [{ host: '127.0.0.1', port: message.port }];
     const glide = message.cluster
@@ -103,6 +106,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
     client = glide as unknown as typeof client;
     closeClient = () => glide.close();
   } else if (message.client === 'iovalkey') {
+    const { Cluster: ValkeyCluster, Redis: Valkey }: typeof IOValkey = await import('iovalkey');
     const valkey = message.cluster
       ? new ValkeyCluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
       : new Valkey({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
@@ -111,6 +115,7 @@ async function onSetup(message: RaceSetup): Promise<void> {
     client = valkey as unknown as typeof client;
     closeClient = () => valkey.disconnect();
   } else {
+    const { Cluster, Redis }: typeof IORedis = await import('ioredis');
     const ioredis = message.cluster
       ? new Cluster(message.cluster, { retryDelayOnFailover: 0, redisOptions: { autoResendUnfulfilledCommands: false } })
       : new Redis({ host: '127.0.0.1', port: message.port, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 1 });
