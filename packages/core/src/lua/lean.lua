@@ -2,14 +2,15 @@
 -- defined or parsed: consume ('c') or peek ('p'), each subject ONE limit, no lock-out, no override,
 -- optionally several subjects ('M', every group header '1' or '=') and the test clock ('T').
 -- stores/redis/protocol.ts (encodeGroupsOf) sends a call here only when it has that shape; every
--- other call goes to main.lua. KEYS, ARGV and the reply are main.lua's (protocol.ts defines them):
+-- other call goes to main.lua. KEYS and ARGV are main.lua's (protocol.ts defines them):
 --   KEYS      each subject's state key, in order
 --   ARGV[1]   'c' or 'p', then the flags 'M' and 'T' if any
 --   ARGV      one subject: costs, algorithm id, capacity, period (ARGV[2..5]); with 'M', per group
 --             '1', costs, id, capacity, period, or '=' and costs (the limit of the group before);
 --             with 'T', the UNSAFE test clock last
---   reply     the clock in ms, then per request: allowedAll, lockedMs (0), allowed, remaining,
---             resetMs, retryAfterMs
+--   reply     the clock in ms, then per request: allowed, remaining, resetMs, retryAfterMs (main.lua's
+--             without allowedAll and lockedMs, which with one limit and no lock-out say nothing more:
+--             parseReply reads a lean call's reply so); a subject's own error: -1, its text, 0, 0
 -- Clock     redis.call('TIME') unless 'T'. Writes, expiry and a subject's own errors exactly as in
 --           main.lua: the same chunks' check() decides, the prelude's cache writes at the end.
 -- Redis runs the whole body on every call and every closure and table it makes costs each call:
@@ -30,78 +31,74 @@ if not now then
   now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
 end
 local commit = mode == 'c'
-local out = { now, 0, 0, 0, 0, 0, 0 }
+-- The reply, sized at once for the common call (one request: 5 entries); longer ones grow.
+local out = { now, 0, 0, 0, 0 }
 local n = 1
--- `n` after the last request decide() answered in full (see `guarded`).
+-- `n` after the last request decide() answered in full (see the loop below).
 local done = 1
--- One subject's requests on its one limit, in arrival order (main.lua's decide for this shape).
-local function decide(key, costs, id, cap, period)
-  local pos = 1
-  while pos do
-    local sep = string.find(costs, ',', pos, true)
-    local c = costs
-    if sep then
-      c, pos = string.sub(costs, pos, sep - 1), sep + 1
-    else
-      if pos > 1 then c = string.sub(costs, pos) end
-      pos = nil
-    end
-    -- `cost`, or `cost:token` (a lease's).
-    local cost, token = tonumber(c), nil
-    if not cost then
-      local colon = string.find(c, ':', 1, true)
-      cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
+-- One subject's requests on its one limit (`check` its chunk's), in arrival order: main.lua's decide for this shape.
+local function decide(key, costs, check, cap, period)
+  -- One plain cost, the common call, is a number as it stands; else the entries, split on ','
+  -- without an iterator, each `cost` or `cost:token` (a lease's).
+  local cost, pos = tonumber(costs), nil
+  if not cost then pos = 1 end
+  repeat
+    local token = nil
+    if pos then
+      local sep = string.find(costs, ',', pos, true)
+      local c
+      if sep then c, pos = string.sub(costs, pos, sep - 1), sep + 1 else c, pos = string.sub(costs, pos), nil end
+      cost = tonumber(c)
+      if not cost then
+        local colon = string.find(c, ':', 1, true)
+        cost, token = tonumber(string.sub(c, 1, colon - 1)), string.sub(c, colon + 1)
+      end
     end
     local allowed, remaining, reset, retry, f, a, b, d, e = 0, 0, 0, 0, nil, nil, nil, nil, nil
-    if cap ~= 0 then allowed, remaining, reset, retry, f, a, b, d, e = CHECK[id](key, now, cap, period, cost, token) end
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = allowed, 0, allowed, remaining, reset, retry
-    n = n + 6
+    if cap ~= 0 then allowed, remaining, reset, retry, f, a, b, d, e = check(key, now, cap, period, cost, token) end
+    out[n + 1], out[n + 2], out[n + 3], out[n + 4] = allowed, remaining, reset, retry
+    n = n + 4
     if allowed == 1 and commit then f(key, a, b, d, e) end
     done = n
-  end
+  until not pos
 end
--- decide(), with a subject's own failure kept to its requests not yet answered (main.lua's Errors).
-local function guarded(key, costs, id, cap, period)
+-- Each subject in turn (one, or with 'M' each group), its limit read when sent: id (its chunk's
+-- check, registered under the id as ARGV carries it), capacity, period (a number, or a calendar
+-- window's boundaries, which its chunk reads). decide() under pcall: a subject's own failure fails
+-- its requests not yet answered, never the call (main.lua's Errors).
+local arg, k, check, cap, period = 2, 1, nil, 0, nil
+while arg <= lastArg do
+  local costs
+  if not many then
+    costs, check, cap, period = ARGV[2], CHECK[ARGV[3]], tonumber(ARGV[4]), ARGV[5]
+    period = tonumber(period) or period
+    arg = lastArg + 1
+  elseif ARGV[arg] == '=' then
+    costs = ARGV[arg + 1]
+    arg = arg + 2
+  else
+    costs, check, cap, period = ARGV[arg + 1], CHECK[ARGV[arg + 2]], tonumber(ARGV[arg + 3]), ARGV[arg + 4]
+    period = tonumber(period) or period
+    arg = arg + 5
+  end
   local start = n
   done = n
-  local ok, e = pcall(decide, key, costs, id, cap, period)
-  if ok then return end
-  if type(e) == 'table' then e = e.err end
-  e = tostring(e)
-  local code = string.match(e, '^(%u+)[ ]')
-  if code and code ~= 'WRONGTYPE' then error({ err = e }) end
-  local left = 1
-  for _ in string.gmatch(costs, ',') do left = left + 1 end
-  left = left - (done - start) / 6
-  n = done
-  for _ = 1, left do
-    out[n + 1], out[n + 2], out[n + 3], out[n + 4], out[n + 5], out[n + 6] = -1, e, 0, 0, 0, 0
-    n = n + 6
-  end
-end
--- A limit's ARGV: id, capacity, period (a number, or a calendar window's boundaries, which its chunk reads).
-local a0 = 3
-if many then a0 = 4 end
-local id, cap, period = tonumber(ARGV[a0]), tonumber(ARGV[a0 + 1]), ARGV[a0 + 2]
-period = tonumber(period) or period
-if many then
-  local arg, k = 2, 1
-  while arg <= lastArg do
-    if ARGV[arg] == '=' then
-      guarded(KEYS[k], ARGV[arg + 1], id, cap, period)
-      arg = arg + 2
-    else
-      if arg > 2 then
-        id, cap, period = tonumber(ARGV[arg + 2]), tonumber(ARGV[arg + 3]), ARGV[arg + 4]
-        period = tonumber(period) or period
-      end
-      guarded(KEYS[k], ARGV[arg + 1], id, cap, period)
-      arg = arg + 5
+  local ok, e = pcall(decide, KEYS[k], costs, check, cap, period)
+  if not ok then
+    if type(e) == 'table' then e = e.err end
+    e = tostring(e)
+    local code = string.match(e, '^(%u+)[ ]')
+    if code and code ~= 'WRONGTYPE' then error({ err = e }) end
+    local left = 1
+    for _ in string.gmatch(costs, ',') do left = left + 1 end
+    left = left - (done - start) / 4
+    n = done
+    for _ = 1, left do
+      out[n + 1], out[n + 2], out[n + 3], out[n + 4] = -1, e, 0, 0
+      n = n + 4
     end
-    k = k + 1
   end
-else
-  guarded(KEYS[1], ARGV[2], id, cap, period)
+  k = k + 1
 end
 flush()
 return out

@@ -56,6 +56,8 @@ import type { StoreRequest, StoreResult } from '../store';
  * release and renew): the same protocol for its commonest shape alone, consume or peek with one
  * limit per subject, no lock-out and no override. Redis runs a script's whole body on every call,
  * so a call of that shape is sent to the lean one (leanOf) and pays for nothing it does not use.
+ * Its reply leaves out allowedAll and lockedMs (with one limit and no lock-out, `allowed` and 0):
+ * per request allowed, remaining, resetMs, retryAfterMs, or -1 and the error's text, 0, 0.
  */
 
 /** One script per limit kind, run when every limit of a call uses it, a pair's (made when first used), and `all` for mixed limits. */
@@ -102,7 +104,7 @@ function cut(source: string, cuts: readonly [string, string][]): string {
 function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[], lean = false): Script {
   const chunks = algorithms.map((a) =>
     lean
-      ? `do\n${a.lua.replace(UNUSED_WHEN_LEAN, '')}CHECK[${a.id}] = check\nend\n`
+      ? `do\n${a.lua.replace(UNUSED_WHEN_LEAN, '')}CHECK['${a.id}'] = check\nend\n`
       : `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}${a.family === 'rate' ? `HOLD[${a.id}] = debit\n` : ''}end\n`,
   );
   const main = lean ? LUA_LEAN : LUA_MAIN;
@@ -167,6 +169,8 @@ export interface ScriptCall {
   readonly settle?: boolean;
   /** A hold call (shaping): an admitted request's lockedMs slot is its delay. */
   readonly hold?: boolean;
+  /** Sent to a lean script: each request's reply is its one limit's four values (see the top of this file). */
+  readonly lean?: boolean;
 }
 
 const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's', hold: 'h' } as const;
@@ -220,7 +224,8 @@ export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => Sto
   let keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
   if (ov) keys = [...keys, ov.key];
   const limitCount = request.limits.length;
-  const script = leanShape(request, limitCount) && !settle ? leanOf(scriptFor(request.limits)) : scriptFor(request.limits);
+  if (leanShape(request, limitCount)) return { script: leanOf(scriptFor(request.limits)), keys, argv, limitCount, requestCount: items.length, lean: true };
+  const script = scriptFor(request.limits);
   if (request.mode === 'hold') return ov ? { script, keys, argv, limitCount, requestCount: items.length, hold: true, override: true } : { script, keys, argv, limitCount, requestCount: items.length, hold: true };
   if (ov) return { script, keys, argv, limitCount, requestCount: items.length, override: true };
   return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
@@ -296,7 +301,8 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
   }
   if (testNow !== undefined) argv.push(testNow);
   const script = scriptFor(first.limits);
-  const call = { script: lean ? leanOf(script) : script, keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
+  if (lean) return { script: leanOf(script), keys, argv, limitCount: 1, requestCount, groups: shapes, lean: true };
+  const call = { script, keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
   return first.mode === 'hold' ? { ...call, hold: true } : call;
 }
 
@@ -332,7 +338,8 @@ export function scriptError(said: string): FloodgateError {
 export type ReplyEntry = StoreResult | FloodgateError;
 
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold' | 'override'>): ReplyEntry[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold' | 'override' | 'lean'>): ReplyEntry[] {
+  if (call.lean) return parseLeanReply(reply, call.requestCount);
   const groups = call.groups ?? [call];
   let expected = 1;
   let requests = 0;
@@ -369,6 +376,23 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
       else if (call.settle) out[o++] = { at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' };
       else out[o++] = lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results };
     }
+  }
+  return out;
+}
+
+/** A lean script's reply (see the top of this file): the clock, then four values per request. */
+function parseLeanReply(reply: unknown, requests: number): ReplyEntry[] {
+  if (!Array.isArray(reply) || reply.length !== 1 + 4 * requests) {
+    throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
+  }
+  const now = Number(reply[0]);
+  const out: ReplyEntry[] = new Array(requests);
+  for (let r = 0, at = 1; r < requests; r++, at += 4) {
+    const allowed = reply[at];
+    out[r] =
+      allowed === -1
+        ? scriptError(String(reply[at + 1]))
+        : { at: now, allowed: allowed === 1, results: [{ allowed: allowed === 1, remaining: Number(reply[at + 1]), resetMs: Number(reply[at + 2]), retryAfterMs: Number(reply[at + 3]) }] };
   }
   return out;
 }
