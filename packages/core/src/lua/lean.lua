@@ -27,8 +27,9 @@ if #mode > 1 then
   mode = string.sub(mode, 1, 1)
 end
 if not now then
+  -- TIME's two strings read by arithmetic, which converts them as tonumber would without its C call.
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  now = t[1] * 1000 + floor(t[2] / 1000)
 end
 local commit = mode == 'c'
 -- The reply, sized at once for the common call (one request: 5 entries); longer ones grow.

@@ -53,7 +53,7 @@ end
 -- (ms, by Redis's clock). Every write of window w sets the same absolute expiry, so a stored state
 -- `s` (HMGET, its window first) of window w already carries it: false, and no PEXPIRE is sent.
 local function windowTtl(s, w, now, stop)
-  if s[1] and tonumber(s[1]) == w then return false end
+  if s[1] and s[1] + 0 == w then return false end
   return ttl(stop - now)
 end
 -- optional: sget
