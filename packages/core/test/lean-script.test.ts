@@ -97,7 +97,7 @@ elseif t == 'string' then v = redis.call('GET', KEYS[1]) end
 return { t, redis.call('PTTL', KEYS[1]), v }`;
 
 describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the same calls on twin keys', (name) => {
-  it('give the same answers and leave the same states (300 generated calls: one subject or several, coalesced requests, peeks, costs 0 to 3)', async () => {
+  it('give the same answers and leave the same states (300 generated calls: one subject or several, a subject in two groups, coalesced requests, peeks, costs 0 to 3)', async () => {
     const limit = LIMITS[name];
     const lease = limit.algorithm === 'concurrency';
     const next = random(name.length * 7919);
@@ -111,10 +111,13 @@ describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the sa
       const mode = next() < 0.15 ? 'peek' : 'consume';
       for (let s = 0; s < subjects; s++) {
         const group: StoreRequest[] = [];
+        // Sometimes a subject twice in one call (two limiters on one prefix): the write of one
+        // group must reach the next one's read, whether it went straight to Redis or through the cache.
+        const subject = Math.floor(next() * 4);
         const requests = 1 + Math.floor(next() * 3);
         for (let r = 0; r < requests; r++) {
           const extra: Partial<StoreRequest> = lease ? { mode, token: `t${token++}` } : { mode };
-          group.push(request(`${name}-s${(i + s) % 4}`, limit, Math.floor(next() * 4), extra));
+          group.push(request(`${name}-s${subject}`, limit, Math.floor(next() * 4), extra));
         }
         groups.push(group);
       }

@@ -43,6 +43,8 @@ local function decide(key, costs, check, cap, period)
   -- without an iterator, each `cost` or `cost:token` (a lease's).
   local cost, pos = tonumber(costs), nil
   if not cost then pos = 1 end
+  -- One plain cost is one request: its writes need no cache (the prelude's DIRECT).
+  DIRECT = not pos
   repeat
     local token = nil
     if pos then
