@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { AlgorithmName } from '@floodgate/core';
 import { startCountedRedis, type CountedRedis } from './instructions-callgrind';
-import { scriptCall } from './script-call';
+import { groupsCall, scriptCall } from './script-call';
 import { DEFAULT_ALGORITHM } from './types';
 
 /** The least a limiter's script can do: Redis's clock, one hash read, one hash write with its expiry. */
@@ -45,7 +45,26 @@ interface Variant {
   name: string;
   /** One call; `i` is the call's number (a fresh subject per call where the variant wants one). */
   call: (redis: CountedRedis, i: number) => Promise<unknown>;
+  /** Decisions per call (default 1): the table also gives instructions per decision. */
+  decisions?: number;
   load?: string;
+}
+
+/**
+ * Floodgate's script as a Redis Function library (Redis 7, FUNCTION LOAD, FCALL): a measurement, not
+ * wired into RedisStore. Its helpers and chunks are defined once, when the library loads; each call
+ * runs the main part alone, with fresh write-cache tables. What a call would cost if Redis kept the
+ * definitions between calls, which EVALSHA never does.
+ */
+export function asFunctionLibrary(source: string, name: string): string {
+  const at = source.indexOf('\nlocal mode = ARGV[1]');
+  if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line: instructions-scripts.ts must learn its new shape");
+  if (!source.includes('local CACHE, DIRTY, ORDER = {}, {}, {}')) throw new Error("Floodgate's prelude no longer declares its write cache as instructions-scripts.ts expects");
+  // A library's load code sees no `string` or `math` (Redis 7.0): the prelude's locals of theirs are set per call.
+  const aliases = 'local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max\n';
+  if (!source.includes(aliases)) throw new Error("Floodgate's prelude no longer aliases string.format and math's functions as instructions-scripts.ts expects");
+  const definitions = source.slice(0, at).replace(aliases, 'local format, floor, ceil, max\n');
+  return `#!lua name=${name}\n${definitions}\nredis.register_function('${name}', function(KEYS, ARGV)\nCACHE, DIRTY, ORDER = {}, {}, {}\n${aliases.slice(6)}${source.slice(at)}\nend)\n`;
 }
 
 /** Floodgate's script cut short where its main part starts: what defining its helpers and chunks costs a call. */
@@ -54,6 +73,12 @@ export function definitionsOnly(source: string): string {
   if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line: instructions-scripts.ts must learn its new shape");
   return `${source.slice(0, at)}\ndo return 1 end${source.slice(at)}`;
 }
+
+/** The Redis Function the measurement loads (asFunctionLibrary). */
+const FUNCTION_NAME = 'floodgate_bench';
+
+/** Subjects in the batch variant: about what one call carried at 10 connections, 10,000 callers (issue #44). */
+const BATCH = 6;
 
 function variants(algorithm: AlgorithmName, sha: (source: string) => string): Variant[] {
   const defs = definitionsOnly(scriptCall(algorithm, 1e9, 3_600_000, 'x').source);
@@ -75,6 +100,22 @@ function variants(algorithm: AlgorithmName, sha: (source: string) => string): Va
     { name: `Floodgate's script (${algorithm}) cut before its main part: definitions only`, load: defs, call: (r) => r.admin.evalsha(sha(defs), 0) },
     { name: `Floodgate's script (${algorithm}), one subject`, call: floodgate(() => 'fgb:{one}:1') },
     { name: `Floodgate's script (${algorithm}), a new subject per call`, call: floodgate((i) => `fgb:{s${i}}:1`) },
+    {
+      name: `Floodgate's script (${algorithm}) as a Redis Function (measurement only: definitions made once, at FUNCTION LOAD), one subject`,
+      call: (r) => {
+        const [, ...args] = scriptCall(algorithm, 1e9, 3_600_000, 'fgf:{one}:1').evalsha;
+        return r.admin.call('FCALL', FUNCTION_NAME, ...(args as (string | number)[]));
+      },
+    },
+    {
+      name: `Floodgate's script (${algorithm}), ${BATCH} new subjects per call (one turn's calls coalesced)`,
+      decisions: BATCH,
+      call: (r, i) => {
+        const keys = Array.from({ length: BATCH }, (_, j) => `fgg:{g${i * BATCH + j}}:1`);
+        const [sha, ...args] = groupsCall(algorithm, 1e9, 3_600_000, keys).evalsha;
+        return r.admin.call('EVALSHA', sha as string, ...(args as (string | number)[]));
+      },
+    },
   ];
 }
 
@@ -101,16 +142,17 @@ async function main(): Promise<void> {
     // The counted redis-server starts with hz 1 (instructions-callgrind.ts); --hz to compare another.
     if (values.hz !== undefined) await redis.admin.config('SET', 'hz', values.hz);
     const shas = new Map<string, string>();
-    const lines = ['| call | redis-server instructions per call |', '| --- | --- |'];
+    const lines = ['| call | redis-server instructions per call | per decision |', '| --- | --- | --- |'];
     const list = variants(algorithm, (source) => shas.get(source)!);
     // Floodgate's script is loaded by its first EVALSHA's NOSCRIPT path in RedisStore; here, once, up front.
     await redis.admin.script('LOAD', scriptCall(algorithm, 1e9, 3_600_000, 'x').source);
     for (const v of list) if (v.load) shas.set(v.load, (await redis.admin.script('LOAD', v.load)) as string);
+    await redis.admin.call('FUNCTION', 'LOAD', 'REPLACE', asFunctionLibrary(scriptCall(algorithm, 1e9, 3_600_000, 'x').source, FUNCTION_NAME));
     let offset = 0;
     for (const v of list) {
       const ir = await measure(redis, v, calls, warmup, offset);
       offset += calls + warmup;
-      lines.push(`| ${v.name} | ${(ir / 1000).toFixed(1)}k |`);
+      lines.push(`| ${v.name} | ${(ir / 1000).toFixed(1)}k | ${(ir / (v.decisions ?? 1) / 1000).toFixed(1)}k |`);
       console.error(`${v.name}: ${Math.round(ir)}`);
     }
     console.log(`${calls} calls after ${warmup} (one at a time, ioredis), redis-server under callgrind, hz ${values.hz ?? '1'}:\n\n${lines.join('\n')}`);

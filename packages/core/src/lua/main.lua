@@ -69,8 +69,9 @@ if #mode > 1 then
   end
 end
 if not now then
+  -- TIME's two strings read by arithmetic, which converts them as tonumber would without its C call.
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
+  now = t[1] * 1000 + floor(t[2] / 1000)
 end
 -- The reply, sized at once for the common call (one request, one limit: 7 entries); longer ones grow.
 local out = { now, 0, 0, 0, 0, 0, 0 }

@@ -30,6 +30,11 @@ local function ttl(ms) return max(1, ceil(ms)) end
 -- only) or 'd' (DEL) once written; ORDER: the keys
 -- written, in the order they were first written (flush).
 local CACHE, DIRTY, ORDER = {}, {}, {}
+-- DIRECT: the subject being decided has one request (set by lean.lua, never by main.lua): a hash it
+-- writes goes to Redis at once (HSET, PEXPIRE), without the cache's table and flush, and its cache
+-- entry is dropped so that a later read of the call sees Redis. A key the call already wrote
+-- through the cache stays there, so writes reach Redis in order.
+local DIRECT = false
 -- HMGET through the cache (2 or 3 fields): a false entry is a missing field, as HMGET returns it.
 local function hmget(key, a, b, c)
   local s = CACHE[key]
@@ -44,6 +49,12 @@ end
 -- so HSET alone, which keeps it; unless an earlier write of this call set a TTL, which then stands.
 local function hsave(key, ttlMs, a, va, b, vb, c, vc)
   local kind = DIRTY[key]
+  if DIRECT and not kind then
+    if c then redis.call('HSET', key, a, va, b, vb, c, vc) else redis.call('HSET', key, a, va, b, vb) end
+    if ttlMs then redis.call('PEXPIRE', key, ttlMs) end
+    CACHE[key] = nil
+    return
+  end
   if not kind then ORDER[#ORDER + 1] = key elseif not ttlMs and kind == 'h' then ttlMs = CACHE[key][7] end
   CACHE[key] = { va, vb, vc or false, a, b, c or false, ttlMs }
   DIRTY[key] = 'h'
@@ -53,7 +64,7 @@ end
 -- (ms, by Redis's clock). Every write of window w sets the same absolute expiry, so a stored state
 -- `s` (HMGET, its window first) of window w already carries it: false, and no PEXPIRE is sent.
 local function windowTtl(s, w, now, stop)
-  if s[1] and tonumber(s[1]) == w then return false end
+  if s[1] and s[1] + 0 == w then return false end
   return ttl(stop - now)
 end
 -- optional: sget

@@ -5,7 +5,7 @@ import { sha1Hex } from '../../base/digest';
 import { FloodgateError, withoutStack } from '../../base/errors';
 import { leaseToken, refundAt } from '../../base/validate';
 import { SETTLE_OUTCOMES } from '../store';
-import { LUA_MAIN, LUA_PRELUDE } from '../../lua/scripts.generated';
+import { LUA_LEAN, LUA_MAIN, LUA_PRELUDE } from '../../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from '../store';
 
 /*
@@ -51,10 +51,18 @@ import type { StoreRequest, StoreResult } from '../store';
  * store only groups subjects of one slot there (slotOf).
  *
  * encodeCall and encodeGroups write KEYS and ARGV, parseReply reads the reply; runScript sends them.
+ *
+ * Each script has a lean twin (lua/lean.lua for main.lua, without the chunks' refund, debit,
+ * release and renew): the same protocol for its commonest shape alone, consume or peek with one
+ * limit per subject, no lock-out and no override. Redis runs a script's whole body on every call,
+ * so a call of that shape is sent to the lean one (leanOf) and pays for nothing it does not use.
+ * Its reply leaves out allowedAll and lockedMs (with one limit and no lock-out, `allowed` and 0):
+ * per request allowed, remaining, resetMs, retryAfterMs, or -1 and the error's text, 0, 0.
  */
 
 /** One script per limit kind, run when every limit of a call uses it, a pair's (made when first used), and `all` for mixed limits. */
-export type ScriptName = LimitKind | 'all' | `${LimitKind}+${LimitKind}`;
+export type ScriptName = BaseScriptName | `${BaseScriptName}/lean`;
+type BaseScriptName = LimitKind | 'all' | `${LimitKind}+${LimitKind}`;
 
 export interface Script {
   readonly name: ScriptName;
@@ -74,20 +82,55 @@ function preludeFor(chunks: string): string {
   );
 }
 
-/** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main. */
-function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[]): Script {
-  const chunks = algorithms.map(
-    (a) =>
-      `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}${a.family === 'rate' ? `HOLD[${a.id}] = debit\n` : ''}end\n`,
+/** A chunk's functions that only modes other than consume and peek call: left out of a lean script. */
+const UNUSED_WHEN_LEAN = /^local function (?:refund|debit|release|renew)\([^)]*\)\n[\s\S]*?^end\n/gm;
+
+/** The prelude's tables of those functions: a lean script defines CHECK alone. */
+const LEAN_TABLES: readonly [string, string][] = [
+  ['local CHECK, REFUND, RELEASE, RENEW, DEBIT = {}, {}, {}, {}, {}\n', 'local CHECK = {}\n'],
+  ['local HOLD = {}\n', ''],
+];
+
+/** `source` with each of `cuts` replaced; an error when one is not found (the .lua files changed under the composer). */
+function cut(source: string, cuts: readonly [string, string][]): string {
+  for (const [from, to] of cuts) {
+    if (!source.includes(from)) throw new Error(`protocol.ts: the Lua prelude no longer has ${JSON.stringify(from)}; update LEAN_TABLES`);
+    source = source.replace(from, to);
+  }
+  return source;
+}
+
+/** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main (or, `lean`, lean.lua). */
+function compose(name: ScriptName, algorithms: readonly RegisteredAlgorithm[], lean = false): Script {
+  const chunks = algorithms.map((a) =>
+    lean
+      ? `do\n${a.lua.replace(UNUSED_WHEN_LEAN, '')}CHECK['${a.id}'] = check\nend\n`
+      : `do\n${a.lua}CHECK[${a.id}] = check\nREFUND[${a.id}] = refund\n${a.family === 'lease' ? `RELEASE[${a.id}] = release\nRENEW[${a.id}] = renew\n` : `DEBIT[${a.id}] = debit\n`}${a.family === 'rate' ? `HOLD[${a.id}] = debit\n` : ''}end\n`,
   );
-  const source = [preludeFor(chunks.join('') + LUA_MAIN), ...chunks, LUA_MAIN].join('\n');
+  const main = lean ? LUA_LEAN : LUA_MAIN;
+  const prelude = preludeFor(chunks.join('') + main);
+  const source = [lean ? cut(prelude, LEAN_TABLES) : prelude, ...chunks, main].join('\n');
+  ALGORITHMS_OF.set(name, algorithms);
   return { name, source, sha: sha1Hex(source) };
 }
 
-export const SCRIPTS = Object.fromEntries([
-  ...LIMIT_KINDS.map((name) => [name, compose(name, [ALGORITHM[name]])]),
-  ['all', compose('all', LIMIT_KINDS.map((name) => ALGORITHM[name]))],
-]) as Readonly<Record<ScriptName, Script>>;
+/** Each composed script's algorithms, by name: what its lean twin is composed from. */
+const ALGORITHMS_OF = new Map<ScriptName, readonly RegisteredAlgorithm[]>();
+
+/** A script's lean twin (see the top of this file), composed once. */
+export function leanOf(script: Script): Script {
+  if (script.name.endsWith('/lean')) return script;
+  const name = `${script.name}/lean` as ScriptName;
+  let lean = LEAN.get(name);
+  if (!lean) LEAN.set(name, (lean = compose(name, ALGORITHMS_OF.get(script.name)!, true)));
+  return lean;
+}
+const LEAN = new Map<ScriptName, Script>();
+
+const FULL = [...LIMIT_KINDS.map((name) => compose(name, [ALGORITHM[name]])), compose('all', LIMIT_KINDS.map((name) => ALGORITHM[name]))];
+
+/** Every algorithm's script and `all`, and their lean twins (`<name>/lean`); a pair's are made when first used. */
+export const SCRIPTS = Object.fromEntries([...FULL, ...FULL.map(leanOf)].map((script) => [script.name, script])) as Readonly<Record<ScriptName, Script>>;
 
 // A rate algorithm with a lease (a route with `concurrency`): that pair's own script, made once,
 // rather than `all`, whose every chunk Redis would run through on each call.
@@ -126,6 +169,8 @@ export interface ScriptCall {
   readonly settle?: boolean;
   /** A hold call (shaping): an admitted request's lockedMs slot is its delay. */
   readonly hold?: boolean;
+  /** Sent to a lean script: each request's reply is its one limit's four values (see the top of this file). */
+  readonly lean?: boolean;
 }
 
 const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's', hold: 'h' } as const;
@@ -178,11 +223,17 @@ export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => Sto
   if (testNow !== undefined) argv.push(testNow);
   let keys = lock ? [...request.keys, lock.key] : settle ? [...request.keys, settle.key] : request.keys;
   if (ov) keys = [...keys, ov.key];
-  const script = scriptFor(request.limits);
   const limitCount = request.limits.length;
+  if (leanShape(request, limitCount)) return { script: leanOf(scriptFor(request.limits)), keys, argv, limitCount, requestCount: items.length, lean: true };
+  const script = scriptFor(request.limits);
   if (request.mode === 'hold') return ov ? { script, keys, argv, limitCount, requestCount: items.length, hold: true, override: true } : { script, keys, argv, limitCount, requestCount: items.length, hold: true };
   if (ov) return { script, keys, argv, limitCount, requestCount: items.length, override: true };
   return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
+}
+
+/** Whether a group of requests like `request` can go to a lean script: consume or peek, one limit, no lock-out, no override. */
+function leanShape(request: StoreRequest, limitCount: number): boolean {
+  return (request.mode === 'consume' || request.mode === 'peek') && limitCount === 1 && !request.lockout && !request.override;
 }
 
 /** A hold's maxDelayMs, as the script takes it: a whole number of ms from 1 (FG_INVALID_OPTION otherwise: a bug in the caller). */
@@ -221,6 +272,7 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
   const keys: string[] = [];
   const shapes: { limitCount: number; requestCount: number; override?: boolean }[] = new Array(groups.length);
   let requestCount = 0;
+  let lean = true;
   let previous: readonly StoreLimit[] | undefined;
   for (let g = 0; g < groups.length; g++) {
     const items = groups[g];
@@ -228,6 +280,7 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
     const lock = request.lockout;
     const ov = request.override;
     const limits = request.limits;
+    if (lean && !leanShape(request, limits.length)) lean = false;
     if (limits === previous && !lock && !ov) {
       // The same limits as the group before (one limiter's subjects: the common call): '=' and the
       // costs, not three ARGV per limit again (each one a bulk string for Redis to read and a Lua
@@ -247,7 +300,9 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
     requestCount += items.length;
   }
   if (testNow !== undefined) argv.push(testNow);
-  const call = { script: scriptFor(first.limits), keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
+  const script = scriptFor(first.limits);
+  if (lean) return { script: leanOf(script), keys, argv, limitCount: 1, requestCount, groups: shapes, lean: true };
+  const call = { script, keys, argv, limitCount: shapes[0].limitCount, requestCount, groups: shapes };
   return first.mode === 'hold' ? { ...call, hold: true } : call;
 }
 
@@ -283,7 +338,8 @@ export function scriptError(said: string): FloodgateError {
 export type ReplyEntry = StoreResult | FloodgateError;
 
 /** One result per request, in order (every group's, in order); FG_STORE_REPLY when the reply is not what the call asked for. */
-export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold' | 'override'>): ReplyEntry[] {
+export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' | 'requestCount' | 'groups' | 'settle' | 'hold' | 'override' | 'lean'>): ReplyEntry[] {
+  if (call.lean) return parseLeanReply(reply, call.requestCount);
   const groups = call.groups ?? [call];
   let expected = 1;
   let requests = 0;
@@ -320,6 +376,23 @@ export function parseReply(reply: unknown, call: Pick<ScriptCall, 'limitCount' |
       else if (call.settle) out[o++] = { at: now, allowed: reply[head] === 1, results, settled: SETTLE_OUTCOMES[lockedMs] ?? 'expired' };
       else out[o++] = lockedMs > 0 ? { at: now, allowed: false, results, lockedMs } : { at: now, allowed: reply[head] === 1, results };
     }
+  }
+  return out;
+}
+
+/** A lean script's reply (see the top of this file): the clock, then four values per request. */
+function parseLeanReply(reply: unknown, requests: number): ReplyEntry[] {
+  if (!Array.isArray(reply) || reply.length !== 1 + 4 * requests) {
+    throw new FloodgateError('FG_STORE_REPLY', `Unexpected script reply: ${JSON.stringify(reply)}`);
+  }
+  const now = Number(reply[0]);
+  const out: ReplyEntry[] = new Array(requests);
+  for (let r = 0, at = 1; r < requests; r++, at += 4) {
+    const allowed = reply[at];
+    out[r] =
+      allowed === -1
+        ? scriptError(String(reply[at + 1]))
+        : { at: now, allowed: allowed === 1, results: [{ allowed: allowed === 1, remaining: Number(reply[at + 1]), resetMs: Number(reply[at + 2]), retryAfterMs: Number(reply[at + 3]) }] };
   }
   return out;
 }

@@ -1,0 +1,137 @@
+// The lean scripts (lua/lean.lua): chosen for consume and peek calls of one limit per subject without lock-out or override, and on a real Redis deciding, replying and writing exactly as the full script does, call for call.
+import { startRedis, type RedisServer } from '@floodgate/testing';
+import type { Redis } from 'ioredis';
+import type { StoreLimit } from '../src/algorithms/registry';
+import type { StoreRequest } from '../src';
+import { encodeCall, encodeGroups, evalArgs, parseReply, scriptFor, SCRIPTS } from '../src/internal';
+
+// Periods of an hour and more: Redis expires keys by its own clock, so a state the test clock
+// keeps alive must outlive the test however slow the machine (the clock below moves 400 s a call at most).
+const SLOW = 3_600;
+const LIMITS: Record<string, StoreLimit> = {
+  'fixed-window': { algorithm: 'fixed-window', capacity: 5, windowMs: 1_000 * SLOW },
+  'sliding-window-log': { algorithm: 'sliding-window-log', capacity: 5, windowMs: 1_000 * SLOW },
+  'sliding-window-counter': { algorithm: 'sliding-window-counter', capacity: 5, windowMs: 1_000 * SLOW },
+  'token-bucket': { algorithm: 'token-bucket', capacity: 5, refillPerSecond: 4 / SLOW },
+  gcra: { algorithm: 'gcra', capacity: 5, refillPerSecond: 4 / SLOW },
+  concurrency: { algorithm: 'concurrency', capacity: 3, leaseMs: 700 * SLOW },
+};
+
+const request = (subject: string, limit: StoreLimit, cost: number, extra: Partial<StoreRequest> = {}): StoreRequest => ({
+  keys: [`lean:{${subject}}:a`],
+  limits: [limit],
+  cost,
+  mode: 'consume',
+  ...extra,
+});
+
+describe('which script a call goes to', () => {
+  const limit = LIMITS['sliding-window-counter'];
+  const lockout = { after: 3, baseMs: 1_000, maxMs: 60_000, forgetMs: 600_000, key: 'lean:{a}:lock' };
+  it('consume and peek of one limit per subject, one subject or several: the lean twin of the algorithm script', () => {
+    expect(encodeCall([request('a', limit, 1)]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+    expect(encodeCall([request('a', limit, 1), request('a', limit, 2)], 5).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+    expect(encodeCall([request('a', limit, 1, { mode: 'peek' })]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+    expect(encodeGroups([[request('a', limit, 1)], [request('b', limit, 1)]]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+  });
+  it('a lock-out, an override, two limits or another mode, in any group: the full script', () => {
+    const full = SCRIPTS['sliding-window-counter'];
+    expect(encodeCall([request('a', limit, 1, { lockout })]).script).toBe(full);
+    expect(encodeCall([request('a', limit, 1, { override: { key: 'lean:{a}:o', ceiling: 0 } })]).script).toBe(full);
+    expect(encodeCall([request('a', limit, 1, { limits: [limit, limit], keys: ['lean:{a}:a', 'lean:{a}:b'] })]).script).toBe(full);
+    expect(encodeCall([request('a', limit, 1, { mode: 'refund', at: 1 })]).script).toBe(full);
+    expect(encodeCall([request('a', limit, 1, { mode: 'hold', maxDelayMs: 10 })]).script).toBe(full);
+    expect(encodeGroups([[request('a', limit, 1)], [request('b', limit, 1, { lockout: { ...lockout, key: 'lean:{b}:lock' } })]]).script).toBe(full);
+  });
+  it('every lean script leaves the chunks\' refund, debit, release and renew out, and defines what main.lua has not', () => {
+    for (const [name, script] of Object.entries(SCRIPTS)) {
+      if (!name.endsWith('/lean')) continue;
+      expect(script.source).not.toMatch(/^local function (refund|debit|release|renew)\(/m);
+      expect(script.source).toContain('local CHECK = {}');
+    }
+  });
+});
+
+let server: RedisServer;
+let client: Redis;
+
+beforeAll(async () => {
+  server = await startRedis();
+  client = server.client();
+  await client.ping();
+}, 30_000);
+
+afterAll(async () => {
+  client?.disconnect();
+  await server?.stop();
+});
+
+/** A small deterministic generator (mulberry32): the same sequence every run. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A key's state, whatever its type, and whether it has an expiry (its length runs on Redis's own
+ * clock). A state that expires within a minute counts as gone: a cost-0 request can leave one of 1
+ * ms (gcra), which Redis may expire between reading the twins; every other state here lives hours.
+ */
+async function stateOf(key: string): Promise<unknown> {
+  // Read in one script: Redis expires nothing while a script runs, so type, TTL and value agree.
+  const [type, ttl, value] = (await client.eval(READ_STATE, 1, key)) as [string, number, unknown];
+  if (type === 'none' || (ttl >= 0 && ttl < 60_000)) return 'gone';
+  return { type, value, expires: ttl > 0 ? true : ttl };
+}
+
+const READ_STATE = `local t = redis.call('TYPE', KEYS[1]).ok
+local v = false
+if t == 'hash' then v = redis.call('HGETALL', KEYS[1])
+elseif t == 'zset' then v = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
+elseif t == 'string' then v = redis.call('GET', KEYS[1]) end
+return { t, redis.call('PTTL', KEYS[1]), v }`;
+
+describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the same calls on twin keys', (name) => {
+  it('give the same answers and leave the same states (300 generated calls: one subject or several, a subject in two groups, coalesced requests, peeks, costs 0 to 3)', async () => {
+    const limit = LIMITS[name];
+    const lease = limit.algorithm === 'concurrency';
+    const next = random(name.length * 7919);
+    const full = scriptFor([limit]);
+    let now = 1_700_000_000_000;
+    let token = 0;
+    for (let i = 0; i < 300; i++) {
+      now += Math.floor(next() * 400 * SLOW);
+      const groups: StoreRequest[][] = [];
+      const subjects = 1 + Math.floor(next() * 3);
+      const mode = next() < 0.15 ? 'peek' : 'consume';
+      for (let s = 0; s < subjects; s++) {
+        const group: StoreRequest[] = [];
+        // Sometimes a subject twice in one call (two limiters on one prefix): the write of one
+        // group must reach the next one's read, whether it went straight to Redis or through the cache.
+        const subject = Math.floor(next() * 4);
+        const requests = 1 + Math.floor(next() * 3);
+        for (let r = 0; r < requests; r++) {
+          const extra: Partial<StoreRequest> = lease ? { mode, token: `t${token++}` } : { mode };
+          group.push(request(`${name}-s${subject}`, limit, Math.floor(next() * 4), extra));
+        }
+        groups.push(group);
+      }
+      const call = encodeGroups(groups, now);
+      expect(call.script.name).toBe(`${full.name}/lean`);
+      const [, numKeys, ...rest] = evalArgs(call, call.script.sha);
+      const keys = rest.slice(0, numKeys) as string[];
+      const argv = rest.slice(numKeys);
+      const twin = keys.map((k) => k.replace('lean:', 'full:'));
+      const lean = await client.eval(call.script.source, numKeys, ...keys, ...argv);
+      const reference = await client.eval(full.source, numKeys, ...twin, ...argv);
+      // The lean reply leaves out allowedAll and lockedMs: the same answers, read each its own way.
+      expect(parseReply(lean, call)).toEqual(parseReply(reference, { ...call, lean: false }));
+      for (let k = 0; k < keys.length; k++) expect(await stateOf(keys[k])).toEqual(await stateOf(twin[k]));
+    }
+  });
+});
