@@ -253,7 +253,7 @@ async function expectCalendarReset(
   expect(limitOf(next, 'default').windowMs).toBe(steps.nextMs);
   const w = steps.nextMs / 1000;
   expect(formatHeaders(next, ['draft-10'])).toContainEqual(['RateLimit-Policy', `"default";q=3;w=${w}`]);
-  expect(formatHeaders(next, ['draft-10'])).toContainEqual(['RateLimit', `"default";r=2;t=${w}`]);
+  expect(formatHeaders(next, ['draft-10'])).toContainEqual(['RateLimit', `"default";r=2;t=${w};floodgate-t-ms=${steps.nextMs}`]);
 }
 
 const CALENDAR_SCENARIOS: Scenario[] = [
