@@ -1,5 +1,5 @@
 // Times test files one at a time (each in its own `jest` run): Jest's per-file duration, the slowest tests, and the load average.
-// Usage: node scripts/time-files.mjs [--top N] <file.test.ts>... ; prints a table, exits non-zero if a file fails.
+// Usage: node scripts/time-files.mjs [--top N] [--runs N] <file.test.ts>... ; prints a table, exits non-zero if a file fails.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -8,16 +8,18 @@ import { join } from 'node:path';
 const args = process.argv.slice(2);
 const topAt = args.indexOf('--top');
 const top = topAt >= 0 ? Number(args.splice(topAt, 2)[1]) : 5;
+const runsAt = args.indexOf('--runs');
+const runs = runsAt >= 0 ? Number(args.splice(runsAt, 2)[1]) : 1;
 const files = args.filter((a) => !a.startsWith('--'));
 if (files.length === 0) {
-  console.error('usage: node scripts/time-files.mjs [--top N] <file.test.ts>...');
+  console.error('usage: node scripts/time-files.mjs [--top N] [--runs N] <file.test.ts>...');
   process.exit(2);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'time-files-'));
 const rows = [];
 let failed = false;
-for (const file of files) {
+for (const file of files.flatMap((f) => Array.from({ length: runs }, () => f))) {
   const out = join(dir, 'result.json');
   const load = loadavg()[0].toFixed(2);
   const run = spawnSync('pnpm', ['exec', 'jest', file, '--json', `--outputFile=${out}`], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
