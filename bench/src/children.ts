@@ -139,8 +139,7 @@ type ServerMessage =
   | { type: 'ready'; port: number; wiring: Wiring }
   | { type: 'error'; message: string }
   | { type: 'mark'; monotonicUs: number }
-  | { type: 'usage'; cpuUs: number }
-  | { type: 'gc'; collected: boolean };
+  | { type: 'usage'; cpuUs: number };
 
 export interface RunningServer {
   /** The child's stdout and stderr. */
@@ -157,8 +156,6 @@ export interface RunningServer {
    * the server's own process.cpuUsage() over IPC.
    */
   cpuUs(): Promise<number>;
-  /** A full garbage collection in the server, now (it must run with --expose-gc, else nothing is collected: false). */
-  gc(): Promise<boolean>;
   stop(): Promise<void>;
 }
 
@@ -195,12 +192,6 @@ export async function startServer(
       const reply = await child.next(10_000);
       if (reply.type !== 'usage') throw new Error(`${name}: unexpected reply ${JSON.stringify(reply)}`);
       return reply.cpuUs;
-    },
-    async gc() {
-      child.send({ type: 'gc' });
-      const reply = await child.next(600_000);
-      if (reply.type !== 'gc') throw new Error(`${name}: unexpected reply ${JSON.stringify(reply)}`);
-      return reply.collected;
     },
     stop: () => child.stop(),
   };

@@ -40,7 +40,7 @@ export interface InstrJob {
 }
 
 /** Node's flags under callgrind: the same for every contender. */
-export const NODE_FLAGS = ['--single-threaded', '--predictable-gc-schedule', '--no-memory-reducer', '--expose-gc'];
+export const NODE_FLAGS = ['--single-threaded', '--predictable-gc-schedule', '--no-memory-reducer'];
 
 /** The part of a contender id between the framework and the regime: 'none', 'floodgate-memory', 'koa-ratelimit', ... */
 export const contenderKind = (id: string) => id.replace(/@.*$/, '').split('/')[1] ?? id;
@@ -101,10 +101,9 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
     await runLoad({ url: server.url, connections: busy, amount: settings.warmup, callers });
     await instrumentOn(server.pid);
     await runLoad({ url: server.url, connections: busy, amount: settings.settle, callers });
-    // A full collection before the counters are zeroed: without it the window starts wherever the
-    // warm-up left V8's collection cycle, and one major collection more or less in a window (tens of
-    // millions of instructions for a limiter that keeps state) moved a row by several percent.
-    if (!(await server.gc())) throw new Error(`${c.id}: the server did not collect (node --expose-gc)`);
+    // No forced collection (node --expose-gc, gc()) before counting: tried, it deoptimised most of the
+    // server's code (87 deoptimisations, 240 functions compiled again over the next 10,000 requests),
+    // so the window measured a second warm-up, not the steady state.
     const statsBefore = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     await Promise.all([zeroCounters(server.pid), usesRedis ? redis.zero() : undefined]);
     const started = Date.now();

@@ -15,10 +15,10 @@ import { FRAMEWORKS, REGIMES } from './types';
 const HELP = `Usage: pnpm bench:instructions [options]
 
 Runs each contender's server under valgrind's callgrind (node --single-threaded
---predictable-gc-schedule --no-memory-reducer --expose-gc), sends a warm-up, collects the
-server's garbage in full (every counted window starts at the same point of V8's cycle),
+--predictable-gc-schedule --no-memory-reducer), sends a warm-up,
 zeroes the counters, sends the counted requests with autocannon from outside valgrind, dumps and
-divides; redis-server runs under callgrind too. Needs valgrind (apt-get install valgrind).
+divides, leaving out what V8's compilers spent (JIT warm-up, reported apart); redis-server runs
+under callgrind too. Needs valgrind (apt-get install valgrind).
 
   --frameworks LIST   ${FRAMEWORKS.join(',')} (default: all)
   --loads LIST        ${INSTR_LOADS.join(',')} (default: both): one subject; 10,000 callers in

@@ -103,12 +103,6 @@ process.on('SIGTERM', () => process.exit(0));
 process.on('message', (m: { type?: string }) => {
   if (m?.type === 'mark') process.send?.({ type: 'mark', monotonicUs: Number(process.hrtime.bigint() / 1000n) });
   // CPU time used so far: per-request CPU is a steadier measure than req/s on a shared machine.
-  // A full collection on request (node --expose-gc; bench:instructions, before it zeroes the counters):
-  // every counted window then starts at the same point of V8's collection cycle.
-  if (m?.type === 'gc') {
-    (globalThis as { gc?: () => void }).gc?.();
-    process.send?.({ type: 'gc', collected: typeof (globalThis as { gc?: unknown }).gc === 'function' });
-  }
   if (m?.type === 'usage') {
     const { user, system } = process.cpuUsage();
     process.send?.({ type: 'usage', cpuUs: user + system });
