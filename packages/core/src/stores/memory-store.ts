@@ -69,7 +69,15 @@ export class MemoryStore implements Store {
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
     const states: unknown[] = new Array(keys.length);
-    for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
+    const found: (Entry | undefined)[] = new Array(keys.length);
+    // Every key live: an admission rewrites their entries where they are (below).
+    let everyLive = true;
+    for (let i = 0; i < keys.length; i++) {
+      const entry = this.live(keys[i], now);
+      found[i] = entry;
+      states[i] = entry?.state;
+      if (entry === undefined) everyLive = false;
+    }
     if (request.mode === 'release' || request.mode === 'renew') {
       const { writes, results } = leaseTwins(states, limits, cost, now, leaseToken(request.token), request.mode);
       writes.forEach((write, i) => {
@@ -126,10 +134,21 @@ export class MemoryStore implements Store {
       } else if (lockedMs > 0) this.holdLive(lock.key, now + lockedMs, 'lock', now);
     }
     const allowed = admitted && lockedMs === 0;
+    // An admission whose keys were all live, with no lock-out key written meanwhile: each entry read
+    // above is still where it was (read last, it is the most recent in the LRU; held, it stays held
+    // until its hold ends), so its state is replaced in place. No entry object, no LRU write, and no
+    // new object an old one points to (which the collector would have to copy and promote).
+    const inPlace = everyLive && !lock;
     const results: LimitResult[] = new Array(checks.length);
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
-      if (allowed && charging && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
+      if (allowed && charging && check.next) {
+        const entry = found[i];
+        if (inPlace && entry !== undefined) {
+          entry.state = check.next.state;
+          entry.expiresAt = now + check.next.ttlMs;
+        } else this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
+      }
       results[i] = overridden
         ? { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs, limit: overridden.caps[i] }
         : { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
