@@ -69,14 +69,12 @@ export class MemoryStore implements Store {
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
     const states: unknown[] = new Array(keys.length);
-    const found: (Entry | undefined)[] = new Array(keys.length);
-    // Every key live: an admission rewrites their entries where they are (below).
-    let everyLive = true;
+    // One key, live: an admission rewrites its entry where it is (below).
+    let only: Entry | undefined;
     for (let i = 0; i < keys.length; i++) {
       const entry = this.live(keys[i], now);
-      found[i] = entry;
       states[i] = entry?.state;
-      if (entry === undefined) everyLive = false;
+      if (keys.length === 1) only = entry;
     }
     if (request.mode === 'release' || request.mode === 'renew') {
       const { writes, results } = leaseTwins(states, limits, cost, now, leaseToken(request.token), request.mode);
@@ -134,19 +132,20 @@ export class MemoryStore implements Store {
       } else if (lockedMs > 0) this.holdLive(lock.key, now + lockedMs, 'lock', now);
     }
     const allowed = admitted && lockedMs === 0;
-    // An admission whose keys were all live, with no lock-out key written meanwhile: each entry read
-    // above is still where it was (read last, it is the most recent in the LRU; held, it stays held
-    // until its hold ends), so its state is replaced in place. No entry object, no LRU write, and no
-    // new object an old one points to (which the collector would have to copy and promote).
-    const inPlace = everyLive && !lock;
+    // An admission of one limit whose key was live, and no lock-out read since (reading a lock whose
+    // hold ended moves it into the LRU, which could evict the entry): the entry read above is still
+    // where it was (the most recent in the LRU, or held until its hold ends), so its state is replaced
+    // in place, as put() would have: no entry object, no LRU write, no held-share lookup. Several
+    // limits: a later key's read could have evicted an earlier one's entry (maxKeys below the
+    // limits), so they go through put().
+    const inPlace = only !== undefined && !lock;
     const results: LimitResult[] = new Array(checks.length);
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
       if (allowed && charging && check.next) {
-        const entry = found[i];
-        if (inPlace && entry !== undefined) {
-          entry.state = check.next.state;
-          entry.expiresAt = now + check.next.ttlMs;
+        if (inPlace) {
+          only!.state = check.next.state;
+          only!.expiresAt = now + check.next.ttlMs;
         } else this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
       }
       results[i] = overridden
