@@ -110,7 +110,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
     const result = await runLoad({ url: server.url, connections, amount: settings.requests, callers });
     const windowS = (Date.now() - started) / 1000;
     const [dump, redisIr] = await Promise.all([dumpCountersFile(dir, 'node', server.pid), usesRedis ? redis.dump() : 0]);
-    const compileIr = await compileInstructions(dump.file);
+    const { compile: compileIr, gc: gcIr } = await compileInstructions(dump.file);
     const statsAfter = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     const n = result.total || 1;
     const delta = redisDelta(statsBefore, statsAfter);
@@ -128,6 +128,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
       errors: result.errors,
       serverIr: (dump.ir - compileIr) / n,
       compileIr: compileIr / n,
+      gcIr: gcIr / n,
       redisIr: usesRedis ? redisIr / n : null,
       scriptCalls: usesRedis ? delta.scripts / n : null,
       redisCommands: usesRedis ? delta.commands / n : null,
@@ -157,7 +158,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
         const t = Date.now();
         rows[at] = await measure(jobs[at], settings, dir, redis);
         const r = rows[at]!;
-        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling)${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
+        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling; collector ${Math.round(r.gcIr ?? 0)})${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
       }
     } finally {
       redisServers.delete(redis);

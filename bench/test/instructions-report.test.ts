@@ -1,7 +1,7 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
 import { spliceBlock } from '../src/instructions';
 import { compareTable, goals, summaryTable } from '../src/instructions-report';
-import { compileLines } from '../src/instructions-callgrind';
+import { collectorLines, compileLines } from '../src/instructions-callgrind';
 import { contenderKind, planJobs } from '../src/instructions-run';
 import type { InstrResults, InstrRow } from '../src/instructions-types';
 
@@ -104,5 +104,6 @@ describe('bench:instructions report', () => {
       ' 2,616,406 ( 1.07%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]',
     ].join('\n');
     expect(compileLines(annotated)).toBe(117_040_704 + 12_345);
+    expect(collectorLines(annotated)).toBe(2_616_406);
   });
 });
