@@ -46,6 +46,11 @@ export async function zeroCounters(pid: number): Promise<void> {
  * instructions counted since the last zero or dump: the dump's `summary:` line.
  */
 export async function dumpCounters(dir: string, name: string, pid: number): Promise<number> {
+  return (await dumpCountersFile(dir, name, pid)).ir;
+}
+
+/** `dumpCounters`, with the dump file's path (for `compileInstructions`). */
+export async function dumpCountersFile(dir: string, name: string, pid: number): Promise<{ ir: number; file: string }> {
   const prefix = `${name}.${pid}.`;
   const before = new Set(readdirSync(dir).filter((f) => f.startsWith(prefix)));
   await run('callgrind_control', ['-d', String(pid)], { timeout: 60_000 });
@@ -53,11 +58,52 @@ export async function dumpCounters(dir: string, name: string, pid: number): Prom
     const fresh = readdirSync(dir).filter((f) => f.startsWith(prefix) && !before.has(f));
     for (const file of fresh) {
       const summary = /^summary:\s*(\d+)/m.exec(readFileSync(join(dir, file), 'utf8'));
-      if (summary) return Number(summary[1]);
+      if (summary) return { ir: Number(summary[1]), file: join(dir, file) };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`callgrind: no dump of pid ${pid} appeared in ${dir}`);
+}
+
+/** V8's compilers as entered from JavaScript: `Runtime_CompileOptimized`, `Runtime_CompileLazy`, ... (none calls another). */
+const COMPILE_ENTRY = /^\s*([\d,]+)\s.*v8::internal::Runtime_Compile\w*\(/;
+
+/**
+ * The instructions a dump spent in V8's compilers (inclusive: Turbofan's pipeline under
+ * `Runtime_CompileOptimized`, lazy and baseline compiles). Compilation is the JIT warming up, not a
+ * request's cost: with `--single-threaded` it runs on the counted thread, in bursts whose timing
+ * moved a row by several percent between two runs of the same code.
+ */
+export async function compileInstructions(file: string): Promise<{ compile: number; gc: number }> {
+  const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 256 * 1024 * 1024, timeout: 600_000 });
+  return { compile: compileLines(stdout), gc: collectorLines(stdout) };
+}
+
+/** V8's collections, entered through `Heap::CollectGarbage` (scavenges and full collections alike). */
+const GC_ENTRY = /^\s*([\d,]+)\s.*v8::internal::Heap::CollectGarbage\(/;
+
+/**
+ * The collector's inclusive instructions in `callgrind_annotate --inclusive=yes` output: counted
+ * (a limiter's retained state is its cost), and reported apart, because one full collection more
+ * or less in a window of a few thousand requests moves a row that keeps state per caller.
+ */
+export function collectorLines(annotated: string): number {
+  let total = 0;
+  for (const line of annotated.split('\n')) {
+    const m = GC_ENTRY.exec(line);
+    if (m) total += Number(m[1].replace(/,/g, ''));
+  }
+  return total;
+}
+
+/** The compilers' inclusive instructions in `callgrind_annotate --inclusive=yes` output. */
+export function compileLines(annotated: string): number {
+  let total = 0;
+  for (const line of annotated.split('\n')) {
+    const m = COMPILE_ENTRY.exec(line);
+    if (m) total += Number(m[1].replace(/,/g, ''));
+  }
+  return total;
 }
 
 /** A free loopback TCP port (bound and released: a race with another process is possible but harmless here). */

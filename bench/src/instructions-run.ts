@@ -1,10 +1,10 @@
 // `pnpm bench:instructions`' measurement: each contender's server under callgrind, warmed, zeroed, loaded, dumped.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseCommandStats } from '@floodgate/testing';
 import { startServer } from './children';
-import { callgrindWrapper, dumpCounters, instrumentOn, startCountedRedis, zeroCounters, type CountedRedis } from './instructions-callgrind';
+import { callgrindWrapper, compileInstructions, dumpCountersFile, instrumentOn, startCountedRedis, zeroCounters, type CountedRedis } from './instructions-callgrind';
 import type { InstrLoad, InstrRow } from './instructions-types';
 import { runLoad } from './load';
 import { contendersFor, type Contender } from './throughput';
@@ -29,6 +29,8 @@ export interface InstrSettings {
   parallel: number;
   /** Where the compiled server and packages are (a directory of this run's own, so another build cannot change them under it). */
   outDir: string;
+  /** Where callgrind writes its dumps and leaves them (for callgrind_annotate); unset: a temporary directory, removed at the end. */
+  keepDir?: string;
   log: (line: string) => void;
 }
 
@@ -87,6 +89,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
     undefined,
     { wrapper: callgrindWrapper(dir, 'node', true), timeoutMs: 600_000, dir: settings.outDir },
   );
+  if (settings.keepDir) settings.log(`${c.id}: callgrind dumps ${join(dir, `node.${server.pid}.*`)}`);
   try {
     const callers = job.load === 'callers' ? settings.callers : undefined;
     const connections = settings.connections;
@@ -98,12 +101,16 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
     await runLoad({ url: server.url, connections: busy, amount: settings.warmup, callers });
     await instrumentOn(server.pid);
     await runLoad({ url: server.url, connections: busy, amount: settings.settle, callers });
+    // No forced collection (node --expose-gc, gc()) before counting: tried, it deoptimised most of the
+    // server's code (87 deoptimisations, 240 functions compiled again over the next 10,000 requests),
+    // so the window measured a second warm-up, not the steady state.
     const statsBefore = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     await Promise.all([zeroCounters(server.pid), usesRedis ? redis.zero() : undefined]);
     const started = Date.now();
     const result = await runLoad({ url: server.url, connections, amount: settings.requests, callers });
     const windowS = (Date.now() - started) / 1000;
-    const [serverIr, redisIr] = await Promise.all([dumpCounters(dir, 'node', server.pid), usesRedis ? redis.dump() : 0]);
+    const [dump, redisIr] = await Promise.all([dumpCountersFile(dir, 'node', server.pid), usesRedis ? redis.dump() : 0]);
+    const { compile: compileIr, gc: gcIr } = await compileInstructions(dump.file);
     const statsAfter = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     const n = result.total || 1;
     const delta = redisDelta(statsBefore, statsAfter);
@@ -119,7 +126,9 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
       ok: result.ok,
       limited: result.limited,
       errors: result.errors,
-      serverIr: serverIr / n,
+      serverIr: (dump.ir - compileIr) / n,
+      compileIr: compileIr / n,
+      gcIr: gcIr / n,
       redisIr: usesRedis ? redisIr / n : null,
       scriptCalls: usesRedis ? delta.scripts / n : null,
       redisCommands: usesRedis ? delta.commands / n : null,
@@ -136,7 +145,8 @@ export const killCountedRedis = () => redisServers.forEach((r) => r.kill());
 
 /** Every job, `parallel` lanes at a time (each lane its own counted redis-server); rows in plan order. */
 export async function runInstructions(jobs: readonly InstrJob[], settings: InstrSettings): Promise<InstrRow[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
+  const dir = settings.keepDir ?? mkdtempSync(join(tmpdir(), 'floodgate-callgrind-'));
+  if (settings.keepDir) mkdirSync(dir, { recursive: true });
   const rows: (InstrRow | undefined)[] = new Array(jobs.length);
   let next = 0;
   const lane = async (index: number) => {
@@ -148,7 +158,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
         const t = Date.now();
         rows[at] = await measure(jobs[at], settings, dir, redis);
         const r = rows[at]!;
-        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
+        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling; collector ${Math.round(r.gcIr ?? 0)})${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
       }
     } finally {
       redisServers.delete(redis);
@@ -158,7 +168,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
   try {
     await Promise.all(Array.from({ length: Math.max(1, Math.min(settings.parallel, jobs.length)) }, (_, i) => lane(i)));
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!settings.keepDir) rmSync(dir, { recursive: true, force: true });
   }
   return rows.filter((r): r is InstrRow => r !== undefined);
 }

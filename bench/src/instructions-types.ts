@@ -27,8 +27,12 @@ export interface InstrRow {
   ok: number;
   limited: number;
   errors: number;
-  /** Server (node --single-threaded) instructions per response. */
+  /** Server (node --single-threaded) instructions per response, V8's compilers left out (`compileIr`). */
   serverIr: number;
+  /** Instructions per response the server spent in V8's compilers in the counted window (JIT warm-up; not in `serverIr`). Absent in runs before it was split out. */
+  compileIr?: number;
+  /** Of `serverIr`, instructions per response in V8's collector (Heap::CollectGarbage, inclusive). Absent in runs before it was split out. */
+  gcIr?: number;
   /** redis-server instructions per response; null for contenders that do not use Redis. */
   redisIr: number | null;
   /** EVALSHA / EVAL / FCALL calls per response. */

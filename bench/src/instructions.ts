@@ -1,7 +1,7 @@
 // `pnpm bench:instructions`: every contender under callgrind, instructions per request over the bare route: the bench's verdict (issue #44).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildChildren } from './build';
 import { killAllChildren } from './children';
@@ -17,7 +17,8 @@ const HELP = `Usage: pnpm bench:instructions [options]
 Runs each contender's server under valgrind's callgrind (node --single-threaded
 --predictable-gc-schedule --no-memory-reducer), sends a warm-up,
 zeroes the counters, sends the counted requests with autocannon from outside valgrind, dumps and
-divides; redis-server runs under callgrind too. Needs valgrind (apt-get install valgrind).
+divides, leaving out what V8's compilers spent (JIT warm-up, reported apart); redis-server runs
+under callgrind too. Needs valgrind (apt-get install valgrind).
 
   --frameworks LIST   ${FRAMEWORKS.join(',')} (default: all)
   --loads LIST        ${INSTR_LOADS.join(',')} (default: both): one subject; 10,000 callers in
@@ -37,6 +38,8 @@ divides; redis-server runs under callgrind too. Needs valgrind (apt-get install 
   --parallel N        contenders measured at once, each with its own redis-server (default 2)
   --label NAME        the run's name (default: the commit); the page's block of that name is
                       replaced (docs/benchmarks.md, between <!-- bench:instructions NAME --> markers)
+  --keep-dumps DIR    leave callgrind's dump files in DIR (named <pid>.<n>; read them with
+                      callgrind_annotate --inclusive=yes) instead of removing them
   --no-docs           write bench/results/instructions-*.json and print the tables only
   --render FILE       measure nothing: print (and with --label, splice) a results file's tables
   --compare A,B       measure nothing: two results files row by row, and the largest difference
@@ -97,6 +100,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     callers: count(values.callers as string | undefined, 10_000, 'callers'),
     parallel: count(values.parallel as string | undefined, 2, 'parallel'),
     outDir: join(BENCH_DIR, `dist-instructions-${process.pid}`),
+    ...(values['keep-dumps'] ? { keepDir: resolve(values['keep-dumps'] as string) } : {}),
     log: (line) => console.error(line),
   };
   const jobs = planJobs(settings);
@@ -119,7 +123,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
 }
 
 async function main(): Promise<number> {
-  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare'];
+  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
   const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
   options['no-docs'] = { type: 'boolean' };
   options.help = { type: 'boolean' };

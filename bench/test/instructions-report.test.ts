@@ -1,6 +1,7 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
 import { spliceBlock } from '../src/instructions';
 import { compareTable, goals, summaryTable } from '../src/instructions-report';
+import { collectorLines, compileLines } from '../src/instructions-callgrind';
 import { contenderKind, planJobs } from '../src/instructions-run';
 import type { InstrResults, InstrRow } from '../src/instructions-types';
 
@@ -92,5 +93,17 @@ describe('bench:instructions report', () => {
     });
     expect(jobs.map((j) => contenderKind(j.contender.id))).toEqual(['none', 'floodgate-memory']);
     expect(jobs.every((j) => j.contender.load === 'callers')).toBe(true);
+  });
+
+  it("sums V8's compiler entry points of an annotated dump, and nothing else", () => {
+    const annotated = [
+      '244,526,903 (100.0%)  PROGRAM TOTALS',
+      '117,040,704 (47.86%)  ???:v8::internal::Runtime_CompileOptimized(int, unsigned long*, v8::internal::Isolate*) [/usr/bin/node]',
+      '116,283,640 (47.55%)  ???:v8::internal::compiler::PipelineCompilationJob::ExecuteJobImpl(v8::internal::RuntimeCallStats*) [/usr/bin/node]',
+      '    12,345 ( 0.01%)  ???:v8::internal::Runtime_CompileLazy(int, unsigned long*, v8::internal::Isolate*) [/usr/bin/node]',
+      ' 2,616,406 ( 1.07%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]',
+    ].join('\n');
+    expect(compileLines(annotated)).toBe(117_040_704 + 12_345);
+    expect(collectorLines(annotated)).toBe(2_616_406);
   });
 });

@@ -110,7 +110,9 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
     request.rateLimit = result.decision;
     if (result.reservation) request.floodgate = result.reservation;
     const headers = result.headers;
-    for (let i = 0; i < headers.length; i++) reply.header(headers[i][0], headers[i][1]);
+    // Lower-cased here, once per name: Fastify lower-cases every name it is given, and a name that
+    // comes out as a fresh string must be looked up in V8's string table to key its headers object.
+    for (let i = 0; i < headers.length; i++) reply.header(lowerCase(headers[i][0]), headers[i][1]);
   } catch (error) {
     return done(error as Error);
   }
@@ -128,7 +130,9 @@ const lowered = new Map<string, string>();
 function lowerCase(name: string): string {
   let lower = lowered.get(name);
   if (lower === undefined) {
-    lower = name.toLowerCase();
+    // The key V8 interns for an object property of this name: an interned name keys Fastify's
+    // headers object (and passes its toLowerCase) with no string-table lookup per response.
+    lower = Object.keys({ [name.toLowerCase()]: 0 })[0];
     if (lowered.size < 64) lowered.set(name, lower);
   }
   return lower;

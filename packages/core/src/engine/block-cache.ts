@@ -25,6 +25,11 @@ export class BlockCache<D> {
     private readonly clock: () => number,
   ) {}
 
+  /** Whether no subject is blocked: a caller can skip naming the subject's key to ask. */
+  get empty(): boolean {
+    return this.blocks === undefined || this.blocks.size === 0;
+  }
+
   /** The decision that blocked this subject, if it still applies to this cost; with the time left. */
   get(key: string, cost: number): { decision: D; leftMs: number } | undefined {
     if (this.blocks === undefined || this.blocks.size === 0) return undefined; // nobody is blocked: the common case, no lookup

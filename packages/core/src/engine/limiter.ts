@@ -176,14 +176,15 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
     peek: (subject, opts = {}) => engine.promised(subject, opts, 'peek'),
     blocked(subject, opts = {}) {
       const cost = opts.cost ?? 1;
-      // Mirrors decide(): a bad cost or one above every limit never reads the block cache.
-      if (!engine.blocks || !isCost(cost) || cost > maxCost) return undefined;
+      // Mirrors decide(): a bad cost or one above every limit never reads the block cache. Nobody
+      // blocked (every admitting request's case): no key is named to ask.
+      if (!engine.blocks || engine.blocks.empty || !isCost(cost) || cost > maxCost) return undefined;
       const scope = opts.scope ?? '';
       const hit = engine.fromBlock(subjectKey(prefix, scope, String(subject)), cost);
       return hit && engine.counted(hit, scope);
     },
     isBlocked(subject, { cost, scope, withinMs }) {
-      if (!engine.blocks || !isCost(cost) || cost > maxCost) return false;
+      if (!engine.blocks || engine.blocks.empty || !isCost(cost) || cost > maxCost) return false;
       const hit = engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost);
       return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },

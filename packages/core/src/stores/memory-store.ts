@@ -69,7 +69,13 @@ export class MemoryStore implements Store {
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
     const states: unknown[] = new Array(keys.length);
-    for (let i = 0; i < keys.length; i++) states[i] = this.live(keys[i], now)?.state;
+    // One key, live: an admission rewrites its entry where it is (below).
+    let only: Entry | undefined;
+    for (let i = 0; i < keys.length; i++) {
+      const entry = this.live(keys[i], now);
+      states[i] = entry?.state;
+      if (keys.length === 1) only = entry;
+    }
     if (request.mode === 'release' || request.mode === 'renew') {
       const { writes, results } = leaseTwins(states, limits, cost, now, leaseToken(request.token), request.mode);
       writes.forEach((write, i) => {
@@ -126,10 +132,22 @@ export class MemoryStore implements Store {
       } else if (lockedMs > 0) this.holdLive(lock.key, now + lockedMs, 'lock', now);
     }
     const allowed = admitted && lockedMs === 0;
+    // An admission of one limit whose key was live, and no lock-out read since (reading a lock whose
+    // hold ended moves it into the LRU, which could evict the entry): the entry read above is still
+    // where it was (the most recent in the LRU, or held until its hold ends), so its state is replaced
+    // in place, as put() would have: no entry object, no LRU write, no held-share lookup. Several
+    // limits: a later key's read could have evicted an earlier one's entry (maxKeys below the
+    // limits), so they go through put().
+    const inPlace = only !== undefined && !lock;
     const results: LimitResult[] = new Array(checks.length);
     for (let i = 0; i < checks.length; i++) {
       const check = checks[i];
-      if (allowed && charging && check.next) this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
+      if (allowed && charging && check.next) {
+        if (inPlace) {
+          only!.state = check.next.state;
+          only!.expiresAt = now + check.next.ttlMs;
+        } else this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
+      }
       results[i] = overridden
         ? { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs, limit: overridden.caps[i] }
         : { allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs };
