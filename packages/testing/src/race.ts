@@ -161,9 +161,8 @@ export function allInFlightTogether(done: readonly RaceTimes[]): boolean {
 
 /**
  * For the report only, never asserted: from the last child's last send to the first answer any
- * child got, in ms on each process's own epoch clock (performance.timeOrigin + now()). Processes'
- * time origins agree only to within a scheduling delay, so on a busy machine this can come out
- * below zero while the barrier held; allInFlightTogether is the check.
+ * child got, in ms on the machine's monotonic clock (the race children read process.hrtime, one
+ * clock for every process on the machine); allInFlightTogether is the check.
  */
 export function inFlightTogetherMs(done: readonly RaceTimes[]): number {
   return Math.min(...done.map((d) => d.firstReplyAt)) - Math.max(...done.map((d) => d.lastSentAt));

@@ -49,7 +49,7 @@ export type RaceReply =
       /** Degraded decisions or rejected calls: a store failure, never counted as admitted. */
       failed: number;
       /**
-       * Times (ms since the epoch, sub-ms: performance.timeOrigin + now()): the first request made,
+       * Times (ms on the machine's monotonic clock, shared by every process: process.hrtime): the first request made,
        * the last one handed to the client (its script call written), the first answer, the last.
        * [lastSentAt, firstReplyAt] is a span in which every request of this process was in flight.
        */
@@ -71,7 +71,10 @@ let client: RedisClient & ControlCommands;
 let closeClient: () => void = () => undefined;
 let setup: RaceSetup;
 const limiters = new Map<string, Limiter>();
-const now = () => performance.timeOrigin + performance.now();
+// The machine's monotonic clock (CLOCK_MONOTONIC, in ms), one clock for every process on it: timeOrigin +
+// now() is each process's own reading of the wall clock at start, and two processes' differ by more than
+// a Redis round trip (a clean-clone run saw 6 in the handler at once where 5 is the in-flight limit).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 function send(message: RaceReply): void {
   process.send?.(message);

@@ -23,7 +23,10 @@ export type FleetReply =
    */
   | { type: 'spans'; spans: [number, number][]; abortedInHandler: number };
 
-const now = () => performance.timeOrigin + performance.now();
+// The machine's monotonic clock (CLOCK_MONOTONIC, in ms), one clock for every process on it: timeOrigin +
+// now() is each process's own reading of the wall clock at start, and two processes' differ by more than
+// a Redis round trip (a clean-clone run saw 6 in the handler at once where 5 is the in-flight limit).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 
 process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' }) => {
   if (message.type === 'exit') process.exit(0);

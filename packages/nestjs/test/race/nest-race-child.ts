@@ -35,7 +35,10 @@ export type NestRaceReply =
   | { type: 'done'; pid: number; sent: number; admitted: number; denied: number; failed: number; lastSentAt: number; firstReplyAt: number }
   | { type: 'error'; message: string };
 
-const now = () => performance.timeOrigin + performance.now();
+// The machine's monotonic clock (CLOCK_MONOTONIC, in ms), one clock for every process on it: timeOrigin +
+// now() is each process's own reading of the wall clock at start, and two processes' differ by more than
+// a Redis round trip (a clean-clone run saw 6 in the handler at once where 5 is the in-flight limit).
+const now = () => Number(process.hrtime.bigint()) / 1e6;
 const send = (message: NestRaceReply) => process.send?.(message);
 
 /** `limit` per hour; token-bucket and gcra get burst = limit, refilled 1 per hour: nothing refills during the race. */
