@@ -83,8 +83,10 @@ const config: Config = {
   testTimeout: 30_000,
   // Most of the suite waits (on redis-server, child processes, timers), not computes: two workers
   // on the 2-core machine took the full run from 1,334 s (Jest's default there: one, in band) to
-  // 695 s, measured with `pnpm exec jest --json --outputFile=...` beside the same shared load.
-  maxWorkers: 2,
+  // 695 s, measured with `pnpm exec jest --json --outputFile=...` beside the same shared load; three
+  // took a clean clone's run from 474 s to 336 s (the sum of the files' own times at two workers
+  // was exactly twice the wall clock: both workers busy, mostly waiting).
+  maxWorkers: 3,
   // A summary, the slowest files, and each failing file in full with its console output
   // (scripts/quiet-reporter.cjs); `--reporters=default` brings Jest's own output back.
   reporters: [[join(__dirname, 'scripts', 'quiet-reporter.cjs'), { slowest: 10 }]],
