@@ -1,5 +1,5 @@
 // The versions a user installs today, from the packed tarballs in fresh apps: Hono at the peer range's lower bound and at `latest`, the quickstart's tsconfig under TypeScript 5.9 and 7, and two apps on one Redis with the default prefix.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -141,12 +141,22 @@ describe("TypeScript 5.9 and 7: the quickstart's tsconfig and a newcomer's file 
 it('two apps on one Redis with the default prefix and different limits: each writes FG_PREFIX_SHARED, naming the prefix option', async () => {
   const dir = await typescriptAppDir();
   redis = await startRedis();
-  // Each app exits after its first warning: both exiting is the proof (a missing warning fails on the test's time limit).
+  // Each app prints its first warning and runs on (announcing) until its stdin ends: both printing is
+  // the proof (a missing warning fails on the test's time limit); then both are told to exit.
+  const apps = ['100', '5'].map((limit) => spawn(process.execPath, ['shared-prefix.mjs', limit], { cwd: dir, env: { ...process.env, REDIS_URL: redis!.url }, stdio: ['pipe', 'pipe', 'inherit'] }));
   const outputs = await Promise.all(
-    ['100', '5'].map((limit) =>
-      exec(process.execPath, ['shared-prefix.mjs', limit], { cwd: dir, env: { ...process.env, REDIS_URL: redis!.url } }).then(({ stdout }) => JSON.parse(stdout.trim()) as { limit: number; warning: string }),
+    apps.map(
+      (child) =>
+        new Promise<{ limit: number; warning: string }>((resolve, reject) => {
+          let out = '';
+          child.stdout!.on('data', (chunk) => {
+            out += chunk;
+            if (out.includes('\n')) resolve(JSON.parse(out.slice(0, out.indexOf('\n'))) as { limit: number; warning: string });
+          });
+          child.once('exit', (code) => reject(new Error(`shared-prefix.mjs exited (${code}) before a warning: ${out}`)));
+        }),
     ),
-  );
+  ).finally(() => Promise.all(apps.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.stdin!.end()))))));
   console.log(`packaging | two apps, one Redis, prefix 'fg': ${JSON.stringify(outputs)}`);
   for (const out of outputs) {
     expect(out.warning).toMatch(/^\[floodgate\] FG_PREFIX_SHARED: another app uses the prefix 'fg'/);
