@@ -17,9 +17,14 @@ describe('parseProcStat', () => {
 
   it("reads this process's own CPU time, which grows as it works", () => {
     const before = procCpuUs(process.pid)!;
+    // Works until the kernel's count moves (it ticks every 10 ms of CPU this process gets: on a loaded
+    // machine 60 ms of wall clock gave none), or 20 s pass: a reading that never grows fails.
     let x = 0;
-    const until = Date.now() + 60;
-    while (Date.now() < until) x += Math.sqrt(x + 1);
+    const cap = Date.now() + 20_000;
+    while (procCpuUs(process.pid)! === before && Date.now() < cap) {
+      const slice = Date.now() + 20;
+      while (Date.now() < slice) x += Math.sqrt(x + 1);
+    }
     expect(x).toBeGreaterThan(0);
     expect(procCpuUs(process.pid)!).toBeGreaterThan(before);
     expect(procCpuUs(2 ** 30)).toBeUndefined();
