@@ -21,10 +21,10 @@ describe('parseProcStat', () => {
     // machine 60 ms of wall clock gave none), or 20 s pass: a reading that never grows fails.
     let x = 0;
     const cap = Date.now() + 20_000;
-    while (procCpuUs(process.pid)! === before && Date.now() < cap) {
+    do {
       const slice = Date.now() + 20;
       while (Date.now() < slice) x += Math.sqrt(x + 1);
-    }
+    } while (procCpuUs(process.pid)! === before && Date.now() < cap);
     expect(x).toBeGreaterThan(0);
     expect(procCpuUs(process.pid)!).toBeGreaterThan(before);
     expect(procCpuUs(2 ** 30)).toBeUndefined();
