@@ -4,7 +4,10 @@ const { mkdirSync, readFileSync, renameSync, writeFileSync } = require('node:fs'
 const { createHash } = require('node:crypto');
 const { join } = require('node:path');
 
-const OPTIONS = { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } };
+// Nest's race children set the global first (packages/nestjs/test/race/swc-register.js): legacy decorators with metadata, as jest compiles that package.
+const OPTIONS = globalThis.__floodgateSwcDecorators === true
+  ? { jsc: { parser: { syntax: 'typescript', decorators: true }, transform: { legacyDecorator: true, decoratorMetadata: true }, target: 'es2022' }, module: { type: 'commonjs' } }
+  : { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } };
 /*
  * The tests fork many children (8 race processes at a time, fleets of 3 to 8) that each load the
  * same hundred-odd source files: compiled once, kept under node_modules/.cache by a digest of the
