@@ -23,7 +23,7 @@ const API_KEYS = { 'key-alpha': 'alpha', 'key-beta': 'beta', 'key-gamma': 'gamma
 /** A fresh app on its own key prefix, so tests never share counts. */
 function freshApp() {
   const prefix = `ex-${randomUUID().slice(0, 8)}`;
-  return { app: createApp({ redis, prefix, apiKeys: API_KEYS }), prefix };
+  return { app: createApp({ redis, redisTimeoutMs: 30_000, prefix, apiKeys: API_KEYS }), prefix };
 }
 
 async function keysUnder(prefix: string): Promise<string[]> {
@@ -161,7 +161,7 @@ describe('express-api example: the token-metered completion route', () => {
 describe('express-api example: runtime overrides from the admin route', () => {
   it('an admin sets a caller to 0 on one route: its next request there is refused, elsewhere served; cleared, served; no token: 404', async () => {
     const prefix = `ex-${randomUUID().slice(0, 8)}`;
-    const app = createApp({ redis, prefix, apiKeys: API_KEYS, adminToken: 'secret', logger: { warn() {}, error() {} } });
+    const app = createApp({ redis, redisTimeoutMs: 30_000, prefix, apiKeys: API_KEYS, adminToken: 'secret', logger: { warn() {}, error() {} } });
     const admin = { Authorization: 'Bearer secret' };
     expect((await request(app).get('/widgets')).status).toBe(200);
     expect((await request(app).post('/admin/overrides').send({ ip: '127.0.0.1', route: 'GET /widgets', limit: 0 })).status).toBe(404);

@@ -31,7 +31,8 @@ const API_KEYS = { 'key-alpha': 'alpha', 'key-beta': 'beta' };
 
 /** A fresh app on its own key prefix, listening on loopback; a fetch for its paths. */
 async function freshApp(platform: Platform) {
-  const app = await createApp(platform, { redis, prefix: `nx-${randomUUID().slice(0, 8)}`, apiKeys: API_KEYS });
+  // A deadline a loaded machine cannot miss: past the default 100 ms a call is answered by the failure policy (no quota headers).
+  const app = await createApp(platform, { redis, redisTimeoutMs: 30_000, prefix: `nx-${randomUUID().slice(0, 8)}`, apiKeys: API_KEYS });
   apps.push(app);
   await app.listen(0, '127.0.0.1');
   const { port } = (app.getHttpServer() as Server).address() as AddressInfo;

@@ -53,7 +53,9 @@ describe('broad overrides across instances on a real Redis', () => {
     const a = make();
     const b = make();
     expect((await b.peek('x', { scope: 'GET /r' })).limit).toBe(100);
-    await a.overrideAll(7, { ttlMs: 400, scope: 'GET /r' });
+    // Long enough that a loaded machine cannot let it end before the checks below read it (400 ms
+    // did, at load 30 on 2 cores), short enough that the test then waits for its end.
+    await a.overrideAll(7, { ttlMs: 3_000, scope: 'GET /r' });
     // This instance at once.
     expect((await a.peek('x', { scope: 'GET /r' })).limit).toBe(7);
     // The other at its next poll: wait for it (bounded), counting the decisions it took.
@@ -67,8 +69,8 @@ describe('broad overrides across instances on a real Redis', () => {
     // Ends by itself (its `until`, by Redis's clock): both back to 100.
     for (const l of [a, b]) {
       let n = 0;
-      while ((await l.peek('x', { scope: 'GET /r' })).limit !== 100 && n++ < 1000) await new Promise((r) => setTimeout(r, 10));
+      while ((await l.peek('x', { scope: 'GET /r' })).limit !== 100 && n++ < 3000) await new Promise((r) => setTimeout(r, 10));
       expect((await l.peek('x', { scope: 'GET /r' })).limit).toBe(100);
     }
-  });
+  }, 60_000);
 });

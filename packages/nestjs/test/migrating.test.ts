@@ -114,4 +114,5 @@ it('ThrottlerModule.forRoot({ throttlers, storage }) + ThrottlerGuard and Floodg
   expect(pairs.health).toEqual([{ admitted: SENT, refused: 0 }, { admitted: SENT, refused: 0 }]);
   // Both kept their counts in the one redis-server.
   expect((await client.dbsize()) > 0).toBe(true);
-});
+  // 470 requests one after another through two Nest apps: 43 s at load 30 on 2 cores, past Jest's 30 s.
+}, 180_000);
