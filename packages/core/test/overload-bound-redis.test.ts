@@ -45,12 +45,18 @@ async function whileKilled<T>(c: Redis, body: () => Promise<T>): Promise<T> {
     await server.restart();
   }
 }
+/**
+ * The deadline of stores whose tests only kill Redis (every call then fails at once, none waits for
+ * it): their healthy phase must be answered by Redis, which the default 100 ms need not be on a
+ * loaded machine (the decision then comes from the failure policy and the counts differ).
+ */
+const PATIENT_MS = 30_000;
 const flood = (limiter: Limiter, subject: string, n: number): Promise<Decision[]> => Promise.all(Array.from({ length: n }, () => limiter.consume(subject)));
 
 describe('a subject the store last told this instance about', () => {
   it.each(['fixed-window', 'sliding-window-counter', 'sliding-window-log'] as const)('%s: remembered at 3 left, it gets at most its share of 3 while Redis is away, not its share of the limit', async (algorithm) => {
     const c = await client();
-    const store = new RedisStore({ client: c });
+    const store = new RedisStore({ client: c, timeoutMs: PATIENT_MS });
     // A fleet of 2 (fixed): its share of the limit is 5, its share of 3 left is 1.
     const limiter = createLimiter({ store, prefix: rnd(), algorithm, limit: 10, windowMs: '1h', instances: 2, logger: quiet });
     const healthy = await Promise.all(Array.from({ length: 7 }, () => limiter.consume('caller')));
@@ -66,7 +72,7 @@ describe('a subject the store last told this instance about', () => {
 
   it('token-bucket: 3 tokens left, a fleet of 1: at most 3 (plus what refills), not a full burst of 10', async () => {
     const c = await client();
-    const store = new RedisStore({ client: c });
+    const store = new RedisStore({ client: c, timeoutMs: PATIENT_MS });
     const limiter = createLimiter({ store, prefix: rnd(), algorithm: 'token-bucket', burst: 10, refillPerSecond: 1 / 3600, instances: 1, logger: quiet });
     expect(admitted(await Promise.all(Array.from({ length: 7 }, () => limiter.consume('caller'))))).toBe(7);
     const paused = await whileKilled(c, () => flood(limiter, 'caller', 10));
@@ -75,7 +81,7 @@ describe('a subject the store last told this instance about', () => {
 
   it("limiter.reset() forgets what the store said, with the subject's local counts", async () => {
     const c = await client();
-    const store = new RedisStore({ client: c });
+    const store = new RedisStore({ client: c, timeoutMs: PATIENT_MS });
     const limiter = createLimiter({ store, prefix: rnd(), limit: 10, windowMs: '1h', instances: 1, logger: quiet });
     expect(admitted(await Promise.all(Array.from({ length: 10 }, () => limiter.consume('caller'))))).toBe(10);
     await limiter.reset('caller');
