@@ -155,7 +155,9 @@ describe('playground in Chromium', () => {
   it('in-flight panel: 10 slow requests from one caller, 5 held and 5 refused with qu="concurrent-requests"; slots come back on abort and on finish', async () => {
     const panel = page.locator('#inflight');
     await page.locator('#inflight[data-inflight-state="ready"]').waitFor();
-    await page.selectOption('#inflight-hold', '4000');
+    // The longest hold the page offers: the first five must still be held when the two sent after the
+    // aborts arrive (4 s was not enough at load 25 on 2 cores, with a screenshot between).
+    await page.selectOption('#inflight-hold', '8000');
     await page.locator('#inflight-fire').click();
     // The 429s come back at once; the five admitted ones are held by the handler.
     await page.locator('#inflight[data-refused="5"][data-pending="5"]').waitFor({ timeout: 10_000 });
@@ -179,7 +181,7 @@ describe('playground in Chromium', () => {
     // A sixth is refused again; then all finish and every slot is back.
     await page.locator('#inflight-fire-one').click();
     await page.locator('#inflight[data-refused="6"]').waitFor();
-    await page.locator('#inflight[data-pending="0"][data-in-handler="0"]').waitFor({ timeout: 15_000 });
+    await page.locator('#inflight[data-pending="0"][data-in-handler="0"]').waitFor({ timeout: 30_000 });
     expect(await panel.getAttribute('data-finished')).toBe('5');
     expect(await panel.getAttribute('data-max-in-handler')).toBe('5');
     expect(await panel.locator('.slot.used').count()).toBe(0);
