@@ -13,10 +13,10 @@ export const SUBJECT_MEMORY_MAX = 10_000;
 
 interface Remembered {
   /** Per limit: units left when the store answered, and the clock (ms) at which they are all back (Infinity: no cap from it, a lease limit). */
-  readonly remaining: readonly number[];
-  readonly fullAt: readonly number[];
+  readonly remaining: number[];
+  readonly fullAt: number[];
   /** The clock when the store answered (a refill counts from it). */
-  readonly at: number;
+  at: number;
   /** Units this instance admitted locally against it since; kept across the store's later answers (they do not include them). */
   used: number;
 }
@@ -52,6 +52,19 @@ export class SubjectMemory {
       if (!used) return;
     }
     const now = this.clock();
+    // Remembered already, as many limits: its figures rewritten in place (the LRU's get above made it the most recent).
+    if (old !== undefined && old.fullAt.length === limits.length && results.length === limits.length) {
+      let stillOut = false;
+      for (let i = 0; i < limits.length; i++) {
+        const t = old.fullAt[i];
+        if (t !== Infinity && t > now) stillOut = true;
+        old.remaining[i] = results[i].remaining;
+        old.fullAt[i] = 'leaseMs' in limits[i] ? Infinity : now + results[i].resetMs;
+      }
+      old.at = now;
+      if (!stillOut) old.used = 0;
+      return;
+    }
     const fullAt = limits.map((l, i) => ('leaseMs' in l || results[i] === undefined ? Infinity : now + results[i].resetMs));
     const stillOut = old !== undefined && old.fullAt.some((t) => t !== Infinity && t > now);
     this.entries ??= new LRUCache<string, Remembered>({ max: SUBJECT_MEMORY_MAX });
