@@ -50,23 +50,35 @@ export class ScriptSender {
    * answers after all; it counts as in flight until Redis answers or the call fails.
    */
   send<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs = this.timeoutMs): Promise<ReplyEntry[]> {
+    const sink = new PromiseSink();
+    filling = sink;
+    const promise = new Promise<ReplyEntry[]>(fill);
+    filling = undefined;
+    this.dispatch(groups, requestOfItem, now, budgetMs, sink);
+    return promise;
+  }
+
+  /** `send`, its outcome told to `sink` (no promise of its own): what the coalescer's calls use. */
+  dispatch<T>(groups: readonly (readonly T[])[], requestOfItem: (item: T) => StoreRequest, now: number | undefined, budgetMs: number, sink: CallSink): void {
     let call: ScriptCall;
     try {
       call = encodeGroupsOf(groups, requestOfItem, now);
     } catch (error) {
-      return Promise.reject(error);
+      sink.failed(error);
+      return;
     }
     this.scriptStats.calls++;
     this.scriptStats.requests += call.requestCount;
     const lane = this.laneOf(call);
-    if (lane.tryTake()) return this.start(call, budgetMs, lane);
-    return new Promise((resolve, reject) => {
-      lane.wait(
-        budgetMs,
-        (budgetMs) => resolve(this.start(call, budgetMs, lane)),
-        () => reject(this.overloaded()),
-      );
-    });
+    if (lane.tryTake()) {
+      this.start(call, budgetMs, lane, sink);
+      return;
+    }
+    lane.wait(
+      budgetMs,
+      (budgetMs) => this.start(call, budgetMs, lane, sink),
+      () => sink.failed(this.overloaded()),
+    );
   }
 
   /** The lane of the node the call goes to (see `lanes`). */
@@ -81,14 +93,10 @@ export class ScriptSender {
   }
 
   /** Sends one call now, its place in `lane` taken, bounded by what is left of its deadline. */
-  private start(call: ScriptCall, budgetMs: number, lane: InFlightLane): Promise<ReplyEntry[]> {
-    const sent = new SentCall(this, call, lane, budgetMs, performance.now() + budgetMs);
-    filling = sent;
-    const promise = new Promise<ReplyEntry[]>(fill);
-    filling = undefined;
+  private start(call: ScriptCall, budgetMs: number, lane: InFlightLane, sink: CallSink): void {
+    const sent = new SentCall(this, call, lane, budgetMs, performance.now() + budgetMs, sink);
     this.deadlines.add(sent);
     sent.send('EVALSHA');
-    return promise;
   }
 
   /** A call refused past `maxInFlight` on its node. */
@@ -105,8 +113,26 @@ export class ScriptSender {
   }
 }
 
-/** The call whose promise `new Promise(fill)` is making: its executor runs at once, so no executor closure per call. */
-let filling: SentCall | undefined;
+/** Who hears how a script call ended: its results, or its error (Redis's refusal, FG_STORE_TIMEOUT, FG_STORE_OVERLOADED). Told once. */
+export interface CallSink {
+  answered(results: ReplyEntry[]): void;
+  failed(error: unknown): void;
+}
+
+/** A call's outcome as a promise (`ScriptSender.send`). */
+class PromiseSink implements CallSink {
+  resolve: (results: ReplyEntry[]) => void = ignore;
+  reject: (error: unknown) => void = ignore;
+  answered(results: ReplyEntry[]): void {
+    this.resolve(results);
+  }
+  failed(error: unknown): void {
+    this.reject(error);
+  }
+}
+
+/** The sink whose promise `new Promise(fill)` is making: its executor runs at once, so no executor closure per call. */
+let filling: PromiseSink | undefined;
 const fill = (resolve: (results: ReplyEntry[]) => void, reject: (error: unknown) => void): void => {
   filling!.resolve = resolve;
   filling!.reject = reject;
@@ -125,8 +151,6 @@ const EXPIRED = 2;
  * fails, late answers included.
  */
 class SentCall implements Timed {
-  resolve: (results: ReplyEntry[]) => void = ignore;
-  reject: (error: unknown) => void = ignore;
   prev: Timed | undefined = undefined;
   next: Timed | undefined = undefined;
   listed = false;
@@ -141,6 +165,7 @@ class SentCall implements Timed {
     private readonly lane: InFlightLane,
     private readonly budgetMs: number,
     public until: number,
+    private readonly sink: CallSink,
   ) {}
 
   send(command: 'EVALSHA' | 'EVAL'): void {
@@ -165,7 +190,7 @@ class SentCall implements Timed {
     }
     if (this.phase === WAITING) {
       this.phase = ANSWERED;
-      this.resolve(results);
+      this.sink.answered(results);
     } else this.lateResolve(results);
   };
 
@@ -189,7 +214,7 @@ class SentCall implements Timed {
   private failed(error: unknown): void {
     if (this.phase === WAITING) {
       this.phase = ANSWERED;
-      this.reject(error);
+      this.sink.failed(error);
     } else this.lateReject(error);
   }
 
@@ -212,7 +237,7 @@ class SentCall implements Timed {
       this.lateReject = reject;
     });
     // Made by the hundreds under a flood, in a timer callback: no stack (errors.ts withoutStack).
-    this.reject(withoutStack(() => new StoreTimeout('Redis', this.budgetMs, late)));
+    this.sink.failed(withoutStack(() => new StoreTimeout('Redis', this.budgetMs, late)));
   }
 }
 
