@@ -1,5 +1,5 @@
 // SubjectMemory: a subject's later answers rewrite its remembered figures (in place), keep its local use while its quota is out, and forget it once the quota is back.
-import { SubjectMemory } from '../src/failure/subject-memory';
+import { PENDING_SWEEP, SubjectMemory } from '../src/failure/subject-memory';
 import type { StoreLimit } from '../src/algorithms/registry';
 import type { StoreRequest, StoreResult } from '../src/stores/store';
 
@@ -47,5 +47,33 @@ describe('SubjectMemory', () => {
     memory.remember(request, answer(40, 4, 100, 100));
     expect(memory.allowance(request.keys, limits, 1, 0)).toBe(4);
     expect(memory.size).toBe(1);
+  });
+});
+
+describe('SubjectMemory pending units', () => {
+  it('counts each subject exactly, and holds a bounded number of subjects however many pass', () => {
+    const memory = new SubjectMemory(() => 0);
+    const keysOf = (i: number) => [`p:{${i}}:a`];
+    memory.pending(keysOf(1), 2);
+    memory.pending(keysOf(1), 3);
+    expect(memory.pendingOf(keysOf(1))).toBe(5);
+    memory.pending(keysOf(1), -5);
+    expect(memory.pendingOf(keysOf(1))).toBe(0);
+    // A release of nothing pending holds nothing.
+    memory.pending(keysOf(2), -1);
+    expect(memory.pendingOf(keysOf(2))).toBe(0);
+    // 10,000 subjects, each asked and answered: what is held stays bounded.
+    for (let i = 0; i < 10_000; i++) {
+      memory.pending(keysOf(i), 1);
+      memory.pending(keysOf(i), -1);
+    }
+    expect(memory.pendingHeld).toBeLessThanOrEqual(PENDING_SWEEP + 1);
+    // One still in flight survives every sweep.
+    memory.pending(keysOf(-1), 1);
+    for (let i = 0; i < 3_000; i++) {
+      memory.pending(keysOf(20_000 + i), 1);
+      memory.pending(keysOf(20_000 + i), -1);
+    }
+    expect(memory.pendingOf(keysOf(-1))).toBe(1);
   });
 });

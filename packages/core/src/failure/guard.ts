@@ -132,11 +132,14 @@ export class CallBook {
 
   /** An answer from the store, on time or late: the best evidence that it is there. */
   private alive(): void {
-    const connection = this.channel.runtime.connection;
+    const channel = this.channel;
+    const connection = channel.runtime.connection;
+    const now = performance.now();
     connection.answers++;
-    connection.lastAnswerAt = performance.now();
-    this.channel.monitor.lastSuccessAt = Date.now();
-    this.channel.breaker.success();
+    connection.lastAnswerAt = now;
+    // monitor.lastSuccessAt is worked out from it when read (store-runtime.ts): no Date.now() per answer.
+    channel.answeredAt = now;
+    channel.breaker.success();
   }
 
   /**
