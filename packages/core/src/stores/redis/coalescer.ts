@@ -57,8 +57,6 @@ export class Coalescer {
   private readonly batches = new Map<string, Waiter[]>();
   /** 'turn': this turn's requests by subject, sent together when the turn ends. */
   private turn = new Map<string, Waiter[]>();
-  /** The turn map before last, emptied: the next turn's (two maps in turn, none made per turn). */
-  private spareTurn = new Map<string, Waiter[]>();
   private turnScheduled = false;
   /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
   private readonly limitIds = new WeakMap<object, number>();
@@ -140,17 +138,18 @@ export class Coalescer {
   private readonly endTurn = (): void => {
     this.turnScheduled = false;
     const groups = this.turn;
-    this.turn = this.spareTurn;
-    this.spareTurn = groups;
+    // A new map per turn, never one kept and cleared: a map that lives long sits in the old
+    // generation, and what a turn puts in it (its table, the groups) would then be promoted by
+    // every scavenge instead of dying young (about 280 bytes a request more promoted, measured
+    // with node --trace-gc-nvp: more mark-compacts).
+    this.turn = new Map();
     // One subject (the common case under one hot caller): one call, nothing to sort.
     if (groups.size === 1) {
       const group = groups.values().next().value as Waiter[];
-      groups.clear();
       if (group.length <= MAX_BATCH) {
         this.call([group]);
         return;
       }
-      groups.set('', group);
     }
     const calls = new Map<string, Waiter[][]>();
     for (const group of groups.values()) {
@@ -162,7 +161,6 @@ export class Coalescer {
         else calls.set(key, [part]);
       }
     }
-    groups.clear();
     this.client.batch(() => {
       for (const list of calls.values()) {
         // Whole groups, at most MAX_BATCH requests a call. Each waiter already got any failure: nothing else waits on the call.
