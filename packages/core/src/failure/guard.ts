@@ -132,15 +132,23 @@ export class CallBook {
 
   /** An answer from the store, on time or late: the best evidence that it is there. */
   private alive(): void {
-    const connection = this.channel.runtime.connection;
+    const channel = this.channel;
+    const connection = channel.runtime.connection;
+    const now = performance.now();
     connection.answers++;
-    connection.lastAnswerAt = performance.now();
-    this.channel.monitor.lastSuccessAt = Date.now();
-    this.channel.breaker.success();
+    connection.lastAnswerAt = now;
+    // monitor.lastSuccessAt is worked out from it when read (store-runtime.ts): no Date.now() per answer.
+    channel.answeredAt = now;
+    channel.breaker.success();
   }
 
-  /** `run(arg)` as one guarded call: skipped by the open breaker (rejects BREAKER_SKIP), else counted and bounded. */
-  call<A, T>(run: (arg: A) => Promise<T>, arg: A): Promise<T> {
+  /**
+   * `run(arg)` as one guarded call: skipped by the open breaker (rejects BREAKER_SKIP), else counted
+   * and bounded. `track`, when given, hears that the call went out and, before any caller hears
+   * the outcome, that it ended (its error, undefined on success): in the call's own reactions, not
+   * in a promise reaction of its own.
+   */
+  call<A, T>(run: (arg: A) => Promise<T>, arg: A, track?: CallTrack<A>): Promise<T> {
     let admission: Admission;
     let pending: Promise<T>;
     try {
@@ -152,20 +160,30 @@ export class CallBook {
     const answers = this.answers;
     try {
       pending = run(arg);
+      track?.sent(arg);
     } catch (error) {
       pending = Promise.reject(error);
+      track = undefined;
     }
     // Every call's one pair of closures: `run` and `arg` come in apart, so a request needs no thunk of its own.
     return pending.then(
       (result) => {
+        track?.ended(arg, undefined);
         this.succeeded(started);
         return result;
       },
       (error: unknown) => {
+        track?.ended(arg, error);
         throw this.failed(error, admission, started, answers);
       },
     );
   }
+}
+
+/** What `CallBook.call` tells about a call it made: sent, then ended (with its error, or undefined). */
+export interface CallTrack<A> {
+  sent(arg: A): void;
+  ended(arg: A, error: unknown): void;
 }
 
 /**
@@ -180,24 +198,27 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
   const plain = (request: StoreRequest): Promise<StoreResult> => bounded(shared.evaluate(request));
   // A consume's units are pending from when the store is asked until it answers or fails, late
   // answers included: the store may count them meanwhile (failure/subject-memory.ts). Told before
-  // any caller hears the outcome (these reactions are attached first).
-  const evaluate = pending === undefined ? plain : (request: StoreRequest): Promise<StoreResult> => {
-    const call = plain(request);
-    if (request.mode !== 'consume') return call;
-    pending(request, request.cost);
-    const done = (): void => pending(request, -request.cost);
-    call.then(done, (error: unknown) => {
-      const late = lateAnswer(error);
-      if (late) late.then(done, done);
-      else done();
-    });
-    return call;
-  };
+  // any caller hears the outcome (in the call's own reactions, which run before its caller's).
+  const track: CallTrack<StoreRequest> | undefined =
+    pending === undefined
+      ? undefined
+      : {
+          sent: (request) => pending(request, request.cost),
+          ended(request, error) {
+            const late = error === undefined ? undefined : lateAnswer(error);
+            if (late === undefined) pending(request, -request.cost);
+            else {
+              const done = (): void => pending(request, -request.cost);
+              late.then(done, done);
+            }
+          },
+        };
+  const evaluate = (request: StoreRequest): Promise<StoreResult> => book.call(plain, request, request.mode === 'consume' ? track : undefined);
   const reset = (keys: readonly string[]): Promise<void> => bounded(shared.reset(keys));
   return {
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
-    evaluate: (request: StoreRequest): Promise<StoreResult> => book.call(evaluate, request),
+    evaluate,
     reset: (keys) => book.call(reset, keys),
   };
 }

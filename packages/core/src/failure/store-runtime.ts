@@ -23,6 +23,8 @@ export class StoreChannel {
   readonly breaker: CircuitBreaker;
   readonly monitor: StoreMonitor;
   readonly reporters: Reporters;
+  /** performance.now() of this channel's last answer (on time or late); undefined before the first. */
+  answeredAt: number | undefined = undefined;
   private readonly meters = new WeakSet<FloodgateMetrics>();
 
   constructor(
@@ -33,7 +35,25 @@ export class StoreChannel {
     const store = runtime.store.name;
     this.breaker = new CircuitBreaker(options, clock);
     const errors = Object.fromEntries(STORE_ERROR_KINDS.map((kind) => [kind, 0])) as Record<StoreErrorKind, number>;
-    this.monitor = { store, breaker: this.breaker, calls: 0, errors, lastError: undefined, lastSuccessAt: undefined, lateAnswers: 0, slowTimeouts: 0, shed: 0, scriptErrors: 0 };
+    // lastSuccessAt is read (health) far less often than calls answer: an answer records only
+    // performance.now() (answeredAt, which the connection's slow-store check reads too), and the
+    // wall-clock time is worked out from it when read, from Date.now() at that moment.
+    const channel = this;
+    this.monitor = {
+      store,
+      breaker: this.breaker,
+      calls: 0,
+      errors,
+      lastError: undefined,
+      get lastSuccessAt() {
+        const at = channel.answeredAt;
+        return at === undefined ? undefined : Math.round(Date.now() - (performance.now() - at));
+      },
+      lateAnswers: 0,
+      slowTimeouts: 0,
+      shed: 0,
+      scriptErrors: 0,
+    };
     this.reporters = new Reporters(this.breaker, store);
   }
 

@@ -11,12 +11,15 @@ import type { StoreRequest, StoreResult } from '../stores/store';
  */
 export const SUBJECT_MEMORY_MAX = 10_000;
 
+/** Subjects held in the pending map before those with nothing pending are dropped (see `pending`): bounded whatever the callers. */
+export const PENDING_SWEEP = 1024;
+
 interface Remembered {
   /** Per limit: units left when the store answered, and the clock (ms) at which they are all back (Infinity: no cap from it, a lease limit). */
-  readonly remaining: readonly number[];
-  readonly fullAt: readonly number[];
+  readonly remaining: number[];
+  readonly fullAt: number[];
   /** The clock when the store answered (a refill counts from it). */
-  readonly at: number;
+  at: number;
   /** Units this instance admitted locally against it since; kept across the store's later answers (they do not include them). */
   used: number;
 }
@@ -30,7 +33,7 @@ interface Remembered {
  */
 export class SubjectMemory {
   private entries: LRUCache<string, Remembered> | undefined;
-  /** Per subject, units asked of the store and not answered yet: an entry lives only while some are (bounded by the requests in flight). */
+  /** Per subject, units asked of the store and not answered yet (0: none, kept until the next sweep): at most PENDING_SWEEP entries besides the subjects in flight. */
   private readonly inFlight = new Map<string, number>();
 
   constructor(private readonly clock: () => number) {}
@@ -52,6 +55,19 @@ export class SubjectMemory {
       if (!used) return;
     }
     const now = this.clock();
+    // Remembered already, as many limits: its figures rewritten in place (the LRU's get above made it the most recent).
+    if (old !== undefined && old.fullAt.length === limits.length && results.length === limits.length) {
+      let stillOut = false;
+      for (let i = 0; i < limits.length; i++) {
+        const t = old.fullAt[i];
+        if (t !== Infinity && t > now) stillOut = true;
+        old.remaining[i] = results[i].remaining;
+        old.fullAt[i] = 'leaseMs' in limits[i] ? Infinity : now + results[i].resetMs;
+      }
+      old.at = now;
+      if (!stillOut) old.used = 0;
+      return;
+    }
     const fullAt = limits.map((l, i) => ('leaseMs' in l || results[i] === undefined ? Infinity : now + results[i].resetMs));
     const stillOut = old !== undefined && old.fullAt.some((t) => t !== Infinity && t > now);
     this.entries ??= new LRUCache<string, Remembered>({ max: SUBJECT_MEMORY_MAX });
@@ -109,9 +125,15 @@ export class SubjectMemory {
   /** Units of a subject asked of the store (+cost when sent, -cost when its answer or failure is known). */
   pending(keys: readonly string[], delta: number): void {
     const key = keys[0];
-    const n = (this.inFlight.get(key) ?? 0) + delta;
-    if (n > 0) this.inFlight.set(key, n);
-    else this.inFlight.delete(key);
+    const held = this.inFlight.get(key);
+    const n = (held ?? 0) + delta;
+    if (held === undefined && n <= 0) return;
+    // A subject back to 0 keeps its entry (its next request rewrites it rather than adding and
+    // deleting an entry per request); once PENDING_SWEEP subjects are held, those at 0 go.
+    this.inFlight.set(key, n > 0 ? n : 0);
+    if (n <= 0 && this.inFlight.size > PENDING_SWEEP) {
+      for (const [k, v] of this.inFlight) if (v === 0) this.inFlight.delete(k);
+    }
   }
 
   /** Units of this subject asked of the store and not answered yet. */
@@ -122,6 +144,11 @@ export class SubjectMemory {
   /** Forgets subjects (the limiter's reset()). */
   forget(keys: readonly string[]): void {
     if (keys.length > 0) this.entries?.delete(keys[0]);
+  }
+
+  /** Subjects held in the pending map now, at 0 or not (tests: it stays bounded). */
+  get pendingHeld(): number {
+    return this.inFlight.size;
   }
 
   /** Subjects remembered now (for tests and the health snapshot). */

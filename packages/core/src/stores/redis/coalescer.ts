@@ -5,7 +5,7 @@ import { nextTurn } from '../../base/next-turn';
 import type { StoreRequest, StoreResult } from '../store';
 import type { ClientBinding } from './clients';
 import { scriptFor, type ReplyEntry } from './protocol';
-import { own, type ScriptSender } from './sender';
+import { own, type CallSink, type ScriptSender } from './sender';
 import { slotOf } from './slot';
 
 /** A request waiting for its call, with its promise's two ends. One object per request, one shape. */
@@ -138,12 +138,16 @@ export class Coalescer {
   private readonly endTurn = (): void => {
     this.turnScheduled = false;
     const groups = this.turn;
+    // A new map per turn, never one kept and cleared: a map that lives long sits in the old
+    // generation, and what a turn puts in it (its table, the groups) would then be promoted by
+    // every scavenge instead of dying young (about 280 bytes a request more promoted, measured
+    // with node --trace-gc-nvp: more mark-compacts).
     this.turn = new Map();
     // One subject (the common case under one hot caller): one call, nothing to sort.
     if (groups.size === 1) {
-      const [group] = groups.values();
+      const group = groups.values().next().value as Waiter[];
       if (group.length <= MAX_BATCH) {
-        this.answer([group]).catch(() => {});
+        this.call([group]);
         return;
       }
     }
@@ -164,17 +168,22 @@ export class Coalescer {
         let size = 0;
         for (const part of list) {
           if (size + part.length > MAX_BATCH && call.length > 0) {
-            this.answer(call).catch(() => {});
+            this.call(call);
             call = [];
             size = 0;
           }
           call.push(part);
           size += part.length;
         }
-        this.answer(call).catch(() => {});
+        this.call(call);
       }
     });
   };
+
+  /** One call of this turn for the groups: each waiter hears its own result or error (a CallTurn, no promise of the call's own). */
+  private call(groups: Waiter[][]): void {
+    this.sender.dispatch(groups, requestOf, groups[0][0].now, this.timeoutMs, new TurnCall(groups));
+  }
 
   /** Which groups may share a script call: one mode and script (and test time); on a Cluster, one slot. */
   private shareKey(waiter: Waiter): string {
@@ -200,25 +209,9 @@ export class Coalescer {
    */
   private answer(groups: Waiter[][], budgetMs = this.timeoutMs): Promise<void> {
     return this.sender.send(groups, requestOf, groups[0][0].now, budgetMs).then(
-      (results) => {
-        let at = 0;
-        for (const batch of groups) {
-          for (let i = 0; i < batch.length; i++) {
-            const entry = results[at++];
-            if (entry instanceof FloodgateError) batch[i].reject(entry);
-            else batch[i].resolve(entry);
-          }
-        }
-      },
+      (results) => answerAll(groups, results),
       (error: unknown) => {
-        // A timed-out call may still be answered: each waiter's timeout carries its own late result.
-        let at = 0;
-        for (const batch of groups) {
-          for (const w of batch) {
-            const index = at++;
-            w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part((results) => own(results[index])) : error);
-          }
-        }
+        failAll(groups, error);
         throw error;
       },
     );
@@ -267,5 +260,39 @@ export class Coalescer {
       for (const w of batch) w.reject(busy);
     }
     this.batches.delete(key);
+  }
+}
+
+/** Each waiter of a call's groups gets its own result, or its subject's own script error (FG_STORE_SCRIPT: that waiter's alone). */
+function answerAll(groups: readonly Waiter[][], results: ReplyEntry[]): void {
+  let at = 0;
+  for (const batch of groups) {
+    for (let i = 0; i < batch.length; i++) {
+      const entry = results[at++];
+      if (entry instanceof FloodgateError) batch[i].reject(entry);
+      else batch[i].resolve(entry);
+    }
+  }
+}
+
+/** Each waiter of a failed call gets its error; a timed-out call may still be answered: each waiter's timeout carries its own late result. */
+function failAll(groups: readonly Waiter[][], error: unknown): void {
+  let at = 0;
+  for (const batch of groups) {
+    for (const w of batch) {
+      const index = at++;
+      w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part((results) => own(results[index])) : error);
+    }
+  }
+}
+
+/** A 'turn' call's groups, told its outcome by the sender (sender.ts CallSink). */
+class TurnCall implements CallSink {
+  constructor(private readonly groups: readonly Waiter[][]) {}
+  answered(results: ReplyEntry[]): void {
+    answerAll(this.groups, results);
+  }
+  failed(error: unknown): void {
+    failAll(this.groups, error);
   }
 }

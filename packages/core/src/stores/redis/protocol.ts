@@ -119,13 +119,18 @@ const ALGORITHMS_OF = new Map<ScriptName, readonly RegisteredAlgorithm[]>();
 
 /** A script's lean twin (see the top of this file), composed once. */
 export function leanOf(script: Script): Script {
+  // Asked per call: found by the script object, not by a name built and hashed each time.
+  const known = LEAN_OF.get(script);
+  if (known) return known;
   if (script.name.endsWith('/lean')) return script;
   const name = `${script.name}/lean` as ScriptName;
   let lean = LEAN.get(name);
   if (!lean) LEAN.set(name, (lean = compose(name, ALGORITHMS_OF.get(script.name)!, true)));
+  LEAN_OF.set(script, lean);
   return lean;
 }
 const LEAN = new Map<ScriptName, Script>();
+const LEAN_OF = new WeakMap<Script, Script>();
 
 const FULL = [...LIMIT_KINDS.map((name) => compose(name, [ALGORITHM[name]])), compose('all', LIMIT_KINDS.map((name) => ALGORITHM[name]))];
 
