@@ -299,10 +299,12 @@ async function flood(
   until: number,
   samples: Sample[],
   errors: unknown[],
+  /** Requests each lane sends even past `until`: a phase that must have answers to judge (a stall can outlast a short phase). */
+  minPerLane = 0,
 ): Promise<number> {
   let sent = 0;
   const lane = async () => {
-    while (performance.now() < until) {
+    for (let mine = 0; performance.now() < until || mine < minPerLane; mine++) {
       const i = sent++;
       const target = targets[i % targets.length];
       const who = caller(i);
@@ -412,7 +414,9 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       const caller = () => `${SCALE_OUT_CALLER}${n}`;
       const express = apps.find((a) => a.name === 'express')!;
       const first = { route: 'express default', port: express.port, path: '/default' };
-      let sent = await flood(floodAgent, [first], caller, floodInFlight, performance.now() + 200, floodSamples, floodErrors);
+      // At least 3 requests a lane in each phase: at load 25 a 200 ms phase, or a pause that starting
+      // the joined app outlasted, sent nothing, and the autoscaler's case was never judged.
+      let sent = await flood(floodAgent, [first], caller, floodInFlight, performance.now() + 200, floodSamples, floodErrors, 3);
       const joinedAt = performance.now();
       server.pause();
       const joinedClient = server.client({ autoResendUnfulfilledCommands: false });
@@ -422,7 +426,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
         const joined = await startJoined(new RedisStore({ client: joinedClient }), `${prefix}e`, logger);
         try {
           const targets = [first, { route: 'express default', port: joined.port, path: '/default' }];
-          sent += await flood(floodAgent, targets, caller, floodInFlight, joinedAt + lengthMs, floodSamples, floodErrors);
+          sent += await flood(floodAgent, targets, caller, floodInFlight, joinedAt + lengthMs, floodSamples, floodErrors, 3);
         } finally {
           await joined.close();
         }
