@@ -27,8 +27,9 @@ export type { CreateLimiterOptions } from './options';
 
 // One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
 const monotonic = () => performance.now();
-// Most subjects whose keys one limiter keeps built (a miss only rebuilds them), and the longest
-// subject plus scope remembered (longer ones are rare and would hold memory).
+// Subjects whose keys one limiter keeps built, per generation (base/memo.ts: at most twice this; a
+// miss only rebuilds them), and the longest subject plus scope remembered (longer ones are rare and
+// would hold memory).
 const KEYS_MAX = 10_000;
 const KEYS_MAX_INPUT = 512;
 

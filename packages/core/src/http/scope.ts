@@ -11,7 +11,7 @@ export const UNMATCHED_SCOPE = '<unmatched>';
 export const ALL_METHODS = 'ALL';
 /** The method word for a token that names no registered HTTP method: every such token of a route shares one bucket. */
 export const OTHER_METHOD = '<other>';
-/** Most method and route pairs whose scope one limiter keeps built. */
+/** Method and route pairs whose scope one limiter keeps built, per generation (base/memo.ts: at most twice this). */
 const SCOPES_MAX = 10_000;
 /** Most scopes one limiter remembers as claimed; past it a new scope is claimed on each of its requests (still checked, never stored here). */
 const CLAIMED_MAX = 10_000;
