@@ -153,10 +153,11 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
   const both = async (request: StoreRequest, what: string) => {
     // The lock key too: its state and TTL are compared like the limits'.
     const keys = request.lockout ? [...request.keys, request.lockout.key] : request.keys;
-    // A snapshot, not the entry: an admission may rewrite an entry in place (MemoryStore's one-limit path).
+    // A snapshot, not the entry: an admission may rewrite an entry in place (MemoryStore's one-limit
+    // path), its state's fields too (a twin's assign): the state is compared by value as well.
     const before = keys.map((key) => {
       const entry = memoryEntry(memory, key);
-      return entry && { state: entry.state, expiresAt: entry.expiresAt };
+      return entry && { state: entry.state, value: JSON.stringify(entry.state), expiresAt: entry.expiresAt };
     });
     const expected = memory.evaluateSync(request);
     lastTtls.clear();
@@ -177,7 +178,7 @@ it(`MemoryStore and RedisStore decide identically over ${STEPS} random steps (se
     keys.forEach((key, i) => {
       const after = memoryEntry(memory, key);
       const pttl = lastTtls.get(key);
-      if (after !== undefined && (before[i] === undefined || after.state !== before[i]!.state || after.expiresAt !== before[i]!.expiresAt)) {
+      if (after !== undefined && (before[i] === undefined || after.state !== before[i]!.state || JSON.stringify(after.state) !== before[i]!.value || after.expiresAt !== before[i]!.expiresAt)) {
         const want = after.expiresAt - clock.now();
         stats.ttlChecks++;
         if (pttl === -1 && setExpiry.get(key) === after.expiresAt) {

@@ -21,6 +21,7 @@ import {
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { oneHook } from './one-hook';
+import { headersOf, lowerCase } from './reply-headers';
 
 /** The request lifecycle hooks the limiter can run in. */
 export const RATE_LIMIT_HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
@@ -112,7 +113,9 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
     const headers = result.headers;
     // Lower-cased here, once per name: Fastify lower-cases every name it is given, and a name that
     // comes out as a fresh string must be looked up in V8's string table to key its headers object.
-    for (let i = 0; i < headers.length; i++) reply.header(lowerCase(headers[i][0]), headers[i][1]);
+    const own = headersOf(reply);
+    if (own) for (let i = 0; i < headers.length; i++) own[lowerCase(headers[i][0])] = headers[i][1];
+    else for (let i = 0; i < headers.length; i++) reply.header(lowerCase(headers[i][0]), headers[i][1]);
   } catch (error) {
     return done(error as Error);
   }
@@ -123,19 +126,6 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
   reply.code(result.status);
   if (result.contentType) reply.type(result.contentType);
   reply.send(result.body); // replying from a callback-style hook: the chain stops, done is not called
-}
-
-/** Header names in lower case, each lowered once (Floodgate sends a handful of names, over and over). */
-const lowered = new Map<string, string>();
-function lowerCase(name: string): string {
-  let lower = lowered.get(name);
-  if (lower === undefined) {
-    // The key V8 interns for an object property of this name: an interned name keys Fastify's
-    // headers object (and passes its toLowerCase) with no string-table lookup per response.
-    lower = Object.keys({ [name.toLowerCase()]: 0 })[0];
-    if (lowered.size < 64) lowered.set(name, lower);
-  }
-  return lower;
 }
 
 /**

@@ -34,3 +34,32 @@ it.each([true, false])('respondDirectly %s: the same lower-case names on the 200
     await app.close();
   }
 });
+
+// Issue #44: Floodgate's headers go straight into the reply's own headers object (where
+// reply.header() keeps them), skipping reply.header()'s per-call lower-casing: a later hook sees
+// them with getHeader and getHeaders, and a value it sets replaces Floodgate's as with reply.header().
+it('writes its headers where reply.header() keeps them, without calling reply.header()', async () => {
+  const app = Fastify();
+  const calls: string[] = [];
+  app.addHook('onRequest', (_request, reply, done) => {
+    const header = reply.header.bind(reply);
+    reply.header = ((name: string, value: unknown) => (calls.push(name), header(name, value))) as typeof reply.header;
+    done();
+  });
+  await app.register(rateLimit, { limit: 5, windowMs: '1m' });
+  app.get('/hello', async (_request, reply) => {
+    const seen = { limit: reply.getHeader('RateLimit-Limit'), all: Object.keys(reply.getHeaders()).filter((n) => n.startsWith('ratelimit')) };
+    reply.header('RateLimit-Remaining', 'mine');
+    return seen;
+  });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const { port } = app.server.address() as AddressInfo;
+    const res = await fetch(`http://127.0.0.1:${port}/hello`);
+    expect(await res.json()).toEqual({ limit: '5', all: ['ratelimit-limit', 'ratelimit-remaining', 'ratelimit-reset'] });
+    expect([res.headers.get('ratelimit-limit'), res.headers.get('ratelimit-remaining')]).toEqual(['5', 'mine']);
+    expect(calls).toEqual(['RateLimit-Remaining']); // the handler's own call only
+  } finally {
+    await app.close();
+  }
+});

@@ -88,6 +88,13 @@ export interface Twin<S, L extends TwinLimit = TwinLimit> {
    * its capacity). Returns the state to write; the script's `debit` takes the same steps.
    */
   debit?(state: S | undefined, now: number, limit: L, cost: number): TwinWrite<S>;
+  /**
+   * Optional, for a state of plain number fields: copies `from`'s fields into `into`, the stored
+   * state, so that an admission rewrites it in place (MemoryStore). A new state object per
+   * admission is one the collector must keep (an older entry points to it) and, with many callers,
+   * copy and promote; the fields written in place are not.
+   */
+  assign?(into: S, from: S): void;
   /** Lease family only: gives back the `cost` slots leased under `token` (the script's `release`). */
   release?(state: S | undefined, now: number, limit: L, cost: number, token: string): TwinWrite<S> | undefined;
   /** Lease family only: a lease still held runs `leaseMs` from now again (the script's `renew`). */

@@ -1,7 +1,7 @@
 // createLimiter: the framework-free engine. Cheapest check first: block cache, then one atomic store call.
 import { isThenable } from '../base/maybe-promise';
 import { BlockCache } from './block-cache';
-import { lockedDecision, toDecision, type Decision } from '../model/decision';
+import { lockedDecision, toDecision, type Decision, type LimitDecision } from '../model/decision';
 import { linkStore, type StoreLink } from './store-link';
 import { newLeaseToken } from '../model/concurrency';
 import { LeaseBook, type LeaseSite } from './lease-book';
@@ -27,8 +27,9 @@ export type { CreateLimiterOptions } from './options';
 
 // One clock function for every limiter that does not bring its own, so limiters on one store share one breaker.
 const monotonic = () => performance.now();
-// Most subjects whose keys one limiter keeps built (a miss only rebuilds them), and the longest
-// subject plus scope remembered (longer ones are rare and would hold memory).
+// Subjects whose keys one limiter keeps built, per generation (base/memo.ts: at most twice this; a
+// miss only rebuilds them), and the longest subject plus scope remembered (longer ones are rare and
+// would hold memory).
 const KEYS_MAX = 10_000;
 const KEYS_MAX_INPUT = 512;
 
@@ -167,7 +168,6 @@ export function createLimiter(options: CreateLimiterOptions = {}): Limiter {
 /** Builds a limiter from options already parsed (the HTTP layer parses once and builds many). */
 export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
   const engine = new Engine(resolved);
-  const { prefix } = resolved;
   const maxCost = engine.maxCost;
   return {
     options: resolved,
@@ -180,12 +180,13 @@ export function limiterFrom(resolved: ResolvedLimiterOptions): EngineLimiter {
       // blocked (every admitting request's case): no key is named to ask.
       if (!engine.blocks || engine.blocks.empty || !isCost(cost) || cost > maxCost) return undefined;
       const scope = opts.scope ?? '';
-      const hit = engine.fromBlock(subjectKey(prefix, scope, String(subject)), cost);
+      // The subject's keys memo (two Map reads), as decide() names it: no digest-memo walk per 429.
+      const hit = engine.fromBlock(engine.keysOf(subject, scope).base, cost);
       return hit && engine.counted(hit, scope);
     },
     isBlocked(subject, { cost, scope, withinMs }) {
       if (!engine.blocks || engine.blocks.empty || !isCost(cost) || cost > maxCost) return false;
-      const hit = engine.blocks.get(subjectKey(prefix, scope, String(subject)), cost);
+      const hit = engine.blocks.get(engine.keysOf(subject, scope).base, cost);
       return hit !== undefined && (withinMs === undefined || hit.leftMs <= withinMs);
     },
     healthSource: engine.healthSource,
@@ -295,6 +296,11 @@ function overrideApi(engine: Engine, resolved: ResolvedLimiterOptions): Pick<Lim
       audit(resolved.onOverride, { action: 'clear', target: scope === ALL_SCOPES ? 'all' : `route ${scope}`, scope }, resolved.failure.logger);
     },
   };
+}
+
+/** A blocked decision's time `ms` (a reset or retry), `elapsed` ms later: counted down, never below 0; -1 and 0 stay. */
+function aged(ms: number, elapsed: number): number {
+  return ms > 0 ? Math.max(0, Math.ceil(ms - elapsed)) : ms;
 }
 
 /** One limiter's state and steps: its keys, its block cache, its counts and its link to the store. */
@@ -430,14 +436,30 @@ class Engine {
     if (!hit) return undefined;
     const d = hit.decision;
     const elapsed = Math.max(0, d.retryAfterMs - hit.leftMs);
-    const age = (ms: number) => (ms > 0 ? Math.max(0, Math.ceil(ms - elapsed)) : ms);
+    // A loop and a plain function rather than map() over a closure: every 429 from the cache runs it.
+    // Literals of the fields a cached denial has (toDecision's and lockedDecision's; a denial carries
+    // no `at`, lease or delay), not spreads: a spread copies through a generic clone.
+    const limits: LimitDecision[] = new Array(d.limits.length);
+    for (let i = 0; i < limits.length; i++) {
+      const l = d.limits[i];
+      const resetMs = aged(l.resetMs, elapsed);
+      const retryAfterMs = aged(l.retryAfterMs, elapsed);
+      limits[i] =
+        l.quotaUnit === undefined
+          ? { policy: l.policy, allowed: l.allowed, limit: l.limit, windowMs: l.windowMs, remaining: l.remaining, resetMs, retryAfterMs }
+          : { policy: l.policy, allowed: l.allowed, limit: l.limit, windowMs: l.windowMs, remaining: l.remaining, resetMs, retryAfterMs, quotaUnit: l.quotaUnit };
+    }
     return {
-      ...d,
+      allowed: d.allowed,
       // A lock-out stays named as one: its wait is the lock's, not the limits'.
       reason: d.reason === 'locked' ? 'locked' : 'blocked',
+      degraded: d.degraded,
+      limit: d.limit,
+      remaining: d.remaining,
+      resetMs: d.resetMs === null ? null : aged(d.resetMs, elapsed),
       retryAfterMs: Math.ceil(hit.leftMs),
-      resetMs: d.resetMs === null ? null : age(d.resetMs),
-      limits: d.limits.map((l) => ({ ...l, resetMs: age(l.resetMs), retryAfterMs: age(l.retryAfterMs) })),
+      policy: d.policy,
+      limits,
     };
   }
 

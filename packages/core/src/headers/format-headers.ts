@@ -123,6 +123,33 @@ const DIALECTS: Readonly<Record<HeaderDialect, (d: Decision, out: HeaderPair[], 
   legacy,
 };
 
+type DialectWriter = (d: Decision, out: HeaderPair[], options: FormatHeadersOptions) => void;
+
+/** A dialect list's functions, and whether one of them is an integer dialect (draft-6, legacy). */
+interface Writers extends Array<DialectWriter> {
+  integer: boolean;
+}
+
+/**
+ * The last dialect list's functions, resolved by name once per list instead of once per response
+ * (a limiter passes the same list, parsed once, to every response it formats). The names are
+ * compared too: a caller's own list may have changed since.
+ */
+let lastNames: HeaderDialect[] = [];
+let lastWriters: Writers | undefined;
+function writersOf(dialects: readonly HeaderDialect[]): Writers {
+  if (lastWriters !== undefined && dialects.length === lastNames.length) {
+    let same = true;
+    for (let i = 0; i < dialects.length && same; i++) same = dialects[i] === lastNames[i];
+    if (same) return lastWriters;
+  }
+  const writers = dialects.map((d) => DIALECTS[d]) as Writers;
+  writers.integer = dialects.some((d) => d !== 'draft-10');
+  lastNames = [...dialects];
+  lastWriters = writers;
+  return writers;
+}
+
 /**
  * Whole seconds to send in Retry-After: jitter in [0, jitterMs] is added before rounding up, so the
  * value lies in [ceil(retryAfterMs / 1000), ceil((retryAfterMs + jitterMs) / 1000)] and is never
@@ -144,12 +171,9 @@ export function formatHeaders(
 ): HeaderPair[] {
   const out: HeaderPair[] = [];
   if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
-    let integerDialect = false;
-    for (let i = 0; i < dialects.length; i++) {
-      DIALECTS[dialects[i]](decision, out, options);
-      if (dialects[i] !== 'draft-10') integerDialect = true;
-    }
-    if (integerDialect) out.push([RESET_MS_FIELD, String(wholeMs(untilMs(decision as Quota)))]);
+    const writers = writersOf(dialects);
+    for (let i = 0; i < writers.length; i++) writers[i](decision, out, options);
+    if (writers.integer) out.push([RESET_MS_FIELD, String(wholeMs(untilMs(decision as Quota)))]);
   }
   if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {
     out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random))]);

@@ -24,10 +24,15 @@ export function countedTwiceCheck(
   const checks = new Map<string, number>();
   let open = true;
   const me = { label };
+  // The last scope whose checks were all made: its next requests skip the Map.
+  let done: string | undefined;
   return (request, scope) => {
-    if (!open || request === null || typeof request !== 'object') return;
+    if (!open || scope === done || request === null || typeof request !== 'object') return;
     const n = checks.get(scope) ?? 0;
-    if (n >= CHECKS_PER_SCOPE) return;
+    if (n >= CHECKS_PER_SCOPE) {
+      done = scope;
+      return;
+    }
     if (n === 0 && checks.size >= SCOPES_CHECKED) {
       open = false;
       return;

@@ -37,21 +37,65 @@ export function shed<Req>(pipe: Pipeline<Req>, facts: RequestFacts, request: Req
     o.onLimited?.(event);
   }
   const headers = formatHeaders(decision, pipe.o.dialects, pipe.enforced);
-  const retryAfter = headers.find(([name]) => name === 'Retry-After');
-  const { body, length } = problemBody(decision, 1, retryAfter ? Number(retryAfter[1]) : undefined);
+  const { body, length } = problemBody(decision, 1, retryAfterOf(headers));
   return { decision, status: 503, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: pipe.o.respondDirectly ? directHead(headers, length) : undefined };
 }
 
 /** The flat header list of a response written directly: the rate-limit headers, then the body's type and length. */
 function directHead(headers: readonly HeaderPair[], length: string): string[] {
-  const head: string[] = [];
-  for (const [name, value] of headers) head.push(name, value);
-  head.push('Content-Type', PROBLEM_CONTENT_TYPE, 'Content-Length', length);
+  const n = headers.length * 2;
+  const head: string[] = new Array(n + 4);
+  for (let i = 0; i < headers.length; i++) {
+    head[2 * i] = headers[i][0];
+    head[2 * i + 1] = headers[i][1];
+  }
+  head[n] = 'Content-Type';
+  head[n + 1] = PROBLEM_CONTENT_TYPE;
+  head[n + 2] = 'Content-Length';
+  head[n + 3] = length;
   return head;
+}
+
+/** The Retry-After value among these headers (formatHeaders writes it last), as a number; undefined without one. */
+function retryAfterOf(headers: readonly HeaderPair[]): number | undefined {
+  for (let i = headers.length - 1; i >= 0; i--) if (headers[i][0] === 'Retry-After') return Number(headers[i][1]);
+  return undefined;
 }
 
 /** Default bodies already rendered, by what they say: a flood of 429s renders each distinct body once. */
 const bodies = new Memo<{ body: string; length: string }>(1000);
+
+/** A body rendered lately, by what it says: the kind of refusal, Retry-After and the denying policies. */
+interface RecentBody {
+  kind: string;
+  retryAfter: number | undefined;
+  policies: string[];
+  rendered: { body: string; length: string };
+}
+/**
+ * The last few bodies, found without building the memo's key string (a flood of 429s repeats a
+ * couple of them: Retry-After's jitter gives each block two or three values). Policy names are
+ * compared as the strings the limits hold.
+ */
+const recent: RecentBody[] = [];
+const RECENT_MAX = 4;
+
+function recentBody(kind: string, retryAfter: number | undefined, decision: Decision, policiesToo: boolean): RecentBody | undefined {
+  search: for (let r = 0; r < recent.length; r++) {
+    const entry = recent[r];
+    if (entry.kind !== kind || entry.retryAfter !== retryAfter) continue;
+    let n = 0;
+    if (policiesToo) {
+      for (let i = 0; i < decision.limits.length; i++) {
+        const l = decision.limits[i];
+        if (l.allowed) continue;
+        if (n >= entry.policies.length || entry.policies[n++] !== l.policy) continue search;
+      }
+    }
+    if (n === entry.policies.length) return entry;
+  }
+  return undefined;
+}
 
 function problemBody(decision: Decision, cost: number, retryAfter: number | undefined): { body: string; length: string } {
   const render = () => {
@@ -60,10 +104,17 @@ function problemBody(decision: Decision, cost: number, retryAfter: number | unde
   };
   // "Can never be admitted" also names the cost and the limit: rare, rendered each time.
   if (decision.reason !== 'fail-closed' && decision.reason !== 'shed' && decision.retryAfterMs < 0) return render();
-  let key = `${decision.reason === 'fail-closed' ? 'c' : decision.reason === 'shed' ? 's' : decision.reason === 'locked' ? 'l' : 'r'}${retryAfter ?? ''}`;
-  if (decision.reason !== 'fail-closed' && decision.reason !== 'shed') for (const l of decision.limits) if (!l.allowed) key += `\u0000${l.policy}`;
+  const kind = decision.reason === 'fail-closed' ? 'c' : decision.reason === 'shed' ? 's' : decision.reason === 'locked' ? 'l' : 'r';
+  const policiesToo = kind !== 'c' && kind !== 's';
+  const seen = recentBody(kind, retryAfter, decision, policiesToo);
+  if (seen !== undefined) return seen.rendered;
+  let key = `${kind}${retryAfter ?? ''}`;
+  const policies: string[] = [];
+  if (policiesToo) for (const l of decision.limits) if (!l.allowed) (key += `\u0000${l.policy}`), policies.push(l.policy);
   let hit = bodies.get(key);
   if (hit === undefined) bodies.set(key, (hit = render()));
+  if (recent.length >= RECENT_MAX) recent.shift();
+  recent.push({ kind, retryAfter, policies, rendered: hit });
   return hit;
 }
 
@@ -97,8 +148,7 @@ export function respond<Req>(ctx: Identified<Req>, decision: Decision): HttpResu
     const handler = o.handler;
     return Promise.resolve(handler(ctx.request, event!)).then((body) => ({ decision, status, headers, body }));
   }
-  const retryAfter = headers.find(([name]) => name === 'Retry-After');
-  const { body, length } = problemBody(decision, ctx.cost, retryAfter ? Number(retryAfter[1]) : undefined);
+  const { body, length } = problemBody(decision, ctx.cost, retryAfterOf(headers));
   return { decision, status, headers, body, contentType: PROBLEM_CONTENT_TYPE, direct: o.respondDirectly ? directHead(headers, length) : undefined };
 }
 

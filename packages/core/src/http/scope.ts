@@ -11,7 +11,7 @@ export const UNMATCHED_SCOPE = '<unmatched>';
 export const ALL_METHODS = 'ALL';
 /** The method word for a token that names no registered HTTP method: every such token of a route shares one bucket. */
 export const OTHER_METHOD = '<other>';
-/** Most method and route pairs whose scope one limiter keeps built. */
+/** Method and route pairs whose scope one limiter keeps built, per generation (base/memo.ts: at most twice this). */
 const SCOPES_MAX = 10_000;
 /** Most scopes one limiter remembers as claimed; past it a new scope is claimed on each of its requests (still checked, never stored here). */
 const CLAIMED_MAX = 10_000;
@@ -43,15 +43,24 @@ function methodWord(method: string, allMethods: boolean | undefined): string {
 export function scopesOf(group: string | undefined): (facts: Pick<RequestFacts, 'method' | 'route' | 'allMethods'>) => string {
   if (group !== undefined) return () => group;
   const scopes = new NestedMemo<string>(SCOPES_MAX);
+  // The last answer, found by comparing the two strings (a route's requests come in runs of one method).
+  let lastKey = '';
+  let lastRoute = '';
+  let lastScope = '';
   return (facts) => {
     const route = facts.route;
     if (route === undefined) return UNMATCHED_SCOPE;
     // Keyed on the method word once it is ALL: an all-method route's requests hold one entry, whatever tokens they send.
     const key = facts.allMethods ? ALL_METHODS : facts.method;
-    const hit = scopes.get(key, route);
-    if (hit !== undefined) return hit;
-    const scope = `${methodWord(facts.method, facts.allMethods)} ${route}`;
-    scopes.set(key, route, scope);
+    if (key === lastKey && route === lastRoute && lastScope !== '') return lastScope;
+    let scope = scopes.get(key, route);
+    if (scope === undefined) {
+      scope = `${methodWord(facts.method, facts.allMethods)} ${route}`;
+      scopes.set(key, route, scope);
+    }
+    lastKey = key;
+    lastRoute = route;
+    lastScope = scope;
     return scope;
   };
 }
@@ -59,8 +68,14 @@ export function scopesOf(group: string | undefined): (facts: Pick<RequestFacts, 
 /** A claim function that claims a scope's buckets for these limits the first time it is given that scope. */
 export function claimsOnce(store: Store, prefix: string, limits: readonly ResolvedLimit[], label: string, first?: (scope: string) => void): (scope: string) => void {
   const claimed = new Set<string>();
+  // The last scope found claimed: the next request of the same route skips the Set.
+  let last: string | undefined;
   return (scope) => {
-    if (claimed.has(scope)) return;
+    if (scope === last) return;
+    if (claimed.has(scope)) {
+      last = scope;
+      return;
+    }
     claimBuckets(store, prefix, scope, limits, label);
     if (claimed.size >= CLAIMED_MAX) return;
     claimed.add(scope);

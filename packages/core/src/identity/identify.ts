@@ -7,7 +7,7 @@ import { resolveIdentityOptions } from './options';
 import type { Identify, IdentifyHooks, Identity, IdentityOptions, IdentityWarning, RequestFacts, ResolvedIdentityOptions } from './types';
 import { ProxyChecks } from './proxy-warnings';
 
-/** Most client addresses whose identity one identify function remembers. */
+/** Client addresses whose identity one identify function remembers, per generation (base/memo.ts: at most twice this). */
 const IP_MEMO_MAX = 10_000;
 
 /** The answer when keyCache.maxInFlight lookups are in flight. */

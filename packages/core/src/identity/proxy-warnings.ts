@@ -30,7 +30,10 @@ export class ProxyChecks {
       );
     } else if (facts.trustProxy === 'none' && this.headerOpen) {
       const headers = facts.headers;
-      const seen = headers && PROXY_HEADERS.find((name) => headers[name] !== undefined);
+      if (!headers) return;
+      // Named reads, no closure: without a proxy in front this runs on every request.
+      const seen =
+        headers['x-forwarded-for'] !== undefined ? PROXY_HEADERS[0] : headers.forwarded !== undefined ? PROXY_HEADERS[1] : headers['x-real-ip'] !== undefined ? PROXY_HEADERS[2] : undefined;
       if (!seen) return;
       this.headerOpen = false;
       warnOnce(

@@ -1,5 +1,5 @@
 // The Decision: what the limiter answers for one request. A limit is a resolved Decision, never a rejection.
-import type { LimitResult } from '../algorithms/types';
+import type { CalendarPeriods, LimitResult } from '../algorithms/types';
 import type { ResolvedLimit } from './limit';
 import type { Lease } from './concurrency';
 
@@ -124,7 +124,8 @@ export function toDecision(
 
 /** A limit's window: a calendar window's is the period that ends at its reset (a month has 28 to 31 days, a day 23 to 25 hours). */
 function calendarLength(l: ResolvedLimit, r: LimitResult, clockMs: number | undefined): number {
-  const calendar = 'windowMs' in l.store ? l.store.calendar : undefined;
+  // Only a window limit has one (a rate or lease limit never carries the field): a plain read, no `in` test.
+  const calendar = (l.store as { readonly calendar?: CalendarPeriods }).calendar;
   return calendar === undefined || clockMs === undefined ? l.windowMs : calendar.lengthEnding(clockMs + r.resetMs);
 }
 

@@ -1,6 +1,6 @@
 // MemoryStore: the embedded default. The algorithms' twins over a bounded LRU, lazy expiry, no timers.
 import { LRUCache } from 'lru-cache';
-import { evaluateTwins, holdTwins, leaseTwins, refundTwins, settleTwins } from '../algorithms/evaluate';
+import { evaluateTwins, holdTwins, leaseTwins, refundTwins, settleTwins, TWINS } from '../algorithms/evaluate';
 import { ttl } from '../algorithms/twin-math';
 import { invalidOption } from '../base/errors';
 import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../base/validate';
@@ -144,7 +144,10 @@ export class MemoryStore implements Store {
       const check = checks[i];
       if (allowed && charging && check.next) {
         if (inPlace) {
-          only!.state = check.next.state;
+          // The state's fields too, where its twin can (no new object for the collector to keep).
+          const assign = only!.state === undefined ? undefined : TWINS[limits[i].algorithm].assign;
+          if (assign !== undefined) assign(only!.state, check.next.state);
+          else only!.state = check.next.state;
           only!.expiresAt = now + check.next.ttlMs;
         } else this.put(keys[i], { state: check.next.state, expiresAt: now + check.next.ttlMs }, now);
       }

@@ -33,7 +33,8 @@ export class ProtectedShare<E> {
   }
 
   get(key: string): Held<E> | undefined {
-    return this.map.get(key);
+    // Nobody refused (an admitting store's usual state): every read of the store asks, no lookup then.
+    return this.map.size === 0 ? undefined : this.map.get(key);
   }
 
   delete(key: string): boolean {

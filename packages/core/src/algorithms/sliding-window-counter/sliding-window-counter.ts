@@ -93,6 +93,11 @@ export const slidingWindowCounter: Twin<SlidingWindowCounterState, WindowLimit> 
     else return undefined;
     return { state: { w, c, p }, ttlMs: ttl(win - (now - w * win) + win) };
   },
+  assign(into, from) {
+    into.w = from.w;
+    into.c = from.c;
+    into.p = from.p;
+  },
   // Past the limit the estimate stays above it (debt) until enough of it has faded.
   debit(s, now, { windowMs: win }, cost) {
     const w = Math.floor(now / win);
