@@ -93,7 +93,7 @@ describe('slow is not down', () => {
     });
     expect(late.allowed).toBe(false);
     // Redis runs the queued call on SIGCONT and answers it, late: evidence of life, and a denial.
-    await waitFor('the late answer', () => limiter.health().stores[0].lateAnswers === lateBefore + 1);
+    await waitFor('the late answer', () => limiter.health().stores[0].lateAnswers === 1);
     expect(limiter.health().stores[0].breaker).toBe('closed');
     expect(events.map((e) => e.state)).toEqual(['open', 'closed']);
     const calls = store.scriptStats.calls;
