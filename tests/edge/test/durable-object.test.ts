@@ -35,7 +35,7 @@ afterAll(async () => {
 });
 
 // The Durable Object store keeps no overrides (docs/edge.md): every other scenario runs.
-describeConformance('conformance: DurableObjectStore (workerd)', (clock) => new DurableObjectStore({ namespace, shards: 4, UNSAFE_testClock: clock, timeoutMs: 10_000 }), { overrides: false });
+describeConformance('conformance: DurableObjectStore (workerd)', (clock) => new DurableObjectStore({ namespace, shards: 4, UNSAFE_testClock: clock, timeoutMs: 30_000 }), { overrides: false });
 
 describe('a Hono app on workerd with the Durable Object store', () => {
   it('8 clients x 400 concurrent requests for one subject at a limit of 100 admit exactly 100', async () => {
@@ -70,7 +70,7 @@ describe('a Hono app on workerd with the Durable Object store', () => {
 
 describe('DurableObjectStore calls and failures', () => {
   it("sends the requests one invocation makes together for one shard in one call", async () => {
-    const store = new DurableObjectStore({ namespace, shards: 1, timeoutMs: 10_000 });
+    const store = new DurableObjectStore({ namespace, shards: 1, timeoutMs: 30_000 });
     const limiter = createLimiter({ store, prefix: `do-batch-${Math.random().toString(36).slice(2, 8)}`, limit: 5, windowMs: '1m', failMode: 'closed' });
     const decisions = await Promise.all([limiter.consume('a'), limiter.consume('b'), limiter.consume('a')]);
     expect(decisions.map((d) => d.remaining)).toEqual([4, 4, 3]);

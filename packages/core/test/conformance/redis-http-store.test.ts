@@ -22,7 +22,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describeConformance('conformance: RedisStore over HTTP (@upstash/redis)', (clock) => new RedisStore({ client: httpClient(), timeoutMs: 5_000, UNSAFE_testClock: clock }), {
+describeConformance('conformance: RedisStore over HTTP (@upstash/redis)', (clock) => new RedisStore({ client: httpClient(), timeoutMs: 30_000, UNSAFE_testClock: clock }), {
   prefix,
 });
 
@@ -30,7 +30,7 @@ describe('RedisStore over HTTP', () => {
   it('is recognised as an HTTP client, warns about retries, and runs the scripts (EVALSHA; EVAL once after NOSCRIPT)', async () => {
     const retrying = new RedisStore({ client: new HttpRedis({ url: rest.url, token: rest.token, enableTelemetry: false }) });
     expect(retrying.warnings.join(' ')).toMatch(/retries a failed request/);
-    const store = new RedisStore({ client: httpClient(), timeoutMs: 5_000 });
+    const store = new RedisStore({ client: httpClient(), timeoutMs: 30_000 });
     expect(store.warnings).toEqual([]);
     await server.command(['SCRIPT', 'FLUSH']);
     await server.resetStats();
@@ -48,7 +48,7 @@ describe('RedisStore over HTTP', () => {
   it("sends one turn's calls for many subjects as one pipeline request", async () => {
     // A REST front of its own, the client's auto-pipelining off, and no fleet announcements: every request it sees is this store's.
     const own = await startRedisRest(server);
-    const store = new RedisStore({ client: httpClient(false, own), timeoutMs: 5_000 });
+    const store = new RedisStore({ client: httpClient(false, own), timeoutMs: 30_000 });
     // Two algorithms: two scripts, so the turn's calls are two, in one /pipeline request.
     const a = createLimiter({ store, prefix: `${prefix}-pipe-a`, limit: 5, windowMs: 60_000, failMode: 'closed', instances: 1 });
     const b = createLimiter({ store, prefix: `${prefix}-pipe-b`, algorithm: 'gcra', burst: 5, refillPerSecond: 1 / 3600, failMode: 'closed', instances: 1 });

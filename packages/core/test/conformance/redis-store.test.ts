@@ -24,7 +24,7 @@ afterAll(async () => {
 
 // A generous timeout: the machine is shared, and a timed-out call would fail the scenario anyway.
 describe.each(CLIENT_KINDS)('on %s', (kind) => {
-  describeConformance('conformance: RedisStore', (clock) => new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 5_000, UNSAFE_testClock: clock }), {
+  describeConformance('conformance: RedisStore', (clock) => new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 30_000, UNSAFE_testClock: clock }), {
     prefix: `${prefix}-${kindTag(kind)}`,
   });
 });
