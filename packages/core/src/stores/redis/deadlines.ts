@@ -29,7 +29,7 @@ export interface Timed {
 export class DeadlineList {
   private head: Timed | undefined = undefined;
   private tail: Timed | undefined = undefined;
-  private timer: NodeJS.Timeout | undefined = undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined = undefined;
   /** performance.now() the timer fires at; Infinity when not armed. */
   private armedFor = Infinity;
   private refed = false;
@@ -70,8 +70,10 @@ export class DeadlineList {
 
   private ref(on: boolean): void {
     this.refed = on;
-    if (on) this.timer?.ref();
-    else this.timer?.unref();
+    // Optional calls: on Workers (workerd) setTimeout returns a number, with neither.
+    const timer = this.timer as { ref?: () => void; unref?: () => void } | undefined;
+    if (on) timer?.ref?.();
+    else timer?.unref?.();
   }
 
   private arm(at: number): void {
