@@ -41,6 +41,8 @@ export interface InstrRow {
   redisCommands: number | null;
   /** Wall-clock seconds of the counted window (slow under valgrind: only a sanity figure). */
   windowS: number;
+  /** CPU seconds the server's process (valgrind and node) used from its start to the dump: most of a contender's cost. Absent in older runs. */
+  serverCoreS?: number;
 }
 
 export interface InstrResults {
@@ -52,5 +54,9 @@ export interface InstrResults {
   machine: string;
   settings: { requests: number; warmup: number; settle: number; connections: number; callers: number; parallel: number };
   durationS: number;
+  /** CPU seconds of the whole run: the bench, its load generator and every child it waited for (servers, redis-servers, callgrind_annotate). Absent in older runs. */
+  coreS?: number;
+  /** Set while the run is going (the file is rewritten after each contender) or when it was stopped early. */
+  partial?: { measured: number; planned: number };
   rows: InstrRow[];
 }

@@ -9,7 +9,9 @@ import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
 import { compareTable, renderInstructions } from './instructions-report';
 import { killCountedRedis, planJobs, runInstructions, type InstrSettings } from './instructions-run';
-import { INSTR_LOADS, type InstrResults } from './instructions-types';
+import { INSTR_LOADS, type InstrResults, type InstrRow } from './instructions-types';
+import { frameworkInfo } from './frameworks';
+import { procCpuUs } from './proc-cpu';
 import { FRAMEWORKS, REGIMES } from './types';
 
 const HELP = `Usage: pnpm bench:instructions [options]
@@ -27,6 +29,9 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
   --contenders LIST   ids' middle parts, e.g. floodgate-memory,floodgate-redis-sliding-window-counter,
                       fastify-rate-limit-memory,fastify-rate-limit,redis-floor-turn (default: all;
                       the bare route, 'none', is always measured)
+  --peers WHICH       all (default), best (each framework's cheapest peer a store, as issue #44
+                      measured them: Express's rate-limiter-flexible, the one peer elsewhere),
+                      or peer libraries, e.g. rate-limiter-flexible,koa-ratelimit
   --requests N        counted requests per contender (default 6000)
   --warmup N          requests before counting, instrumentation off (default 20000)
   --settle N          requests after instrumentation is on, before the counters are zeroed
@@ -57,6 +62,16 @@ function count(value: string | undefined, fallback: number, option: string): num
   const n = Number(value);
   if (!Number.isInteger(n) || n <= 0) throw new Error(`--${option}: expected a positive whole number, got "${value}"`);
   return n;
+}
+
+/** `--peers`: all, best, or a list of peer libraries (limiter kinds). */
+export function peersOption(value: string | undefined): InstrSettings['peers'] {
+  if (value === undefined || value === 'all') return 'all';
+  if (value === 'best') return 'best';
+  const known = new Set(FRAMEWORKS.flatMap((f) => frameworkInfo(f).peers.map((p) => p.kind as string)));
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) if (!known.has(item)) throw new Error(`--peers: "${item}" is not all, best or one of ${[...known].join(', ')}`);
+  return items;
 }
 
 const commit = () => {
@@ -92,6 +107,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     frameworks: list(values.frameworks as string | undefined, FRAMEWORKS, 'frameworks') ?? [...FRAMEWORKS],
     loads: list(values.loads as string | undefined, INSTR_LOADS, 'loads') ?? [...INSTR_LOADS],
     regimes: list(values.regimes as string | undefined, REGIMES, 'regimes') ?? [...REGIMES],
+    peers: peersOption(values.peers as string | undefined),
     contenders: ((values.contenders as string | undefined) ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     requests: count(values.requests as string | undefined, 6000, 'requests'),
     warmup: count(values.warmup as string | undefined, 20_000, 'warmup'),
@@ -107,23 +123,39 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
   console.error(`bench:instructions: ${jobs.length} contenders, ${settings.parallel} at a time; building`);
   await buildChildren({ children: ['server'], outDir: settings.outDir });
   const started = Date.now();
-  const rows = await runInstructions(jobs, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  const coreBefore = procCpuUs(process.pid);
   const m = machine();
-  return {
+  const label = (values.label as string | undefined) ?? commit();
+  const date = new Date().toISOString();
+  const results = (rows: InstrRow[], partial: boolean): InstrResults => ({
     kind: 'instructions',
-    label: (values.label as string | undefined) ?? commit(),
-    date: new Date().toISOString(),
+    label,
+    date,
     commit: commit(),
     command: `pnpm bench:instructions ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim(),
     machine: `${m.cpu}, ${m.cores} cores, Node ${m.node}`,
     settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
     durationS: (Date.now() - started) / 1000,
+    ...(coreBefore === undefined ? {} : { coreS: ((procCpuUs(process.pid) ?? coreBefore) - coreBefore) / 1e6 }),
+    ...(partial ? { partial: { measured: rows.length, planned: jobs.length } } : {}),
     rows,
-  };
+  });
+  // The file is written after every contender, so a run stopped early keeps what it measured.
+  const file = resultsFile(label, date);
+  console.error(`bench:instructions: results in ${relative(process.cwd(), file)} (rewritten after each contender)`);
+  settings.onRow = (rows) => writeFileSync(file, `${JSON.stringify(results(rows, true), null, 2)}\n`);
+  const rows = await runInstructions(jobs, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  return results(rows, false);
 }
 
+const resultsFile = (label: string, date: string) => {
+  const dir = join(BENCH_DIR, 'results');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `instructions-${label.replace(/[^\w.-]+/g, '_')}-${date.replace(/[:.]/g, '-')}.json`);
+};
+
 async function main(): Promise<number> {
-  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
+  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'peers', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
   const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
   options['no-docs'] = { type: 'boolean' };
   options.help = { type: 'boolean' };
@@ -142,9 +174,7 @@ async function main(): Promise<number> {
   const results = values.render ? readResults(values.render as string) : await measureAll(values);
   if (values.render && values.label) results.label = values.label as string;
   if (!values.render) {
-    const dir = join(BENCH_DIR, 'results');
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `instructions-${results.label.replace(/[^\w.-]+/g, '_')}-${results.date.replace(/[:.]/g, '-')}.json`);
+    const file = resultsFile(results.label, results.date);
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     console.error(`bench:instructions: wrote ${relative(process.cwd(), file)}`);
   }

@@ -1,8 +1,9 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
-import { spliceBlock } from '../src/instructions';
+import { peersOption, spliceBlock } from '../src/instructions';
 import { compareTable, goals, summaryTable } from '../src/instructions-report';
 import { collectorLines, compileLines } from '../src/instructions-callgrind';
-import { contenderKind, planJobs } from '../src/instructions-run';
+import { contenderKind, loadPlan, planJobs, type InstrSettings } from '../src/instructions-run';
+import { callerAddress, everyCaller } from '../src/load';
 import type { InstrResults, InstrRow } from '../src/instructions-types';
 
 function row(partial: Partial<InstrRow> & Pick<InstrRow, 'id' | 'group' | 'serverIr'>): InstrRow {
@@ -82,6 +83,7 @@ describe('bench:instructions report', () => {
       loads: ['callers'],
       regimes: ['admit'],
       contenders: ['floodgate-memory'],
+      peers: 'all',
       requests: 1,
       warmup: 1,
       settle: 1,
@@ -105,5 +107,75 @@ describe('bench:instructions report', () => {
     ].join('\n');
     expect(compileLines(annotated)).toBe(117_040_704 + 12_345);
     expect(collectorLines(annotated)).toBe(2_616_406);
+  });
+});
+
+const SETTINGS: InstrSettings = {
+  frameworks: ['express'],
+  loads: ['one'],
+  regimes: ['admit', 'reject'],
+  contenders: [],
+  peers: 'all',
+  requests: 2000,
+  warmup: 8000,
+  settle: 1000,
+  connections: 1,
+  callers: 10_000,
+  parallel: 1,
+  outDir: '',
+  log: () => {},
+};
+
+describe('bench:instructions plan', () => {
+  it("--peers best keeps each framework's cheapest peer a store and every other contender", () => {
+    const kinds = (peers: InstrSettings['peers']) => planJobs({ ...SETTINGS, peers }).map((j) => contenderKind(j.contender.id) + (j.contender.regime ? `/${j.contender.regime}` : ''));
+    const all = kinds('all');
+    const best = kinds('best');
+    expect(all.filter((k) => k.startsWith('express-rate-limit'))).toHaveLength(4);
+    expect(best.filter((k) => k.startsWith('express-rate-limit'))).toEqual([]);
+    expect(best).toEqual(all.filter((k) => !k.startsWith('express-rate-limit')));
+    expect(best).toEqual(expect.arrayContaining(['none', 'redis-floor-turn/admit', 'rate-limiter-flexible-memory/reject', 'rate-limiter-flexible/admit', 'floodgate-redis-sliding-window-counter/reject']));
+    // Express: bare, floor, and per regime Floodgate and one peer in each store.
+    expect(best).toHaveLength(10);
+    // Fastify has one peer a store: best is all of them.
+    expect(planJobs({ ...SETTINGS, frameworks: ['fastify'], peers: 'best' })).toHaveLength(planJobs({ ...SETTINGS, frameworks: ['fastify'] }).length);
+    expect(kinds(['express-rate-limit']).filter((k) => k.startsWith('rate-limiter-flexible'))).toEqual([]);
+  });
+
+  it('plans every row a goal reads first, per load then framework, and the floor and peers\' 429s last', () => {
+    const jobs = planJobs({ ...SETTINGS, frameworks: ['express', 'koa'], loads: ['one', 'callers'], peers: 'best' });
+    const tags = jobs.map((j) => `${j.load} ${contenderKind(j.contender.id)}${j.contender.regime ? `/${j.contender.regime}` : ''}`);
+    expect(jobs).toHaveLength(40);
+    // 7 goal rows per framework and load (bare, Floodgate x store x regime, the peers admitting), then 3 context rows.
+    expect(tags.slice(28).sort()).toEqual(
+      ['one', 'callers'].flatMap((l) => [`${l} redis-floor-turn/admit`, `${l} rate-limiter-flexible-memory/reject`, `${l} rate-limiter-flexible/reject`, `${l} redis-floor-turn/admit`, `${l} koa-ratelimit-memory/reject`, `${l} koa-ratelimit/reject`]).sort(),
+    );
+    expect(jobs.slice(0, 28).map((j) => `${j.load} ${j.contender.framework}`).filter((t, i, a) => a.indexOf(t) === i)).toEqual(['one express', 'one koa', 'callers express', 'callers koa']);
+  });
+
+  it('--peers takes all, best or known peer libraries, and names the valid ones otherwise', () => {
+    expect(peersOption(undefined)).toBe('all');
+    expect(peersOption('best')).toBe('best');
+    expect(peersOption('koa-ratelimit,rate-limiter-flexible')).toEqual(['koa-ratelimit', 'rate-limiter-flexible']);
+    expect(() => peersOption('express-ratelimit')).toThrow(/--peers: "express-ratelimit" is not all, best or one of .*express-rate-limit/);
+  });
+
+  it("runs one rotation of the callers over every step: the counted requests' callers were last seen 10,000 requests before", () => {
+    const [reject] = planJobs({ ...SETTINGS, frameworks: ['fastify'], loads: ['callers'], contenders: ['floodgate-memory'], regimes: ['reject'] }).filter((j) => j.contender.regime === 'reject');
+    const plan = loadPlan(reject, SETTINGS);
+    expect(plan.spend).toEqual({ connections: 10, amount: 10_000, callers: 10_000, callerStart: 0 });
+    expect(plan.warmup.callerStart).toBe(10_000);
+    expect(plan.settle.callerStart).toBe(18_000);
+    expect(plan.counted).toEqual({ connections: 1, amount: 2000, callers: 10_000, callerStart: 19_000 });
+    const one = loadPlan(planJobs({ ...SETTINGS, frameworks: ['fastify'] })[1], SETTINGS);
+    expect(one.spend).toBeUndefined();
+    expect(one.counted.callers).toBeUndefined();
+  });
+
+  it('sends the callers from the step\'s first one on, wrapping at the number of callers', () => {
+    const [hook] = everyCaller(10_000, 19_999);
+    const first = hook.setupRequest({}) as { headers: Record<string, string> };
+    const second = hook.setupRequest({}) as { headers: Record<string, string> };
+    expect([first.headers['x-forwarded-for'], second.headers['x-forwarded-for']]).toEqual([callerAddress(9_999), callerAddress(0)]);
   });
 });
