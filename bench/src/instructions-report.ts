@@ -25,7 +25,11 @@ export function groups(rows: readonly InstrRow[]): FrameworkLoad[] {
   return out;
 }
 
-const added = (g: FrameworkLoad, row: InstrRow | undefined) => (row && g.bare !== undefined ? row.serverIr - g.bare : undefined);
+/** A row's server instructions over the bare route of its own run (a reused row's `bareIr`; else this run's). */
+const added = (g: FrameworkLoad, row: InstrRow | undefined) => {
+  const bare = row?.bareIr ?? g.bare;
+  return row && bare !== undefined ? row.serverIr - bare : undefined;
+};
 const isFloodgate = (row: InstrRow) => row.group === 'floodgate';
 
 /** The row of Floodgate, or the best (fewest server instructions) peer, in a store and regime. */
@@ -106,19 +110,47 @@ export function detailTable(results: InstrResults): string {
     for (const r of g.rows) {
       const perCall = r.redisIr !== null && r.scriptCalls ? k(r.redisIr / r.scriptCalls) : '–';
       lines.push(
-        `| ${g.load} | ${g.framework}: ${r.label} | ${r.regime ?? '–'} | ${k(r.serverIr)} | ${r.group === 'ceiling' ? '–' : cell(added(g, r))} | ${r.compileIr === undefined ? '–' : k(r.compileIr)} | ${r.gcIr === undefined ? '–' : k(r.gcIr)} | ${r.redisIr === null ? '–' : k(r.redisIr)} | ${perCall} | ${r.scriptCalls === null ? '–' : r.scriptCalls.toFixed(2)} | ${r.redisCommands === null ? '–' : r.redisCommands.toFixed(2)} | ${r.ok} / ${r.limited} / ${r.errors} |`,
+        `| ${g.load} | ${g.framework}: ${r.label}${r.from ? ` (run \`${r.from}\`)` : ''} | ${r.regime ?? '–'} | ${k(r.serverIr)} | ${r.group === 'ceiling' ? '–' : cell(added(g, r))} | ${r.compileIr === undefined ? '–' : k(r.compileIr)} | ${r.gcIr === undefined ? '–' : k(r.gcIr)} | ${r.redisIr === null ? '–' : k(r.redisIr)} | ${perCall} | ${r.scriptCalls === null ? '–' : r.scriptCalls.toFixed(2)} | ${r.redisCommands === null ? '–' : r.redisCommands.toFixed(2)} | ${r.ok} / ${r.limited} / ${r.errors} |`,
       );
     }
   }
   return lines.join('\n');
 }
 
+/**
+ * What the reader must know about the rows' origin: rows taken from other runs (and how far this
+ * run's bare route is from theirs: the same code, so a check that the runs count alike), and a
+ * run stopped early.
+ */
+export function provenance(results: InstrResults): string[] {
+  const out: string[] = [];
+  if (results.partial) out.push(`Stopped early: ${results.partial.measured} of ${results.partial.planned} contenders measured (the rows a goal reads first); the others are blank.`);
+  const from = [...new Set(results.rows.flatMap((r) => (r.from ? [r.from] : [])))];
+  if (from.length > 0) {
+    let worst = 0;
+    for (const g of groups(results.rows)) {
+      for (const r of g.rows) if (r.bareIr !== undefined && g.bare !== undefined) worst = Math.max(worst, Math.abs(g.bare - r.bareIr) / r.bareIr);
+    }
+    out.push(
+      `Peers and floors taken from run${from.length > 1 ? 's' : ''} ${from.map((f) => `\`${f}\``).join(', ')} (same settings; no Floodgate code runs in them), each added over its own run's bare route; the bare route, the same code in both, differs by at most ${(worst * 100).toFixed(1)}% between the runs.`,
+    );
+  }
+  return out.flatMap((line) => [line, '']);
+}
+
+/** The run's CPU cost, when recorded: core-seconds in all and per contender measured. */
+function coreSeconds(results: InstrResults): string {
+  const measured = results.rows.filter((r) => !r.from).length;
+  return results.coreS === undefined || measured === 0 ? '' : `, ${Math.round(results.coreS).toLocaleString('en-US')} core-seconds (${Math.round(results.coreS / measured)} a contender)`;
+}
+
 /** The run's whole section: how it was made, the summary, the goals and every row. */
 export function renderInstructions(results: InstrResults): string {
   const s = results.settings;
   return [
-    `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min.`,
+    `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min${coreSeconds(results)}.`,
     '',
+    ...provenance(results),
     'Added server instructions per request over the same framework\'s bare route (k = thousand instructions):',
     '',
     summaryTable(results),

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parseCommandStats } from '@floodgate/testing';
 import { startServer } from './children';
 import { callgrindWrapper, compileInstructions, dumpCountersFile, instrumentOn, startCountedRedis, zeroCounters, type CountedRedis } from './instructions-callgrind';
-import type { InstrLoad, InstrRow } from './instructions-types';
+import type { InstrLoad, InstrResults, InstrRow } from './instructions-types';
 import { runLoad } from './load';
 import { contendersFor, type Contender } from './throughput';
 import { frameworkInfo } from './frameworks';
@@ -36,8 +36,8 @@ export interface InstrSettings {
   /** Where callgrind writes its dumps and leaves them (for callgrind_annotate); unset: a temporary directory, removed at the end. */
   keepDir?: string;
   log: (line: string) => void;
-  /** Called with the rows measured so far (plan order) after each contender. */
-  onRow?: (rows: InstrRow[]) => void;
+  /** Called after each contender with the rows measured so far, one slot per job in plan order (undefined: not yet). */
+  onRow?: (rows: readonly (InstrRow | undefined)[]) => void;
 }
 
 export interface InstrJob {
@@ -79,6 +79,37 @@ function peerWanted(c: Contender, peers: InstrSettings['peers']): boolean {
   if (peers === 'all') return true;
   if (peers === 'best') return frameworkInfo(c.framework).peers.some((p) => p.kind === c.limiter.kind && p.store === c.store && p.best === true);
   return peers.includes(c.limiter.kind);
+}
+
+/** The settings two runs must share for one to take the other's rows. */
+const SAME = ['requests', 'warmup', 'settle', 'connections', 'callers'] as const;
+
+/**
+ * Rows taken from earlier runs instead of measured, one per job or undefined. `resume`: a stopped run
+ * of this same code (every row it has). `reuse`: runs of other commits, whose rows of code this
+ * repository does not hold (peers and floors: their libraries' code, the same framework) stay true;
+ * each keeps the bare route of its own run (`bareIr`), since added instructions are counted within a
+ * run. Floodgate's rows and the bare route are never reused. Throws if a file's settings differ.
+ */
+export function takeRows(jobs: readonly InstrJob[], settings: Pick<InstrSettings, (typeof SAME)[number]>, resume: readonly InstrResults[], reuse: readonly InstrResults[]): (InstrRow | undefined)[] {
+  for (const r of [...resume, ...reuse]) {
+    const differ = SAME.filter((key) => r.settings[key] !== settings[key]);
+    if (differ.length > 0) throw new Error(`run ${r.label}: ${differ.map((key) => `${key} ${r.settings[key]} (here ${settings[key]})`).join(', ')}; its rows were counted differently and cannot be taken`);
+  }
+  return jobs.map((job) => {
+    const id = job.contender.id;
+    for (const r of resume) {
+      const row = r.rows.find((x) => x.id === id);
+      if (row) return row;
+    }
+    if (job.contender.group !== 'peer' && job.contender.group !== 'floor') return undefined;
+    for (const r of reuse) {
+      const row = r.rows.find((x) => x.id === id);
+      const bare = r.rows.find((x) => x.framework === job.contender.framework && x.load === job.load && x.group === 'ceiling');
+      if (row && bare) return { ...row, from: row.from ?? r.label, bareIr: row.bareIr ?? bare.serverIr };
+    }
+    return undefined;
+  });
 }
 
 const SCRIPT_COMMANDS = new Set(['evalsha', 'eval', 'evalsha_ro', 'eval_ro', 'fcall', 'fcall_ro']);
@@ -212,7 +243,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
         const t = Date.now();
         rows[at] = await measure(jobs[at], settings, dir, redis);
         const r = rows[at]!;
-        settings.onRow?.(rows.filter((x): x is InstrRow => x !== undefined));
+        settings.onRow?.(rows);
         settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling; collector ${Math.round(r.gcIr ?? 0)})${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
       }
     } finally {

@@ -8,7 +8,7 @@ import { killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
 import { compareTable, renderInstructions } from './instructions-report';
-import { killCountedRedis, planJobs, runInstructions, type InstrSettings } from './instructions-run';
+import { killCountedRedis, planJobs, runInstructions, takeRows, type InstrSettings } from './instructions-run';
 import { INSTR_LOADS, type InstrResults, type InstrRow } from './instructions-types';
 import { frameworkInfo } from './frameworks';
 import { procCpuUs } from './proc-cpu';
@@ -45,6 +45,12 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
                       replaced (docs/benchmarks.md, between <!-- bench:instructions NAME --> markers)
   --keep-dumps DIR    leave callgrind's dump files in DIR (named <pid>.<n>; read them with
                       callgrind_annotate --inclusive=yes) instead of removing them
+  --resume FILES      results files of a stopped run of this same code (same settings): their
+                      rows are kept, only the missing contenders measured
+  --reuse FILES       results files of other commits' runs (same settings): their peers' and
+                      floors' rows are taken (each over its own run's bare route: no Floodgate code
+                      runs in them), the bare route and Floodgate's rows measured. Halves an
+                      after-run; the summary says which rows came from where
   --no-docs           write bench/results/instructions-*.json and print the tables only
   --render FILE       measure nothing: print (and with --label, splice) a results file's tables
   --compare A,B       measure nothing: two results files row by row, and the largest difference
@@ -137,15 +143,24 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
     durationS: (Date.now() - started) / 1000,
     ...(coreBefore === undefined ? {} : { coreS: ((procCpuUs(process.pid) ?? coreBefore) - coreBefore) / 1e6 }),
-    ...(partial ? { partial: { measured: rows.length, planned: jobs.length } } : {}),
+    ...(partial || rows.length < jobs.length ? { partial: { measured: rows.length, planned: jobs.length } } : {}),
     rows,
   });
+  // Rows from earlier runs (--resume: this code's stopped run; --reuse: peers and floors of other commits' runs).
+  const files = (option: string) => ((values[option] as string | undefined) ?? '').split(',').map((f) => f.trim()).filter(Boolean).map(readResults);
+  const taken = takeRows(jobs, settings, files('resume'), files('reuse'));
+  const toMeasure = jobs.filter((_, i) => taken[i] === undefined);
+  const merge = (measured: readonly (InstrRow | undefined)[]) => {
+    let next = 0;
+    return taken.map((row) => row ?? measured[next++]).filter((r): r is InstrRow => r !== undefined);
+  };
+  if (toMeasure.length < jobs.length) console.error(`bench:instructions: ${jobs.length - toMeasure.length} rows taken from earlier runs, ${toMeasure.length} to measure`);
   // The file is written after every contender, so a run stopped early keeps what it measured.
   const file = resultsFile(label, date);
   console.error(`bench:instructions: results in ${relative(process.cwd(), file)} (rewritten after each contender)`);
-  settings.onRow = (rows) => writeFileSync(file, `${JSON.stringify(results(rows, true), null, 2)}\n`);
-  const rows = await runInstructions(jobs, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
-  return results(rows, false);
+  settings.onRow = (rows) => writeFileSync(file, `${JSON.stringify(results(merge(rows), true), null, 2)}\n`);
+  const measured = await runInstructions(toMeasure, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  return results(merge(measured), false);
 }
 
 const resultsFile = (label: string, date: string) => {
@@ -155,7 +170,7 @@ const resultsFile = (label: string, date: string) => {
 };
 
 async function main(): Promise<number> {
-  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'peers', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
+  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'peers', 'resume', 'reuse', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
   const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
   options['no-docs'] = { type: 'boolean' };
   options.help = { type: 'boolean' };

@@ -1,8 +1,8 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
 import { peersOption, spliceBlock } from '../src/instructions';
-import { compareTable, goals, summaryTable } from '../src/instructions-report';
+import { compareTable, goals, provenance, summaryTable } from '../src/instructions-report';
 import { collectorLines, compileLines } from '../src/instructions-callgrind';
-import { contenderKind, loadPlan, planJobs, type InstrSettings } from '../src/instructions-run';
+import { contenderKind, loadPlan, planJobs, takeRows, type InstrSettings } from '../src/instructions-run';
 import { callerAddress, everyCaller } from '../src/load';
 import type { InstrResults, InstrRow } from '../src/instructions-types';
 
@@ -177,5 +177,47 @@ describe('bench:instructions plan', () => {
     const first = hook.setupRequest({}) as { headers: Record<string, string> };
     const second = hook.setupRequest({}) as { headers: Record<string, string> };
     expect([first.headers['x-forwarded-for'], second.headers['x-forwarded-for']]).toEqual([callerAddress(9_999), callerAddress(0)]);
+  });
+});
+
+describe('bench:instructions rows from earlier runs', () => {
+  const jobs = planJobs({ ...SETTINGS, frameworks: ['fastify'], loads: ['callers'], regimes: ['admit'] });
+  const same = { requests: 1000, warmup: 1000, settle: 100, connections: 1, callers: 10_000 };
+  const before = results([...RUN.rows, row({ id: 'fastify/redis-floor-turn/admit@callers', group: 'floor', store: 'redis', serverIr: 101_000 })], 'before');
+
+  it('--reuse takes peers and floors with their own bare route, never Floodgate or the bare route', () => {
+    const taken = takeRows(jobs, same, [], [before]);
+    const byId = Object.fromEntries(jobs.map((j, i) => [contenderKind(j.contender.id), taken[i]]));
+    expect(byId['none']).toBeUndefined();
+    expect(byId['floodgate-memory']).toBeUndefined();
+    expect(byId['floodgate-redis-sliding-window-counter']).toBeUndefined();
+    expect(byId['fastify-rate-limit-memory']).toMatchObject({ serverIr: 140_000, from: 'before', bareIr: 100_000 });
+    expect(byId['redis-floor-turn']).toMatchObject({ serverIr: 101_000, from: 'before', bareIr: 100_000 });
+  });
+
+  it('--resume takes every row of a stopped run, Floodgate\'s too', () => {
+    const taken = takeRows(jobs, same, [before], []);
+    expect(taken.filter(Boolean).map((r) => r!.id)).toEqual(jobs.map((j) => j.contender.id).filter((id) => before.rows.some((r) => r.id === id)));
+    expect(taken.every((r) => r === undefined || r.from === undefined)).toBe(true);
+  });
+
+  it('refuses rows counted with other settings, naming them', () => {
+    expect(() => takeRows(jobs, { ...same, warmup: 8000 }, [], [before])).toThrow('run before: warmup 1000 (here 8000)');
+  });
+
+  it("counts a reused row over its own run's bare route and says where it came from and how far the bare routes are apart", () => {
+    const after = results(
+      [
+        row({ id: 'fastify/none@callers', group: 'ceiling', regime: null, store: null, serverIr: 101_000 }),
+        row({ id: 'fastify/floodgate-memory/admit@callers', group: 'floodgate', serverIr: 120_000 }),
+        row({ id: 'fastify/fastify-rate-limit-memory/admit@callers', label: '@fastify/rate-limit (memory)', group: 'peer', serverIr: 140_000, from: 'before', bareIr: 100_000 }),
+      ],
+      'after',
+    );
+    const memory = goals(after).find((g) => g.goal.startsWith('memory, admitting'));
+    // Floodgate +19k over this run's 101k; the peer +40k over its own run's 100k (not +39k).
+    expect(memory).toMatchObject({ figure: 19_000, bound: 34_000 });
+    expect(provenance(after).join('\n')).toContain('taken from run `before`');
+    expect(provenance(after).join('\n')).toContain('differs by at most 1.0% between the runs');
   });
 });
