@@ -63,4 +63,6 @@ export interface InstrResults {
   /** Set while the run is going (the file is rewritten after each contender) or when it was stopped early. */
   partial?: { measured: number; planned: number };
   rows: InstrRow[];
+  /** Set when several runs are rendered as one block (`--render A,B`): the runs, each with its own line. */
+  sources?: InstrResults[];
 }

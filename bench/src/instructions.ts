@@ -7,7 +7,7 @@ import { buildChildren } from './build';
 import { killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
-import { compareTable, renderInstructions } from './instructions-report';
+import { compareTable, mergeResults, renderInstructions } from './instructions-report';
 import { killCountedRedis, planJobs, runInstructions, takeRows, type InstrSettings } from './instructions-run';
 import { INSTR_LOADS, type InstrResults, type InstrRow } from './instructions-types';
 import { frameworkInfo } from './frameworks';
@@ -52,7 +52,8 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
                       runs in them), the bare route and Floodgate's rows measured. Halves an
                       after-run; the summary says which rows came from where
   --no-docs           write bench/results/instructions-*.json and print the tables only
-  --render FILE       measure nothing: print (and with --label, splice) a results file's tables
+  --render FILES      measure nothing: print (and with --label, splice) a results file's tables;
+                      several files (each its own frameworks and loads) as one block
   --compare A,B       measure nothing: two results files row by row, and the largest difference
   --help`;
 
@@ -186,8 +187,8 @@ async function main(): Promise<number> {
     console.log(`${table}\n\nlargest difference: ${(worst * 100).toFixed(2)}%`);
     return 0;
   }
-  const results = values.render ? readResults(values.render as string) : await measureAll(values);
-  if (values.render && values.label) results.label = values.label as string;
+  const rendered = values.render ? (values.render as string).split(',').map((f) => readResults(f.trim())) : undefined;
+  const results = rendered ? mergeResults((values.label as string | undefined) ?? rendered.map((r) => r.label).join('+'), rendered) : await measureAll(values);
   if (!values.render) {
     const file = resultsFile(results.label, results.date);
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);

@@ -1,6 +1,6 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
 import { peersOption, spliceBlock } from '../src/instructions';
-import { compareTable, goals, provenance, summaryTable } from '../src/instructions-report';
+import { compareTable, goals, mergeResults, provenance, renderInstructions, summaryTable, verdictTable } from '../src/instructions-report';
 import { collectorLines, compileLines } from '../src/instructions-callgrind';
 import { contenderKind, loadPlan, planJobs, takeRows, type InstrSettings } from '../src/instructions-run';
 import { callerAddress, everyCaller } from '../src/load';
@@ -219,5 +219,32 @@ describe('bench:instructions rows from earlier runs', () => {
     expect(memory).toMatchObject({ figure: 19_000, bound: 34_000 });
     expect(provenance(after).join('\n')).toContain('taken from run `before`');
     expect(provenance(after).join('\n')).toContain('differs by at most 1.0% between the runs');
+  });
+});
+
+describe('bench:instructions verdicts for several frameworks', () => {
+  const koa = (r: InstrRow): InstrRow => ({ ...r, framework: 'koa', id: r.id.replace('fastify/', 'koa/') });
+  const floor = row({ id: 'fastify/redis-floor-turn/admit@callers', group: 'floor', store: 'redis', serverIr: 101_000 });
+  const fastifyRun = results([...RUN.rows, floor], 'fastify-run');
+  const koaRun = results(RUN.rows.slice(0, 3).map(koa), 'koa-run');
+
+  it('marks every goal of each framework and load met or missed, and says which were not measured', () => {
+    const table = verdictTable(mergeResults('before', [fastifyRun, koaRun]));
+    const lines = table.split('\n');
+    expect(lines).toHaveLength(4);
+    // Fastify: memory met, Redis missed, per decision missed, rejecting in memory met, Redis rejecting not measured; moonshot +100k against 1k + 30k + 15k.
+    expect(lines[2]).toBe(
+      '| 10,000 callers (X-Forwarded-For) | fastify | +30.0k against +34.0k: met | +100.0k against +68.0k: **missed** | 90.0k against 51.0k: **missed** | −1.0k against +0.0k: met | not measured | +100.0k against +46.0k: **missed** |',
+    );
+    expect(lines[3]).toBe('| 10,000 callers (X-Forwarded-For) | koa | +30.0k against +34.0k: met | not measured | not measured | not measured | not measured | not measured |');
+  });
+
+  it('renders several runs as one block, each run with its line, and refuses a framework and load in two runs', () => {
+    const block = renderInstructions(mergeResults('before', [fastifyRun, koaRun]));
+    expect(block).toContain('Run `fastify-run`');
+    expect(block).toContain('Run `koa-run`');
+    expect(block).toContain('| 10,000 callers (X-Forwarded-For) | koa (100.0k) |');
+    expect(() => mergeResults('x', [fastifyRun, results(RUN.rows, 'again')])).toThrow('fastify, callers: in runs fastify-run and again');
+    expect(() => mergeResults('x', [fastifyRun, { ...koaRun, settings: { ...koaRun.settings, warmup: 8000 } }])).toThrow('warmup 8000');
   });
 });
