@@ -89,7 +89,8 @@ const commit = () => {
   }
 };
 
-const readResults = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as InstrResults;
+/** A results file, its path relative to where pnpm was called (INIT_CWD), not to bench/ where the script runs. */
+const readResults = (file: string) => JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), file), 'utf8')) as InstrResults;
 
 /** Replaces (or appends) the page's block of this label, between its markers. */
 export function spliceBlock(page: string, label: string, body: string): string {
