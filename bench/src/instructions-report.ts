@@ -1,6 +1,6 @@
 // `pnpm bench:instructions`' tables: the summary per framework and load, the goals of issue #44, every row, and two runs compared.
-import { LOAD_TITLES, type InstrLoad, type InstrResults, type InstrRow } from './instructions-types';
-import type { Framework } from './types';
+import { INSTR_LOADS, LOAD_TITLES, type InstrLoad, type InstrResults, type InstrRow } from './instructions-types';
+import { FRAMEWORKS, type Framework } from './types';
 
 const k = (ir: number) => `${(ir / 1000).toFixed(1)}k`;
 const signed = (ir: number) => `${ir >= 0 ? '+' : '−'}${k(Math.abs(ir))}`;
@@ -22,7 +22,9 @@ export function groups(rows: readonly InstrRow[]): FrameworkLoad[] {
     g.rows.push(row);
     if (row.group === 'ceiling') g.bare = row.serverIr;
   }
-  return out;
+  // Per load, then in the page's order of frameworks, whatever order the rows came in (several runs rendered as one block).
+  const rank = (g: FrameworkLoad) => INSTR_LOADS.indexOf(g.load) * FRAMEWORKS.length + FRAMEWORKS.indexOf(g.framework);
+  return out.sort((a, b) => rank(a) - rank(b));
 }
 
 /** A row's server instructions over the bare route of its own run (a reused row's `bareIr`; else this run's). */

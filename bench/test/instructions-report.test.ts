@@ -244,6 +244,10 @@ describe('bench:instructions verdicts for several frameworks', () => {
     expect(block).toContain('Run `fastify-run`');
     expect(block).toContain('Run `koa-run`');
     expect(block).toContain('| 10,000 callers (X-Forwarded-For) | koa (100.0k) |');
+    // One subject before 10,000 callers, and the page's order of frameworks (fastify before koa), whatever the runs' order.
+    const oneKoa = results(RUN.rows.slice(0, 3).map(koa).map((r) => ({ ...r, load: 'one' as const, id: r.id.replace('@callers', '') })), 'koa-one');
+    const order = verdictTable(mergeResults('x', [koaRun, fastifyRun, oneKoa])).split('\n').slice(2).map((l) => l.split(' | ').slice(0, 2).join(' | '));
+    expect(order).toEqual(['| one subject | koa', '| 10,000 callers (X-Forwarded-For) | fastify', '| 10,000 callers (X-Forwarded-For) | koa']);
     expect(() => mergeResults('x', [fastifyRun, results(RUN.rows, 'again')])).toThrow('fastify, callers: in runs fastify-run and again');
     expect(() => mergeResults('x', [fastifyRun, { ...koaRun, settings: { ...koaRun.settings, warmup: 8000 } }])).toThrow('warmup 8000');
   });
