@@ -151,13 +151,11 @@ export function detailTable(results: InstrResults): string {
 }
 
 /**
- * What the reader must know about the rows' origin: rows taken from other runs (and how far this
- * run's bare route is from theirs: the same code, so a check that the runs count alike), and a
- * run stopped early.
+ * What the reader must know about the rows' origin: rows taken from other runs, and how far this
+ * run's bare route is from theirs (the same code, so a check that the runs count alike).
  */
 export function provenance(results: InstrResults): string[] {
   const out: string[] = [];
-  if (results.partial) out.push(`Stopped early: ${results.partial.measured} of ${results.partial.planned} contenders measured (the rows a goal reads first); the others are blank.`);
   const from = [...new Set(results.rows.flatMap((r) => (r.from ? [r.from] : [])))];
   if (from.length > 0) {
     let worst = 0;
@@ -174,7 +172,7 @@ export function provenance(results: InstrResults): string[] {
 /** How a run was made: commit, machine, command, settings, time and CPU. */
 function runLine(results: InstrResults): string {
   const s = results.settings;
-  return `Run \`${results.label}\`: commit ${results.commit}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min${coreSeconds(results)}${results.partial ? `; stopped after ${results.partial.measured} of ${results.partial.planned} contenders` : ''}.`;
+  return `Run \`${results.label}\`: commit ${results.commit}${results.codeCommit ? ` (Floodgate's code, packages/, as of ${results.codeCommit})` : ''}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min${coreSeconds(results)}${results.partial ? `; **stopped after ${results.partial.measured} of ${results.partial.planned} contenders** (the rows a goal reads first; the others are blank or "not measured")` : ''}.`;
 }
 
 /**

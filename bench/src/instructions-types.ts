@@ -54,6 +54,8 @@ export interface InstrResults {
   label: string;
   date: string;
   commit: string;
+  /** The last commit that changed packages/ (Floodgate's code) when the run started, '+dirty' with uncommitted changes there. Absent in older runs. */
+  codeCommit?: string;
   command: string;
   machine: string;
   settings: { requests: number; warmup: number; settle: number; connections: number; callers: number; parallel: number };

@@ -81,6 +81,17 @@ export function peersOption(value: string | undefined): InstrSettings['peers'] {
   return items;
 }
 
+/** The last commit that changed Floodgate's code (packages/), '+dirty' when packages/ has uncommitted changes: what a run measured, whatever the bench's own commits since. */
+const codeCommit = () => {
+  try {
+    const last = execFileSync('git', ['log', '-1', '--format=%h', '--', 'packages'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: REPO_DIR, encoding: 'utf8' }).trim() !== '';
+    return `${last}${dirty ? '+dirty' : ''}`;
+  } catch {
+    return undefined;
+  }
+};
+
 const commit = () => {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
@@ -135,11 +146,15 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
   const m = machine();
   const label = (values.label as string | undefined) ?? commit();
   const date = new Date().toISOString();
+  // The commit measured is the one checked out at the start (a results file is rewritten during the run).
+  const measuredCommit = commit();
+  const code = codeCommit();
   const results = (rows: InstrRow[], partial: boolean): InstrResults => ({
     kind: 'instructions',
     label,
     date,
-    commit: commit(),
+    commit: measuredCommit,
+    ...(code ? { codeCommit: code } : {}),
     command: `pnpm bench:instructions ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim(),
     machine: `${m.cpu}, ${m.cores} cores, Node ${m.node}`,
     settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
