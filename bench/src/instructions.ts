@@ -165,7 +165,11 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
   });
   // Rows from earlier runs (--resume: this code's stopped run; --reuse: peers and floors of other commits' runs).
   const files = (option: string) => ((values[option] as string | undefined) ?? '').split(',').map((f) => f.trim()).filter(Boolean).map(readResults);
-  const taken = takeRows(jobs, settings, files('resume'), files('reuse'));
+  const resume = files('resume');
+  for (const r of resume) {
+    if (r.codeCommit && code && r.codeCommit !== code) throw new Error(`--resume: run ${r.label} measured Floodgate's code as of ${r.codeCommit}, this checkout has ${code}; use --reuse for another commit's peers`);
+  }
+  const taken = takeRows(jobs, settings, resume, files('reuse'));
   const toMeasure = jobs.filter((_, i) => taken[i] === undefined);
   const merge = (measured: readonly (InstrRow | undefined)[]) => {
     let next = 0;
