@@ -6,6 +6,11 @@ export interface PeerSpec {
   kind: LimiterKind;
   store: StoreKind;
   label: string;
+  /**
+   * The framework's cheapest peer in this store, as issue #44 measured them (Express: rate-limiter-flexible,
+   * in memory and on Redis; the others have one peer a store): `pnpm bench:instructions --peers best` measures only these.
+   */
+  best?: boolean;
 }
 
 export interface FrameworkInfo {
@@ -32,9 +37,9 @@ export const FRAMEWORK_INFO = {
     peerPackages: ['express-rate-limit', 'rate-limit-redis', 'rate-limiter-flexible'],
     peers: [
       { kind: 'express-rate-limit', store: 'memory', label: 'express-rate-limit (MemoryStore)' },
-      { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)' },
+      { kind: 'rate-limiter-flexible', store: 'memory', label: 'rate-limiter-flexible (RateLimiterMemory)', best: true },
       { kind: 'express-rate-limit', store: 'redis', label: 'express-rate-limit + rate-limit-redis' },
-      { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)' },
+      { kind: 'rate-limiter-flexible', store: 'redis', label: 'rate-limiter-flexible (RateLimiterRedis)', best: true },
     ],
   },
   fastify: {
@@ -43,8 +48,8 @@ export const FRAMEWORK_INFO = {
     adapter: '@floodgate/fastify',
     peerPackages: ['@fastify/rate-limit'],
     peers: [
-      { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)' },
-      { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)' },
+      { kind: 'fastify-rate-limit', store: 'memory', label: '@fastify/rate-limit (memory)', best: true },
+      { kind: 'fastify-rate-limit', store: 'redis', label: '@fastify/rate-limit (Redis)', best: true },
     ],
   },
   koa: {
@@ -53,8 +58,8 @@ export const FRAMEWORK_INFO = {
     adapter: '@floodgate/koa',
     peerPackages: ['koa-ratelimit'],
     peers: [
-      { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)' },
-      { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)' },
+      { kind: 'koa-ratelimit', store: 'memory', label: 'koa-ratelimit (memory driver)', best: true },
+      { kind: 'koa-ratelimit', store: 'redis', label: 'koa-ratelimit (Redis)', best: true },
     ],
   },
   'nestjs-express': {
@@ -63,8 +68,8 @@ export const FRAMEWORK_INFO = {
     adapter: '@floodgate/nestjs',
     peerPackages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'],
     peers: [
-      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
-      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
+      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)', best: true },
+      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis', best: true },
     ],
   },
   'nestjs-fastify': {
@@ -73,8 +78,8 @@ export const FRAMEWORK_INFO = {
     adapter: '@floodgate/nestjs',
     peerPackages: ['@nestjs/throttler', '@nest-lab/throttler-storage-redis'],
     peers: [
-      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)' },
-      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis' },
+      { kind: 'nestjs-throttler', store: 'memory', label: '@nestjs/throttler (default storage)', best: true },
+      { kind: 'nestjs-throttler', store: 'redis', label: '@nestjs/throttler + @nest-lab/throttler-storage-redis', best: true },
     ],
   },
   hono: {
@@ -83,8 +88,8 @@ export const FRAMEWORK_INFO = {
     adapter: '@floodgate/hono',
     peerPackages: ['hono-rate-limiter'],
     peers: [
-      { kind: 'hono-rate-limiter', store: 'memory', label: 'hono-rate-limiter (MemoryStore)' },
-      { kind: 'hono-rate-limiter', store: 'redis', label: 'hono-rate-limiter (RedisStore)' },
+      { kind: 'hono-rate-limiter', store: 'memory', label: 'hono-rate-limiter (MemoryStore)', best: true },
+      { kind: 'hono-rate-limiter', store: 'redis', label: 'hono-rate-limiter (RedisStore)', best: true },
     ],
   },
 } as const satisfies Record<string, FrameworkInfo>;

@@ -41,6 +41,12 @@ export interface InstrRow {
   redisCommands: number | null;
   /** Wall-clock seconds of the counted window (slow under valgrind: only a sanity figure). */
   windowS: number;
+  /** CPU seconds the server's process (valgrind and node) used from its start to the dump: most of a contender's cost. Absent in older runs. */
+  serverCoreS?: number;
+  /** Set on a row taken from an earlier run (`--reuse`): that run's label. */
+  from?: string;
+  /** With `from`: the bare route of that run, same framework and load, over which this row's added instructions are counted. */
+  bareIr?: number;
 }
 
 export interface InstrResults {
@@ -48,9 +54,17 @@ export interface InstrResults {
   label: string;
   date: string;
   commit: string;
+  /** The last commit that changed packages/ (Floodgate's code) when the run started, '+dirty' with uncommitted changes there. Absent in older runs. */
+  codeCommit?: string;
   command: string;
   machine: string;
   settings: { requests: number; warmup: number; settle: number; connections: number; callers: number; parallel: number };
   durationS: number;
+  /** CPU seconds of the whole run: the bench, its load generator and every child it waited for (servers, redis-servers, callgrind_annotate). Absent in older runs. */
+  coreS?: number;
+  /** Set while the run is going (the file is rewritten after each contender) or when it was stopped early. */
+  partial?: { measured: number; planned: number };
   rows: InstrRow[];
+  /** Set when several runs are rendered as one block (`--render A,B`): the runs, each with its own line. */
+  sources?: InstrResults[];
 }

@@ -7,9 +7,11 @@ import { buildChildren } from './build';
 import { killAllChildren } from './children';
 import { BENCH_DIR, REPO_DIR, machine } from './env';
 import { haveValgrind } from './instructions-callgrind';
-import { compareTable, renderInstructions } from './instructions-report';
-import { killCountedRedis, planJobs, runInstructions, type InstrSettings } from './instructions-run';
-import { INSTR_LOADS, type InstrResults } from './instructions-types';
+import { compareTable, mergeResults, renderInstructions } from './instructions-report';
+import { killCountedRedis, planJobs, runInstructions, takeRows, type InstrSettings } from './instructions-run';
+import { INSTR_LOADS, type InstrResults, type InstrRow } from './instructions-types';
+import { frameworkInfo } from './frameworks';
+import { procCpuUs } from './proc-cpu';
 import { FRAMEWORKS, REGIMES } from './types';
 
 const HELP = `Usage: pnpm bench:instructions [options]
@@ -27,6 +29,9 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
   --contenders LIST   ids' middle parts, e.g. floodgate-memory,floodgate-redis-sliding-window-counter,
                       fastify-rate-limit-memory,fastify-rate-limit,redis-floor-turn (default: all;
                       the bare route, 'none', is always measured)
+  --peers WHICH       all (default), best (each framework's cheapest peer a store, as issue #44
+                      measured them: Express's rate-limiter-flexible, the one peer elsewhere),
+                      or peer libraries, e.g. rate-limiter-flexible,koa-ratelimit
   --requests N        counted requests per contender (default 6000)
   --warmup N          requests before counting, instrumentation off (default 20000)
   --settle N          requests after instrumentation is on, before the counters are zeroed
@@ -40,8 +45,15 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
                       replaced (docs/benchmarks.md, between <!-- bench:instructions NAME --> markers)
   --keep-dumps DIR    leave callgrind's dump files in DIR (named <pid>.<n>; read them with
                       callgrind_annotate --inclusive=yes) instead of removing them
+  --resume FILES      results files of a stopped run of this same code (same settings): their
+                      rows are kept, only the missing contenders measured
+  --reuse FILES       results files of other commits' runs (same settings): their peers' and
+                      floors' rows are taken (each over its own run's bare route: no Floodgate code
+                      runs in them), the bare route and Floodgate's rows measured. Halves an
+                      after-run; the summary says which rows came from where
   --no-docs           write bench/results/instructions-*.json and print the tables only
-  --render FILE       measure nothing: print (and with --label, splice) a results file's tables
+  --render FILES      measure nothing: print (and with --label, splice) a results file's tables;
+                      several files (each its own frameworks and loads) as one block
   --compare A,B       measure nothing: two results files row by row, and the largest difference
   --help`;
 
@@ -59,6 +71,27 @@ function count(value: string | undefined, fallback: number, option: string): num
   return n;
 }
 
+/** `--peers`: all, best, or a list of peer libraries (limiter kinds). */
+export function peersOption(value: string | undefined): InstrSettings['peers'] {
+  if (value === undefined || value === 'all') return 'all';
+  if (value === 'best') return 'best';
+  const known = new Set(FRAMEWORKS.flatMap((f) => frameworkInfo(f).peers.map((p) => p.kind as string)));
+  const items = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const item of items) if (!known.has(item)) throw new Error(`--peers: "${item}" is not all, best or one of ${[...known].join(', ')}`);
+  return items;
+}
+
+/** The last commit that changed Floodgate's code (packages/), '+dirty' when packages/ has uncommitted changes: what a run measured, whatever the bench's own commits since. */
+const codeCommit = () => {
+  try {
+    const last = execFileSync('git', ['log', '-1', '--format=%h', '--', 'packages'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'packages'], { cwd: REPO_DIR, encoding: 'utf8' }).trim() !== '';
+    return `${last}${dirty ? '+dirty' : ''}`;
+  } catch {
+    return undefined;
+  }
+};
+
 const commit = () => {
   try {
     return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO_DIR, encoding: 'utf8' }).trim();
@@ -67,7 +100,8 @@ const commit = () => {
   }
 };
 
-const readResults = (file: string) => JSON.parse(readFileSync(file, 'utf8')) as InstrResults;
+/** A results file, its path relative to where pnpm was called (INIT_CWD), not to bench/ where the script runs. */
+const readResults = (file: string) => JSON.parse(readFileSync(resolve(process.env.INIT_CWD ?? process.cwd(), file), 'utf8')) as InstrResults;
 
 /** Replaces (or appends) the page's block of this label, between its markers. */
 export function spliceBlock(page: string, label: string, body: string): string {
@@ -92,6 +126,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     frameworks: list(values.frameworks as string | undefined, FRAMEWORKS, 'frameworks') ?? [...FRAMEWORKS],
     loads: list(values.loads as string | undefined, INSTR_LOADS, 'loads') ?? [...INSTR_LOADS],
     regimes: list(values.regimes as string | undefined, REGIMES, 'regimes') ?? [...REGIMES],
+    peers: peersOption(values.peers as string | undefined),
     contenders: ((values.contenders as string | undefined) ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     requests: count(values.requests as string | undefined, 6000, 'requests'),
     warmup: count(values.warmup as string | undefined, 20_000, 'warmup'),
@@ -107,23 +142,56 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
   console.error(`bench:instructions: ${jobs.length} contenders, ${settings.parallel} at a time; building`);
   await buildChildren({ children: ['server'], outDir: settings.outDir });
   const started = Date.now();
-  const rows = await runInstructions(jobs, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  const coreBefore = procCpuUs(process.pid);
   const m = machine();
-  return {
+  const label = (values.label as string | undefined) ?? commit();
+  const date = new Date().toISOString();
+  // The commit measured is the one checked out at the start (a results file is rewritten during the run).
+  const measuredCommit = commit();
+  const code = codeCommit();
+  const results = (rows: InstrRow[], partial: boolean): InstrResults => ({
     kind: 'instructions',
-    label: (values.label as string | undefined) ?? commit(),
-    date: new Date().toISOString(),
-    commit: commit(),
+    label,
+    date,
+    commit: measuredCommit,
+    ...(code ? { codeCommit: code } : {}),
     command: `pnpm bench:instructions ${process.argv.slice(2).filter((a) => a !== '--').join(' ')}`.trim(),
     machine: `${m.cpu}, ${m.cores} cores, Node ${m.node}`,
     settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
     durationS: (Date.now() - started) / 1000,
+    ...(coreBefore === undefined ? {} : { coreS: ((procCpuUs(process.pid) ?? coreBefore) - coreBefore) / 1e6 }),
+    ...(partial || rows.length < jobs.length ? { partial: { measured: rows.length, planned: jobs.length } } : {}),
     rows,
+  });
+  // Rows from earlier runs (--resume: this code's stopped run; --reuse: peers and floors of other commits' runs).
+  const files = (option: string) => ((values[option] as string | undefined) ?? '').split(',').map((f) => f.trim()).filter(Boolean).map(readResults);
+  const resume = files('resume');
+  for (const r of resume) {
+    if (r.codeCommit && code && r.codeCommit !== code) throw new Error(`--resume: run ${r.label} measured Floodgate's code as of ${r.codeCommit}, this checkout has ${code}; use --reuse for another commit's peers`);
+  }
+  const taken = takeRows(jobs, settings, resume, files('reuse'));
+  const toMeasure = jobs.filter((_, i) => taken[i] === undefined);
+  const merge = (measured: readonly (InstrRow | undefined)[]) => {
+    let next = 0;
+    return taken.map((row) => row ?? measured[next++]).filter((r): r is InstrRow => r !== undefined);
   };
+  if (toMeasure.length < jobs.length) console.error(`bench:instructions: ${jobs.length - toMeasure.length} rows taken from earlier runs, ${toMeasure.length} to measure`);
+  // The file is written after every contender, so a run stopped early keeps what it measured.
+  const file = resultsFile(label, date);
+  console.error(`bench:instructions: results in ${relative(process.cwd(), file)} (rewritten after each contender)`);
+  settings.onRow = (rows) => writeFileSync(file, `${JSON.stringify(results(merge(rows), true), null, 2)}\n`);
+  const measured = await runInstructions(toMeasure, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  return results(merge(measured), false);
 }
 
+const resultsFile = (label: string, date: string) => {
+  const dir = join(BENCH_DIR, 'results');
+  mkdirSync(dir, { recursive: true });
+  return join(dir, `instructions-${label.replace(/[^\w.-]+/g, '_')}-${date.replace(/[:.]/g, '-')}.json`);
+};
+
 async function main(): Promise<number> {
-  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
+  const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'peers', 'resume', 'reuse', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
   const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
   options['no-docs'] = { type: 'boolean' };
   options.help = { type: 'boolean' };
@@ -139,12 +207,10 @@ async function main(): Promise<number> {
     console.log(`${table}\n\nlargest difference: ${(worst * 100).toFixed(2)}%`);
     return 0;
   }
-  const results = values.render ? readResults(values.render as string) : await measureAll(values);
-  if (values.render && values.label) results.label = values.label as string;
+  const rendered = values.render ? (values.render as string).split(',').map((f) => readResults(f.trim())) : undefined;
+  const results = rendered ? mergeResults((values.label as string | undefined) ?? rendered.map((r) => r.label).join('+'), rendered) : await measureAll(values);
   if (!values.render) {
-    const dir = join(BENCH_DIR, 'results');
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `instructions-${results.label.replace(/[^\w.-]+/g, '_')}-${results.date.replace(/[:.]/g, '-')}.json`);
+    const file = resultsFile(results.label, results.date);
     writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
     console.error(`bench:instructions: wrote ${relative(process.cwd(), file)}`);
   }

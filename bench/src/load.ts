@@ -27,6 +27,8 @@ export interface LoadOptions {
    * sees that many clients, each sending 1/callers of the load. Undefined: every request from 127.0.0.1.
    */
   callers?: number;
+  /** The first caller's index (default 0): a load that continues another's rotation passes the requests sent before it. */
+  callerStart?: number;
 }
 
 /** The i-th caller's address in 198.18.0.0/15 (up to 131,072 of them). */
@@ -35,8 +37,8 @@ export function callerAddress(i: number): string {
 }
 
 /** autocannon's per-request hook: the next caller's address in X-Forwarded-For (the counter is shared by every connection). */
-function everyCaller(callers: number): { setupRequest: (request: { headers?: Record<string, string> }) => unknown }[] {
-  let next = 0;
+export function everyCaller(callers: number, start = 0): { setupRequest: (request: { headers?: Record<string, string> }) => unknown }[] {
+  let next = start;
   return [
     {
       setupRequest(request) {
@@ -54,7 +56,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     pipelining: 1,
     ...(options.amount !== undefined ? { amount: options.amount } : { duration: options.durationS ?? 1 }),
     headers: options.headers,
-    ...(options.callers ? { requests: everyCaller(options.callers) } : {}),
+    ...(options.callers ? { requests: everyCaller(options.callers, options.callerStart) } : {}),
     timeout: 10,
     // autocannon checks its stop flag once per sample: sample often so a run lasts what was asked.
     sampleInt: 100,
