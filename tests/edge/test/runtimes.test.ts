@@ -16,7 +16,9 @@ interface Runtime {
 
 /** Starts `command` and resolves once it printed its `{ "port": N }` line (an event, not a sleep). */
 function startServer(command: string, args: string[], cwd: string): Promise<Runtime> {
-  const child: ChildProcess = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' } });
+  // A process group of its own: the npm package's `deno` launcher runs the real binary as its child,
+  // which a SIGTERM to the launcher alone left running (two deno servers orphaned by every run).
+  const child: ChildProcess = spawn(command, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', DENO_NO_UPDATE_CHECK: '1' } });
   let output = '';
   return new Promise((resolve, reject) => {
     const failed = (why: string) => reject(new Error(`${command} ${args.join(' ')}: ${why}\n${output}`));
@@ -37,7 +39,12 @@ function startServer(command: string, args: string[], cwd: string): Promise<Runt
             child.stderr!.destroy();
             if (child.exitCode !== null) return done();
             child.once('exit', () => done());
-            child.kill('SIGTERM');
+            // The whole group (launcher and runtime); the launcher alone if the group is gone.
+            try {
+              process.kill(-child.pid!, 'SIGTERM');
+            } catch {
+              child.kill('SIGTERM');
+            }
           }),
       });
     });
