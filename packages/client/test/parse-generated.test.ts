@@ -16,6 +16,18 @@ const param = fc.tuple(fc.constantFrom('r', 'a', 't', 'w', 'q', 'qu', 'pk', 'flo
 const item = fc.tuple(fc.constantFrom('"p"', '"q"', 'p'), fc.array(param, { maxLength: 5 })).map(([name, params]) => name + params.join(''));
 const field = fc.array(item, { minLength: 1, maxLength: 4 }).map((items) => items.join(', '));
 
+/** A pacer that heard `headers` on a `status` answer holds its scope at most maxHoldMs; past that, the next request goes at once. */
+async function expectHoldBounded(headers: Record<string, string>, status: number): Promise<void> {
+  let t = 0;
+  const pacer = new Pacer({ jitterMs: 0, maxHoldMs: MAX_HOLD_MS, now: () => t });
+  const ticket = await pacer.acquire('s', pacer.budget(0));
+  pacer.settle(ticket, { status, method: 'GET', headers, attempt: 0, retryAllowed: false });
+  for (const q of pacer.snapshot('s').quotas) expect(q.resetInMs ?? 0).toBeLessThanOrEqual(MAX_HOLD_MS);
+  // Past maxHoldMs whatever the fields said, the next request goes at once (no budget to wait).
+  t += MAX_HOLD_MS;
+  pacer.release(await pacer.acquire('s', pacer.budget(0)));
+}
+
 describe('hostile RateLimit fields, generated', () => {
   it('parse to non-negative finite figures or nothing, and never hold a scope past maxHoldMs', async () => {
     await fc.assert(
@@ -27,14 +39,7 @@ describe('hostile RateLimit fields, generated', () => {
             if (n !== undefined) expect(Number.isFinite(n) && n >= 0).toBe(true);
           }
         }
-        let t = 0;
-        const pacer = new Pacer({ jitterMs: 0, maxHoldMs: MAX_HOLD_MS, now: () => t });
-        const ticket = await pacer.acquire('s', pacer.budget(0));
-        pacer.settle(ticket, { status: 200, method: 'GET', headers, attempt: 0, retryAllowed: false });
-        for (const q of pacer.snapshot('s').quotas) expect(q.resetInMs ?? 0).toBeLessThanOrEqual(MAX_HOLD_MS);
-        // Past maxHoldMs whatever the fields said, the next request goes at once (no budget to wait).
-        t += MAX_HOLD_MS;
-        pacer.release(await pacer.acquire('s', pacer.budget(0)));
+        await expectHoldBounded(headers, 200);
       }),
       { numRuns: 300 },
     );
@@ -104,13 +109,7 @@ describe('hostile ms resets, generated', () => {
         expect(q.resetMs!).toBeLessThanOrEqual(whole.resetMs!);
         expect(q.resetMs!).toBeGreaterThan(whole.resetMs! - span);
         if (q.resetMs !== whole.resetMs) expect(q.resetMs).toBe(Number(ms.trim()));
-        let t = 0;
-        const pacer = new Pacer({ jitterMs: 0, maxHoldMs: MAX_HOLD_MS, now: () => t });
-        const ticket = await pacer.acquire('s', pacer.budget(0));
-        pacer.settle(ticket, { status: 429, method: 'GET', headers, attempt: 0, retryAllowed: false });
-        for (const s of pacer.snapshot('s').quotas) expect(s.resetInMs ?? 0).toBeLessThanOrEqual(MAX_HOLD_MS);
-        t += MAX_HOLD_MS;
-        pacer.release(await pacer.acquire('s', pacer.budget(0)));
+        await expectHoldBounded(headers, 429);
       }),
       { numRuns: 400 },
     );
