@@ -4,7 +4,9 @@ import { defineConfig } from 'tsup';
 export const packageBuild = defineConfig({
   entry: ['src/index.ts'],
   format: ['esm', 'cjs'],
-  dts: true,
+  // Declarations resolve @floodgate/core to its built .d.ts (as a user's install does), not its sources
+  // through the workspace's 'source' condition: each adapter's pass then checks its own files only.
+  dts: { compilerOptions: { customConditions: [] } },
   sourcemap: true,
   clean: true,
   target: 'node20',

@@ -52,9 +52,13 @@ async function verdictOf(pkg: string): Promise<void> {
 
 /**
  * Builds the packages (`pnpm -r --filter ... run build`, one call for those this file claims) and
- * waits for those another file is building; resolves once every one has its dist/.
+ * waits for those another file is building; resolves once every one has its dist/. Core is built (or
+ * waited for) before the rest, whichever file asks first.
  */
 export async function buildOnce(pkgs: readonly string[]): Promise<void> {
+  // Core first, on its own: the other packages' declaration pass reads core's built .d.ts (tsup.base.ts),
+  // and core's build cleans its dist/ first, so nothing that depends on it may build at the same time.
+  if (pkgs.length !== 1 || pkgs[0] !== 'core') await buildOnce(['core']);
   const mine = pkgs.filter(claim);
   if (mine.length > 0) {
     try {
