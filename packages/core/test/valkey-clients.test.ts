@@ -4,6 +4,7 @@ import { GlideClient, Logger as GlideLogger } from '@valkey/valkey-glide';
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import { Redis as Valkey } from 'iovalkey';
 import { createLimiter, RedisStore, type AlgorithmName, type RedisClient } from '../src';
+import { watchExpiry, type ExpiryWatch } from './conformance/expiry-watch';
 import { describeConformance } from './conformance/scenarios';
 import { threeRoutesThrough } from './support/fault-routes';
 import { modePrefix, type RaceCoalesce, type RaceReply, type RaceSetup } from './race/race-child';
@@ -22,12 +23,15 @@ const run = Math.random().toString(36).slice(2, 8);
 GlideLogger.setLoggerConfig('off');
 
 let server: RedisServer;
+let expiry: ExpiryWatch | undefined;
 const closers: (() => Promise<void> | void)[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
+  expiry = await watchExpiry(server);
 }, 30_000);
 afterAll(async () => {
+  expiry?.close();
   for (const close of closers) await close();
   await server?.stop();
 });
@@ -56,7 +60,7 @@ describe.each(KINDS)('%s', (kind) => {
     expect(answers.map((d) => [d.allowed, d.degraded])).toEqual([[true, false], [true, false], [false, false]]);
   });
 
-  describeConformance('conformance', (clock) => new RedisStore({ client, timeoutMs: 5_000, UNSAFE_testClock: clock }), { prefix: `vkc-${kind}-${run}` });
+  describeConformance('conformance', (clock) => new RedisStore({ client, timeoutMs: 5_000, UNSAFE_testClock: clock }), { prefix: `vkc-${kind}-${run}`, expiry: () => expiry });
 });
 
 describe.each(KINDS)('race on %s', (kind) => {

@@ -2,10 +2,12 @@
 import { startRedis, startRedisRest, type RedisRestServer, type RedisServer } from '@floodgate/testing';
 import { Redis as HttpRedis } from '@upstash/redis';
 import { createLimiter, RedisStore, type AlgorithmName } from '../../src';
+import { watchExpiry, type ExpiryWatch } from './expiry-watch';
 import { describeConformance } from './scenarios';
 
 let server: RedisServer;
 let rest: RedisRestServer;
+let expiry: ExpiryWatch | undefined;
 const prefix = `conf-http-${Math.random().toString(36).slice(2, 10)}`;
 
 const run = Math.random().toString(36).slice(2, 8);
@@ -15,15 +17,18 @@ const httpClient = (autoPipelining = true, front = rest): HttpRedis =>
 beforeAll(async () => {
   server = await startRedis();
   rest = await startRedisRest(server);
+  expiry = await watchExpiry(server);
 }, 30_000);
 
 afterAll(async () => {
+  expiry?.close();
   await rest?.stop();
   await server?.stop();
 });
 
 describeConformance('conformance: RedisStore over HTTP (@upstash/redis)', (clock) => new RedisStore({ client: httpClient(), timeoutMs: 30_000, UNSAFE_testClock: clock }), {
   prefix,
+  expiry: () => expiry,
 });
 
 describe('RedisStore over HTTP', () => {

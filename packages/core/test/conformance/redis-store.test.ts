@@ -3,10 +3,12 @@ import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { RedisStore } from '../../src';
 import { CLIENT_KINDS, connectClient, type ConnectedClient, kindTag } from '../support/redis-clients';
+import { watchExpiry, type ExpiryWatch } from './expiry-watch';
 import { describeConformance } from './scenarios';
 
 let server: RedisServer;
 let client: Redis;
+let expiry: ExpiryWatch | undefined;
 const clients = new Map<string, ConnectedClient>();
 const prefix = `conf-${Math.random().toString(36).slice(2, 10)}`;
 
@@ -14,9 +16,11 @@ beforeAll(async () => {
   server = await startRedis();
   client = server.client({ autoResendUnfulfilledCommands: false });
   for (const kind of CLIENT_KINDS) clients.set(kind, await connectClient(kind, server));
+  expiry = await watchExpiry(server);
 }, 30_000);
 
 afterAll(async () => {
+  expiry?.close();
   for (const connected of clients.values()) await connected.close();
   client?.disconnect();
   await server?.stop();
@@ -26,6 +30,7 @@ afterAll(async () => {
 describe.each(CLIENT_KINDS)('on %s', (kind) => {
   describeConformance('conformance: RedisStore', (clock) => new RedisStore({ client: clients.get(kind)!.client, timeoutMs: 30_000, UNSAFE_testClock: clock }), {
     prefix: `${prefix}-${kindTag(kind)}`,
+    expiry: () => expiry,
   });
 });
 
