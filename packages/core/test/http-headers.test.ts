@@ -21,6 +21,23 @@ const allowed = toDecision(limits, true, [
 const get = (pairs: [string, string][], name: string) => pairs.find(([n]) => n === name)?.[1];
 
 describe('formatHeaders', () => {
+  it('a pair reused while its number repeats never carries the last number once it changes (issue #44)', () => {
+    const single = resolveLimiterOptions({ limit: 5, windowMs: 10_000 }).limits;
+    const denial = (retryAfterMs: number, remaining = 0) => toDecision(single, false, [{ allowed: false, remaining, resetMs: retryAfterMs, retryAfterMs }], 1);
+    const seen: (string | undefined)[][] = [];
+    for (const [ms, left] of [[1_500, 0], [1_500, 0], [2_500, 1], [1_500, 0], [999, 0]] as const) {
+      const pairs = formatHeaders(denial(ms, left), ['draft-6'], { retryAfterJitterMs: 0 });
+      seen.push(['RateLimit-Remaining', 'RateLimit-Reset', 'Floodgate-Reset-Ms', 'Retry-After'].map((n) => get(pairs, n)));
+    }
+    expect(seen).toEqual([
+      ['0', '2', '1500', '2'],
+      ['0', '2', '1500', '2'],
+      ['1', '3', '2500', '3'],
+      ['0', '2', '1500', '2'],
+      ['0', '1', '999', '1'],
+    ]);
+  });
+
   it('draft-6 describes the most restrictive limit, in delta seconds rounded up', () => {
     expect(formatHeaders(allowed, ['draft-6'])).toEqual([
       ['RateLimit-Limit', '10'],

@@ -21,7 +21,7 @@ import {
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import fp from 'fastify-plugin';
 import { oneHook } from './one-hook';
-import { headersOf, lowerCase } from './reply-headers';
+import { DIRECT_PLACES, headersOf, isEmpty, lowerCaseAt } from './reply-headers';
 
 /** The request lifecycle hooks the limiter can run in. */
 export const RATE_LIMIT_HOOKS = ['onRequest', 'preValidation', 'preHandler'] as const;
@@ -114,8 +114,8 @@ function apply(result: HttpResult, request: FastifyRequest, reply: FastifyReply,
     // Lower-cased here, once per name: Fastify lower-cases every name it is given, and a name that
     // comes out as a fresh string must be looked up in V8's string table to key its headers object.
     const own = headersOf(reply);
-    if (own) for (let i = 0; i < headers.length; i++) own[lowerCase(headers[i][0])] = headers[i][1];
-    else for (let i = 0; i < headers.length; i++) reply.header(lowerCase(headers[i][0]), headers[i][1]);
+    if (own) for (let i = 0; i < headers.length; i++) own[lowerCaseAt(headers[i][0], i)] = headers[i][1];
+    else for (let i = 0; i < headers.length; i++) reply.header(lowerCaseAt(headers[i][0], i), headers[i][1]);
   } catch (error) {
     return done(error as Error);
   }
@@ -139,12 +139,15 @@ function writeDirect(result: HttpResult, request: FastifyRequest, reply: Fastify
   const direct = result.direct as string[];
   const head: string[] = new Array(direct.length);
   for (let i = 0; i < direct.length; i += 2) {
-    head[i] = lowerCase(direct[i]);
+    head[i] = lowerCaseAt(direct[i], DIRECT_PLACES + (i >> 1)); // places of their own: a 429's list is not an admission's
     head[i + 1] = direct[i + 1];
   }
-  const earlier = reply.getHeaders();
-  const names = Object.keys(earlier);
-  if (names.length > 0) {
+  // Nothing set on the reply (the common 429): no merged copy to read. Headers set on Node's response
+  // (reply.raw.setHeader) need none either: writeHead merges them, Floodgate's names winning.
+  const own = headersOf(reply);
+  const earlier = own !== undefined && isEmpty(own) ? undefined : reply.getHeaders();
+  const names = earlier === undefined ? [] : Object.keys(earlier);
+  if (earlier !== undefined && names.length > 0) {
     const own = new Set<string>();
     for (let i = 0; i < head.length; i += 2) own.add(head[i]);
     for (const name of names) {

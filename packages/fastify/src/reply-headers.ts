@@ -31,3 +31,29 @@ export function lowerCase(name: string): string {
   }
   return lower;
 }
+
+/** The names lowerCaseAt() last saw at each place of a header list, and their lower-case forms. */
+const seenAt: string[] = [];
+/** The first place of a direct response's names (an admission's pairs take the places below it). */
+export const DIRECT_PLACES = 16;
+const loweredAt: string[] = [];
+/**
+ * lowerCase(name) for the name at place `at` of a header list: Floodgate writes the same names in
+ * the same order response after response (the same string each time), so the last name seen at that
+ * place answers with a comparison instead of a Map read; another name there is looked up and kept.
+ */
+export function lowerCaseAt(name: string, at: number): string {
+  if (seenAt[at] === name) return loweredAt[at];
+  const lower = lowerCase(name);
+  if (at < 32) {
+    seenAt[at] = name;
+    loweredAt[at] = lower;
+  }
+  return lower;
+}
+
+/** Whether the object has no own enumerable property (a reply's headers object with nothing set). */
+export function isEmpty(object: Record<string, unknown>): boolean {
+  for (const name in object) if (Object.hasOwn(object, name)) return false;
+  return true;
+}

@@ -62,6 +62,11 @@ export class CallBook {
     return admission;
   }
 
+  /** Whether calls are timed (an SDK is registered): only then is a call's start read before it is made. */
+  get timed(): boolean {
+    return this.meter.timed;
+  }
+
   /** The connection's answer count now: a call's `answers` when it begins. */
   get answers(): number {
     return this.channel.runtime.connection.answers;
@@ -230,13 +235,15 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
 export function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBook): (request: StoreRequest) => StoreResult {
   return (request) => {
     const admission = book.begin();
-    const started = performance.now();
+    // Read only when a duration is recorded: a call that answers at once begins when it ends, so a
+    // failure's start is read then (no clock read per decision without an SDK).
+    const started = book.timed ? performance.now() : 0;
     const answers = book.answers;
     let result;
     try {
       result = shared.evaluateSync(request);
     } catch (error) {
-      throw book.failed(error, admission, started, answers);
+      throw book.failed(error, admission, book.timed ? started : performance.now(), answers);
     }
     book.succeeded(started);
     return result;

@@ -64,27 +64,36 @@ function sfString(value: string): string {
 }
 
 /**
- * The last Limit header pair of each name, reused while the limit stays the same (a route's limit
- * rarely changes between responses): one string and one pair fewer per response. Pairs are never
- * mutated by their readers (HttpResult.headers is read-only).
+ * The last header pair of one name, reused while the number it carries stays the same (a route's
+ * limit rarely changes between responses; a blocked caller's remaining 0, reset and Retry-After
+ * seconds repeat for a second): one string and one pair fewer per response. `format` is applied to
+ * the number once per new value. Pairs are never mutated by their readers (HttpResult.headers is
+ * read-only).
  */
-class LimitPair {
-  private limit = NaN;
+class LastPair {
+  private value = NaN;
   private pair: HeaderPair | undefined;
-  constructor(private readonly name: string) {}
-  of(limit: number): HeaderPair {
-    if (limit !== this.limit || this.pair === undefined) {
-      this.limit = limit;
-      this.pair = [this.name, count(limit)];
+  constructor(
+    private readonly name: string,
+    private readonly format: (n: number) => string,
+  ) {}
+  of(value: number): HeaderPair {
+    if (value !== this.value || this.pair === undefined) {
+      this.value = value;
+      this.pair = [this.name, this.format(value)];
     }
     return this.pair;
   }
 }
-const DRAFT6_LIMIT = new LimitPair('RateLimit-Limit');
-const LEGACY_LIMIT = new LimitPair('X-RateLimit-Limit');
+const DRAFT6_LIMIT = new LastPair('RateLimit-Limit', count);
+const DRAFT6_REMAINING = new LastPair('RateLimit-Remaining', count);
+const DRAFT6_RESET = new LastPair('RateLimit-Reset', String);
+const LEGACY_LIMIT = new LastPair('X-RateLimit-Limit', count);
+const RESET_MS = new LastPair(RESET_MS_FIELD, String);
+const RETRY_AFTER = new LastPair('Retry-After', String);
 
 function draft6(d: Decision, out: HeaderPair[]): void {
-  out.push(DRAFT6_LIMIT.of(d.limit!), ['RateLimit-Remaining', count(d.remaining!)], ['RateLimit-Reset', String(seconds(untilMs(d as Quota)))]);
+  out.push(DRAFT6_LIMIT.of(d.limit!), DRAFT6_REMAINING.of(d.remaining!), DRAFT6_RESET.of(seconds(untilMs(d as Quota))));
 }
 
 /**
@@ -173,10 +182,10 @@ export function formatHeaders(
   if (!decision.degraded && decision.limit !== null && decision.limits.length > 0) {
     const writers = writersOf(dialects);
     for (let i = 0; i < writers.length; i++) writers[i](decision, out, options);
-    if (writers.integer) out.push([RESET_MS_FIELD, String(wholeMs(untilMs(decision as Quota)))]);
+    if (writers.integer) out.push(RESET_MS.of(wholeMs(untilMs(decision as Quota))));
   }
   if (options.retryAfter !== false && !decision.allowed && decision.retryAfterMs >= 0) {
-    out.push(['Retry-After', String(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random))]);
+    out.push(RETRY_AFTER.of(retryAfterSeconds(decision.retryAfterMs, options.retryAfterJitterMs, options.random)));
   }
   return out;
 }

@@ -5,7 +5,8 @@ import { ttl } from '../algorithms/twin-math';
 import { invalidOption } from '../base/errors';
 import { checkOptionNames, clockOption, leaseToken, optionNames, refundAt, wholeNumber } from '../base/validate';
 import { lockView, strike, type LockState } from '../model/lockout';
-import type { LimitResult } from '../algorithms/types';
+import type { LimitResult, Twin } from '../algorithms/types';
+import type { StoreLimit } from '../algorithms/registry';
 import type { SettleOutcome, Store, StoreRequest, StoreResult } from './store';
 import { ProtectedShare, type HoldKind } from './protected-share';
 import { applyOverride } from './override-value';
@@ -44,6 +45,9 @@ export class MemoryStore implements Store {
   private readonly clock: () => number;
   private readonly warningListeners: ((warning: string) => void)[] = [];
   private overflowed = false;
+  /** The last limit consumeOne saw, and its twin. */
+  private lastLimit: StoreLimit | undefined;
+  private lastTwin: Twin<unknown> | undefined;
   private readonly warningList: string[] = [];
   /** Warnings found so far (a full protected share); read by the health snapshot. */
   readonly warnings: readonly string[] = this.warningList;
@@ -68,6 +72,9 @@ export class MemoryStore implements Store {
     const at = request.mode === 'refund' ? refundAt(request.at) : undefined;
     const now = Math.floor(this.clock());
     const { keys, limits, cost } = request;
+    if (keys.length === 1 && request.mode === 'consume' && request.override === undefined && request.lockout === undefined && request.token === undefined) {
+      return this.consumeOne(keys[0], limits[0], cost, now);
+    }
     const states: unknown[] = new Array(keys.length);
     // One key, live: an admission rewrites its entry where it is (below).
     let only: Entry | undefined;
@@ -157,6 +164,40 @@ export class MemoryStore implements Store {
     }
     if (allowed && delayMs > 0) return { at: now, allowed, results, delayMs };
     return lockedMs > 0 ? { at: now, allowed, results, lockedMs } : { at: now, allowed, results };
+  }
+
+  /**
+   * The common decision: a consume of one limit with no override, lock-out or lease token. The
+   * steps of evaluateSync below for that case (read, check, write in place or hold the refusal),
+   * without its per-request arrays (states, checks) and twin lookups by name: every decision of a
+   * single-limit route on the memory store runs it.
+   */
+  private consumeOne(key: string, limit: StoreLimit, cost: number, now: number): StoreResult {
+    const entry = this.live(key, now);
+    const twin = this.twinOf(limit);
+    const check = twin.check(entry?.state, now, limit, cost, undefined);
+    const next = check.next;
+    if (!check.allowed) this.holdLive(key, now + check.retryAfterMs, 'block', now);
+    else if (next !== undefined) {
+      if (entry === undefined) this.put(key, { state: next.state, expiresAt: now + next.ttlMs }, now);
+      else {
+        // In place, as evaluateSync's one live key: the entry read above is still where it was.
+        if (entry.state !== undefined && twin.assign !== undefined) twin.assign(entry.state, next.state);
+        else entry.state = next.state;
+        entry.expiresAt = now + next.ttlMs;
+      }
+    }
+    const results: LimitResult[] = [{ allowed: check.allowed, remaining: check.remaining, resetMs: check.resetMs, retryAfterMs: check.retryAfterMs }];
+    return { at: now, allowed: check.allowed, results };
+  }
+
+  /** A limit's twin, found by name once per limits the store is asked with (a limiter sends the same ones every time). */
+  private twinOf(limit: StoreLimit): Twin<unknown> {
+    if (limit !== this.lastLimit) {
+      this.lastLimit = limit;
+      this.lastTwin = TWINS[limit.algorithm];
+    }
+    return this.lastTwin!;
   }
 
   /** The request's limits under its subject's override (none stored: as they are), and the ms the override has left. */
