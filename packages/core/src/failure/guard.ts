@@ -2,6 +2,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { lateAnswer, withDeadline } from '../base/deadline';
 import { FloodgateError, withoutStack } from '../base/errors';
+import { monotonicSource } from '../base/monotonic';
 import { recordFailure } from '../observe/health';
 import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../observe/metrics';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
@@ -37,6 +38,8 @@ export const isScriptError = (error: unknown): boolean => (error as { code?: unk
 export class CallBook {
   private readonly ok: Attributes;
   private readonly failedAttributes = {} as Record<StoreErrorKind, Attributes>;
+  /** The monotonic clock, kept (base/monotonic.ts): read twice a call. */
+  private readonly perf = monotonicSource();
 
   constructor(
     private readonly channel: StoreChannel,
@@ -62,13 +65,18 @@ export class CallBook {
     return admission;
   }
 
+  /** The monotonic clock (performance.now()): when a call begins. */
+  now(): number {
+    return this.perf.now();
+  }
+
   /** The connection's answer count now: a call's `answers` when it begins. */
   get answers(): number {
     return this.channel.runtime.connection.answers;
   }
 
   succeeded(started: number): void {
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.ok);
+    if (this.meter.timed) this.meter.storeDuration.record((this.perf.now() - started) / 1000, this.ok);
     this.alive();
   }
 
@@ -108,7 +116,7 @@ export class CallBook {
       error = withoutStack(() => new FloodgateError('FG_STORE_TIMEOUT', `${said} The store answered nothing meanwhile.`));
     }
     const kind = recordFailure(monitor, error);
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.failedAttributes[kind]);
+    if (this.meter.timed) this.meter.storeDuration.record((this.perf.now() - started) / 1000, this.failedAttributes[kind]);
     this.meter.storeErrors.add(1, this.failedAttributes[kind]);
     const late = lateAnswer(error);
     if (late) {
@@ -134,7 +142,7 @@ export class CallBook {
   private alive(): void {
     const channel = this.channel;
     const connection = channel.runtime.connection;
-    const now = performance.now();
+    const now = this.perf.now();
     connection.answers++;
     connection.lastAnswerAt = now;
     // monitor.lastSuccessAt is worked out from it when read (store-runtime.ts): no Date.now() per answer.
@@ -156,7 +164,7 @@ export class CallBook {
     } catch (skipped) {
       return Promise.reject(skipped);
     }
-    const started = performance.now();
+    const started = this.perf.now();
     const answers = this.answers;
     try {
       pending = run(arg);
@@ -230,7 +238,7 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
 export function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['evaluateSync']> }, book: CallBook): (request: StoreRequest) => StoreResult {
   return (request) => {
     const admission = book.begin();
-    const started = performance.now();
+    const started = book.now();
     const answers = book.answers;
     let result;
     try {
