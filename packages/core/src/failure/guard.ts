@@ -157,12 +157,21 @@ export class CallBook {
    * in a promise reaction of its own.
    */
   call<A, T>(run: (arg: A) => Promise<T>, arg: A, track?: CallTrack<A>): Promise<T> {
+    return this.callThen(run, arg, track, same, rethrow);
+  }
+
+  /**
+   * `call(run, arg, track).then(answered, failed)` in one promise reaction: the bookkeeping, then
+   * the caller's own continuation, in the call's reactions. What a decision uses (one promise and
+   * one microtask a decision fewer than `call` and a `.then` of the caller's own).
+   */
+  callThen<A, T, R>(run: (arg: A) => Promise<T>, arg: A, track: CallTrack<A> | undefined, answered: (result: T) => R, failed: (error: unknown) => R): Promise<R> {
     let admission: Admission;
     let pending: Promise<T>;
     try {
       admission = this.begin();
     } catch (skipped) {
-      return Promise.reject(skipped);
+      return Promise.reject(skipped).then(answered, failed);
     }
     const started = this.perf.now();
     const answers = this.answers;
@@ -178,15 +187,20 @@ export class CallBook {
       (result) => {
         track?.ended(arg, undefined);
         this.succeeded(started);
-        return result;
+        return answered(result);
       },
       (error: unknown) => {
         track?.ended(arg, error);
-        throw this.failed(error, admission, started, answers);
+        return failed(this.failed(error, admission, started, answers));
       },
     );
   }
 }
+
+const same = <T>(result: T): T => result;
+const rethrow = (error: unknown): never => {
+  throw error;
+};
 
 /** What `CallBook.call` tells about a call it made: sent, then ended (with its error, or undefined). */
 export interface CallTrack<A> {
@@ -199,7 +213,12 @@ export interface CallTrack<A> {
  * other (reset included) is bounded by `timeoutMs` (when the store does not bound its own calls)
  * and counted by the breaker.
  */
-export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook, pending?: (request: StoreRequest, units: number) => void): Store {
+/** A guarded store, and its `evaluate` with the caller's continuation in the call's own reaction (CallBook.callThen). */
+export interface GuardedStore extends Store {
+  evaluateThen<R>(request: StoreRequest, answered: (result: StoreResult) => R, failed: (error: unknown) => R): Promise<R>;
+}
+
+export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook, pending?: (request: StoreRequest, units: number) => void): GuardedStore {
   const what = `Store "${shared.name}"`;
   const bounded = <T>(promise: Promise<T>): Promise<T> => (timeoutMs === undefined ? promise : withDeadline(promise, timeoutMs, what));
   // Made once: a call passes its request (or keys) beside them, never in a closure of its own.
@@ -227,6 +246,7 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
     evaluate,
+    evaluateThen: (request, answered, failed) => book.callThen(plain, request, request.mode === 'consume' ? track : undefined, answered, failed),
     reset: (keys) => book.call(reset, keys),
   };
 }
