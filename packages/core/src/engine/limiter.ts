@@ -556,8 +556,9 @@ class Engine {
       }
       return this.tallied(decision, base, cost, scope, consume, drew, maxDelayMs);
     }
-    // One then for the store's answer (or the failure mode's) and what follows: one promise hop per decision.
-    return link.evaluate(request).then(
+    // The store's answer (or the failure mode's) and what follows in the guard's own reaction: one promise hop per decision.
+    return link.evaluateThen(
+      request,
       (result) => this.tallied(this.fromResult(request, result, limits), base, cost, scope, consume, drew, maxDelayMs),
       (error: unknown) => this.tallied(this.degraded(request, error, base, cost), base, cost, scope, consume, drew, maxDelayMs),
     );

@@ -22,6 +22,8 @@ export interface LinkHooks {
 export interface StoreLink {
   /** The store's answer for this request; rejects when the store failed or was skipped: then ask `degraded`. */
   evaluate(request: StoreRequest): Promise<StoreResult>;
+  /** `evaluate(request).then(answered, failed)`, without the promise in between where it can (no hot-key mode): the guard's reaction calls the continuation. */
+  evaluateThen<R>(request: StoreRequest, answered: (result: StoreResult) => R, failed: (error: unknown) => R): Promise<R>;
   /** The same, synchronously, for a store that decides synchronously (and no hot-key mode); else undefined. Throws like `evaluate` rejects. */
   readonly evaluateSync: ((request: StoreRequest) => StoreResult) | undefined;
   /** The failure mode's decision for a request whose call failed with `error`. */
@@ -93,6 +95,7 @@ export function linkStore(
 
   return {
     evaluate: (request) => store.evaluate(request),
+    evaluateThen: hotKeys === undefined ? guard.evaluateThen : (request, answered, failed) => store.evaluate(request).then(answered, failed),
     evaluateSync: sync,
     degraded(request, error) {
       // A late answer still counts (the limiter caches its denial); a lease draw's is the hot-key store's own.

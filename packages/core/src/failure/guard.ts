@@ -2,6 +2,7 @@
 import type { Attributes } from '@opentelemetry/api';
 import { lateAnswer, withDeadline } from '../base/deadline';
 import { FloodgateError, withoutStack } from '../base/errors';
+import { monotonicSource } from '../base/monotonic';
 import { recordFailure } from '../observe/health';
 import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../observe/metrics';
 import type { Store, StoreRequest, StoreResult } from '../stores/store';
@@ -37,6 +38,8 @@ export const isScriptError = (error: unknown): boolean => (error as { code?: unk
 export class CallBook {
   private readonly ok: Attributes;
   private readonly failedAttributes = {} as Record<StoreErrorKind, Attributes>;
+  /** The monotonic clock, kept (base/monotonic.ts): read twice a call. */
+  private readonly perf = monotonicSource();
 
   constructor(
     private readonly channel: StoreChannel,
@@ -67,13 +70,18 @@ export class CallBook {
     return this.meter.timed;
   }
 
+  /** The monotonic clock (performance.now()): when a call begins. */
+  now(): number {
+    return this.perf.now();
+  }
+
   /** The connection's answer count now: a call's `answers` when it begins. */
   get answers(): number {
     return this.channel.runtime.connection.answers;
   }
 
   succeeded(started: number): void {
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.ok);
+    if (this.meter.timed) this.meter.storeDuration.record((this.perf.now() - started) / 1000, this.ok);
     this.alive();
   }
 
@@ -113,7 +121,7 @@ export class CallBook {
       error = withoutStack(() => new FloodgateError('FG_STORE_TIMEOUT', `${said} The store answered nothing meanwhile.`));
     }
     const kind = recordFailure(monitor, error);
-    if (this.meter.timed) this.meter.storeDuration.record((performance.now() - started) / 1000, this.failedAttributes[kind]);
+    if (this.meter.timed) this.meter.storeDuration.record((this.perf.now() - started) / 1000, this.failedAttributes[kind]);
     this.meter.storeErrors.add(1, this.failedAttributes[kind]);
     const late = lateAnswer(error);
     if (late) {
@@ -139,7 +147,7 @@ export class CallBook {
   private alive(): void {
     const channel = this.channel;
     const connection = channel.runtime.connection;
-    const now = performance.now();
+    const now = this.perf.now();
     connection.answers++;
     connection.lastAnswerAt = now;
     // monitor.lastSuccessAt is worked out from it when read (store-runtime.ts): no Date.now() per answer.
@@ -154,14 +162,23 @@ export class CallBook {
    * in a promise reaction of its own.
    */
   call<A, T>(run: (arg: A) => Promise<T>, arg: A, track?: CallTrack<A>): Promise<T> {
+    return this.callThen(run, arg, track, same, rethrow);
+  }
+
+  /**
+   * `call(run, arg, track).then(answered, failed)` in one promise reaction: the bookkeeping, then
+   * the caller's own continuation, in the call's reactions. What a decision uses (one promise and
+   * one microtask a decision fewer than `call` and a `.then` of the caller's own).
+   */
+  callThen<A, T, R>(run: (arg: A) => Promise<T>, arg: A, track: CallTrack<A> | undefined, answered: (result: T) => R, failed: (error: unknown) => R): Promise<R> {
     let admission: Admission;
     let pending: Promise<T>;
     try {
       admission = this.begin();
     } catch (skipped) {
-      return Promise.reject(skipped);
+      return Promise.reject(skipped).then(answered, failed);
     }
-    const started = performance.now();
+    const started = this.perf.now();
     const answers = this.answers;
     try {
       pending = run(arg);
@@ -175,15 +192,20 @@ export class CallBook {
       (result) => {
         track?.ended(arg, undefined);
         this.succeeded(started);
-        return result;
+        return answered(result);
       },
       (error: unknown) => {
         track?.ended(arg, error);
-        throw this.failed(error, admission, started, answers);
+        return failed(this.failed(error, admission, started, answers));
       },
     );
   }
 }
+
+const same = <T>(result: T): T => result;
+const rethrow = (error: unknown): never => {
+  throw error;
+};
 
 /** What `CallBook.call` tells about a call it made: sent, then ended (with its error, or undefined). */
 export interface CallTrack<A> {
@@ -196,7 +218,12 @@ export interface CallTrack<A> {
  * other (reset included) is bounded by `timeoutMs` (when the store does not bound its own calls)
  * and counted by the breaker.
  */
-export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook, pending?: (request: StoreRequest, units: number) => void): Store {
+/** A guarded store, and its `evaluate` with the caller's continuation in the call's own reaction (CallBook.callThen). */
+export interface GuardedStore extends Store {
+  evaluateThen<R>(request: StoreRequest, answered: (result: StoreResult) => R, failed: (error: unknown) => R): Promise<R>;
+}
+
+export function guarded(shared: Store, timeoutMs: number | undefined, book: CallBook, pending?: (request: StoreRequest, units: number) => void): GuardedStore {
   const what = `Store "${shared.name}"`;
   const bounded = <T>(promise: Promise<T>): Promise<T> => (timeoutMs === undefined ? promise : withDeadline(promise, timeoutMs, what));
   // Made once: a call passes its request (or keys) beside them, never in a closure of its own.
@@ -224,6 +251,7 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
     evaluate,
+    evaluateThen: (request, answered, failed) => book.callThen(plain, request, request.mode === 'consume' ? track : undefined, answered, failed),
     reset: (keys) => book.call(reset, keys),
   };
 }
@@ -237,13 +265,13 @@ export function guardedSync(shared: Store & { evaluateSync: NonNullable<Store['e
     const admission = book.begin();
     // Read only when a duration is recorded: a call that answers at once begins when it ends, so a
     // failure's start is read then (no clock read per decision without an SDK).
-    const started = book.timed ? performance.now() : 0;
+    const started = book.timed ? book.now() : 0;
     const answers = book.answers;
     let result;
     try {
       result = shared.evaluateSync(request);
     } catch (error) {
-      throw book.failed(error, admission, book.timed ? started : performance.now(), answers);
+      throw book.failed(error, admission, book.timed ? started : book.now(), answers);
     }
     book.succeeded(started);
     return result;

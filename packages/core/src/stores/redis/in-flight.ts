@@ -51,6 +51,8 @@ export class InFlightLane {
   /** A call left Redis (answered or failed): the first waiting call that still has time takes its place. */
   readonly release = (): void => {
     this.inFlight--;
+    // The clock only when a call waits: most releases find none.
+    if (this.waiting.length === 0) return;
     const now = this.now();
     while (this.inFlight < this.max && this.waiting.length > 0) {
       const next = this.waiting.shift()!;

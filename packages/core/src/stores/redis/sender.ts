@@ -1,6 +1,7 @@
 // One script call to Redis: a place in its node's in-flight lane (maxInFlight), within its deadline; a refusal explained.
 import { FloodgateError, withoutStack } from '../../base/errors';
 import { StoreTimeout } from '../../base/deadline';
+import { monotonicSource } from '../../base/monotonic';
 import { nextTurn } from '../../base/next-turn';
 import type { StoreRequest, StoreResult } from '../store';
 import type { ClientBinding } from './clients';
@@ -30,6 +31,8 @@ export class ScriptSender {
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
   readonly scriptStats = { calls: 0, requests: 0 };
   private readonly lanes = new Map<string, InFlightLane>();
+  /** The monotonic clock, kept (base/monotonic.ts): read once a call. */
+  private readonly perf = monotonicSource();
   /** The deadlines of the calls sent and not answered yet: one timer for all (deadlines.ts). */
   readonly deadlines = new DeadlineList();
 
@@ -94,7 +97,7 @@ export class ScriptSender {
 
   /** Sends one call now, its place in `lane` taken, bounded by what is left of its deadline. */
   private start(call: ScriptCall, budgetMs: number, lane: InFlightLane, sink: CallSink): void {
-    const sent = new SentCall(this, call, lane, budgetMs, performance.now() + budgetMs, sink);
+    const sent = new SentCall(this, call, lane, budgetMs, this.perf.now() + budgetMs, sink);
     this.deadlines.add(sent);
     sent.send('EVALSHA');
   }
