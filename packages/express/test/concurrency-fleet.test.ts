@@ -178,13 +178,16 @@ it(`a SIGKILLed instance's leases free the caller's full limit within leaseMs ($
   const left = await held(prefix);
   // The handlers' own count: every aborted request was inside a handler (holding its lease) when its connection closed.
   const live = children.slice(1);
-  const inHandler = (await Promise.all(live.map((c) => {
+  const replies = await Promise.all(live.map((c) => {
     const reply = nextMessage(c, 'spans');
     c.send({ type: 'spans' });
     return reply;
-  }))).reduce((n, m) => n + m.abortedInHandler, 0);
-  console.log(`concurrency fleet: ${aborted} aborted requests (${inHandler} of them aborted inside the handler, each seen holding its lease first), ${left} leases left (${Date.now() - abortStarted} ms)`);
+  }));
+  const inHandler = replies.reduce((n, m) => n + m.abortedInHandler, 0);
+  // Closed after its lease was admitted but before the handler began (seen once in ci27's 1,000 on a loaded machine).
+  const beforeHandler = replies.reduce((n, m) => n + m.closedBeforeHandler, 0);
+  console.log(`concurrency fleet: ${aborted} aborted requests (${inHandler} of them aborted inside the handler, ${beforeHandler} between the lease and the handler, each seen holding its lease first), ${left} leases left (${Date.now() - abortStarted} ms)`);
   expect(aborted).toBe(1_000);
-  expect(inHandler).toBe(1_000);
+  expect(inHandler + beforeHandler).toBe(1_000);
   expect(left).toBe(0);
 }, 120_000);

@@ -19,9 +19,11 @@ export type FleetReply =
   /**
    * Each request that finished in the handler: its [start, end] in ms since the epoch (sub-ms),
    * measured by the handler itself; and how many left the handler because the client closed the
-   * connection first (aborted while holding their lease). Both since the last 'spans'.
+   * connection first (aborted while holding their lease), or whose client had gone already when the
+   * handler began (closed between the lease's admission and the handler: it held its lease too).
+   * All since the last 'spans'.
    */
-  | { type: 'spans'; spans: [number, number][]; abortedInHandler: number };
+  | { type: 'spans'; spans: [number, number][]; abortedInHandler: number; closedBeforeHandler: number };
 
 // The machine's monotonic clock (CLOCK_MONOTONIC, in ms), one clock for every process on it: timeOrigin +
 // now() is each process's own reading of the wall clock at start, and two processes' differ by more than
@@ -31,8 +33,9 @@ const now = () => Number(process.hrtime.bigint()) / 1e6;
 process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' }) => {
   if (message.type === 'exit') process.exit(0);
   if (message.type === 'spans') {
-    process.send!({ type: 'spans', spans: spans.splice(0), abortedInHandler } satisfies FleetReply);
+    process.send!({ type: 'spans', spans: spans.splice(0), abortedInHandler, closedBeforeHandler } satisfies FleetReply);
     abortedInHandler = 0;
+    closedBeforeHandler = 0;
     return;
   }
   const client = new Redis({ port: message.redisPort, host: '127.0.0.1', autoResendUnfulfilledCommands: false });
@@ -51,6 +54,12 @@ process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' 
   );
   const handlerMs = message.handlerMs;
   app.get('/work', (req, res) => {
+    // The lease is taken (and seen in Redis) before the handler runs: a close in between fired
+    // before this handler could listen for it.
+    if (res.closed) {
+      closedBeforeHandler++;
+      return;
+    }
     const start = now();
     const ms = Number(req.headers['x-delay'] ?? handlerMs);
     const timer = setTimeout(() => {
@@ -71,3 +80,4 @@ process.on('message', (message: FleetSetup | { type: 'spans' } | { type: 'exit' 
 });
 const spans: [number, number][] = [];
 let abortedInHandler = 0;
+let closedBeforeHandler = 0;
