@@ -1,5 +1,5 @@
 // The versions a user installs today, from the packed tarballs in fresh apps: Hono at the peer range's lower bound and at `latest`, the quickstart's tsconfig under TypeScript 5.9 and 7, and two apps on one Redis with the default prefix.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -61,7 +61,22 @@ beforeAll(async () => {
   }
 });
 
+/** A child's state from /proc (Linux), for a failure message: its state letter, what it waits in, its open files. */
+function procState(child: ChildProcess): string {
+  try {
+    const stat = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    const wchan = readFileSync(`/proc/${child.pid}/wchan`, 'utf8');
+    return `pid ${child.pid} state ${stat[0]} utime ${stat[11]} stime ${stat[12]} wchan ${wchan} fds ${readdirSync(`/proc/${child.pid}/fd`).length}`;
+  } catch (error) {
+    return `pid ${child.pid} exit ${child.exitCode}: ${(error as Error).message}`;
+  }
+}
+
+/** The shared-prefix apps, stopped after their test even when it failed (a timed-out test never reaches its own clean-up). */
+const running: ChildProcess[] = [];
+
 afterAll(async () => {
+  for (const child of running) if (child.exitCode === null) child.kill('SIGKILL');
   await redis?.stop();
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
@@ -143,20 +158,35 @@ it('two apps on one Redis with the default prefix and different limits: each wri
   redis = await startRedis();
   // Each app prints its first warning and runs on (announcing) until its stdin ends: both printing is
   // the proof (a missing warning fails on the test's time limit); then both are told to exit.
-  const apps = ['100', '5'].map((limit) => spawn(process.execPath, ['shared-prefix.mjs', limit], { cwd: dir, env: { ...process.env, REDIS_URL: redis!.url }, stdio: ['pipe', 'pipe', 'inherit'] }));
-  const outputs = await Promise.all(
+  const apps = ['100', '5'].map((limit) => spawn(process.execPath, ['shared-prefix.mjs', limit], { cwd: dir, env: { ...process.env, REDIS_URL: redis!.url }, stdio: ['pipe', 'pipe', 'pipe'] }));
+  running.push(...apps);
+  const errors = apps.map(() => '');
+  apps.forEach((child, i) => child.stderr!.on('data', (chunk) => (errors[i] += chunk)));
+  const seen = apps.map(() => '');
+  const warned = Promise.all(
     apps.map(
-      (child) =>
+      (child, i) =>
         new Promise<{ limit: number; warning: string }>((resolve, reject) => {
-          let out = '';
           child.stdout!.on('data', (chunk) => {
-            out += chunk;
-            if (out.includes('\n')) resolve(JSON.parse(out.slice(0, out.indexOf('\n'))) as { limit: number; warning: string });
+            seen[i] += chunk;
+            if (seen[i].includes('\n')) resolve(JSON.parse(seen[i].slice(0, seen[i].indexOf('\n'))) as { limit: number; warning: string });
           });
-          child.once('exit', (code) => reject(new Error(`shared-prefix.mjs exited (${code}) before a warning: ${out}`)));
+          child.once('exit', (code) => reject(new Error(`shared-prefix.mjs exited (${code}) before a warning: ${seen[i]}`)));
         }),
     ),
-  ).finally(() => Promise.all(apps.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.stdin!.end()))))));
+  );
+  // Both warn within a few seconds (announcements every 200 ms); past 60 s, fail with what Redis holds
+  // (each app's announcement and configuration record) and what each app printed, to tell why.
+  let stall: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_, reject) => {
+    stall = setTimeout(() => {
+      void Promise.all([redis!.command(['ZRANGE', 'fg.instances', '0', '-1', 'WITHSCORES']), redis!.command(['HVALS', 'fg.configs']), redis!.command(['TIME'])]).then(
+        ([instances, configs, time]) => reject(new Error(`no FG_PREFIX_SHARED from both apps within 60 s; printed: ${JSON.stringify(seen)}; stderr: ${JSON.stringify(errors.map((e) => e.slice(0, 2_000)))}; fg.instances ${JSON.stringify(instances)}; fg.configs ${JSON.stringify(configs)}; Redis TIME ${JSON.stringify(time)}; apps: ${apps.map(procState).join(' / ')}`)),
+        (error: Error) => reject(new Error(`no FG_PREFIX_SHARED from both apps within 60 s; printed: ${JSON.stringify(seen)}; stderr: ${JSON.stringify(errors.map((e) => e.slice(0, 2_000)))}; Redis: ${error.message}`)),
+      );
+    }, 60_000);
+  });
+  const outputs = await Promise.race([warned, stalled]).finally(() => clearTimeout(stall)).finally(() => Promise.all(apps.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(null) : (child.once('exit', resolve), child.stdin!.end()))))));
   console.log(`packaging | two apps, one Redis, prefix 'fg': ${JSON.stringify(outputs)}`);
   for (const out of outputs) {
     expect(out.warning).toMatch(/^\[floodgate\] FG_PREFIX_SHARED: another app uses the prefix 'fg'/);

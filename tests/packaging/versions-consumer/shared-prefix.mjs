@@ -9,7 +9,12 @@ client.on('error', (error) => console.error(`redis: ${error.message}`));
 const limit = Number(process.argv[2]);
 let warned = false;
 process.stdin.resume();
+// The limiter stays reachable until the end (this handler reads it): an app's routes hold theirs, and
+// a limiter nothing can reach any longer stops announcing once collected (the fleet is held weakly).
+// Before, nothing read it after the first consume, and an early garbage collection ended both apps'
+// announcements: neither ever saw the other (the test hit its time limit, the apps idle, Redis empty).
 process.stdin.on('end', () => {
+  if (limiter.health().fleets?.length !== 1) console.error('no fleet to report');
   client.disconnect();
   process.exit(0);
 });
