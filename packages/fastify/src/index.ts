@@ -144,22 +144,25 @@ function writeDirect(result: HttpResult, request: FastifyRequest, reply: Fastify
   }
   // Nothing set on the reply (the common 429): no merged copy to read. Headers set on Node's response
   // (reply.raw.setHeader) need none either: writeHead merges them, Floodgate's names winning.
-  const own = headersOf(reply);
-  const earlier = own !== undefined && isEmpty(own) ? undefined : reply.getHeaders();
-  const names = earlier === undefined ? [] : Object.keys(earlier);
-  if (earlier !== undefined && names.length > 0) {
-    const own = new Set<string>();
-    for (let i = 0; i < head.length; i += 2) own.add(head[i]);
-    for (const name of names) {
-      const value = earlier[name];
-      if (value === undefined || own.has(name.toLowerCase())) continue;
-      if (Array.isArray(value)) for (const v of value) head.push(name, String(v));
-      else head.push(name, String(value));
-    }
-  }
+  const set = headersOf(reply);
+  if (set === undefined || !isEmpty(set)) appendEarlier(head, reply.getHeaders());
   reply.hijack();
   reply.raw.writeHead(result.status as number, head);
   reply.raw.end(result.body as string);
+}
+
+/** Headers set on the reply before the 429, appended after Floodgate's own (which win a name both set). */
+function appendEarlier(head: string[], earlier: ReturnType<FastifyReply['getHeaders']>): void {
+  const names = Object.keys(earlier);
+  if (names.length === 0) return;
+  const mine = new Set<string>();
+  for (let i = 0; i < head.length; i += 2) mine.add(head[i]);
+  for (const name of names) {
+    const value = earlier[name];
+    if (value === undefined || mine.has(name.toLowerCase())) continue;
+    if (Array.isArray(value)) for (const v of value) head.push(name, String(v));
+    else head.push(name, String(value));
+  }
 }
 
 function addHook(route: RouteOptions, name: RateLimitHook, hook: Hook): void {

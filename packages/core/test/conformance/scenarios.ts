@@ -60,15 +60,18 @@ export function describeConformance(
 ): void {
   const prefix = options.prefix ?? `conf-${Math.random().toString(36).slice(2, 10)}`;
   describe(label, () => {
-    [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...(options.overrides === false ? [] : OVERRIDE_SCENARIOS)].forEach((scenario, n) => {
+    table(options.overrides !== false).forEach((scenario, n) => {
       it(scenario.name, () => runScenario(scenario, `${prefix}-${n}`, makeStore, options), scenario.timeoutMs);
     });
   });
 }
 
-/** Every scenario of the table by name (the harness's own tests pick one). */
+/** The table's scenarios in order; the override scenarios only for a store that keeps overrides. */
+const table = (overrides: boolean): Scenario[] => [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...(overrides ? OVERRIDE_SCENARIOS : [])];
+
+/** A scenario of the table by name (the harness's own tests pick one). */
 export function scenarioNamed(name: string): Scenario {
-  const found = [...SCENARIOS, ...SETTLE_SCENARIOS, ...SHAPE_SCENARIOS, ...OVERRIDE_SCENARIOS].find((s) => s.name === name);
+  const found = table(true).find((s) => s.name === name);
   if (!found) throw new Error(`no conformance scenario named ${name}`);
   return found;
 }
