@@ -218,6 +218,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
       redisCommands: usesRedis ? delta.commands / n : null,
       windowS,
       serverCoreS,
+      ...(settings.keepDir ? { dump: dump.file } : {}),
     };
   } finally {
     await server.stop();

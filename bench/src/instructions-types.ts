@@ -43,6 +43,8 @@ export interface InstrRow {
   windowS: number;
   /** CPU seconds the server's process (valgrind and node) used from its start to the dump: most of a contender's cost. Absent in older runs. */
   serverCoreS?: number;
+  /** With `--keep-dumps`: the counted window's callgrind dump file, to read again (callgrind_annotate). */
+  dump?: string;
   /** Set on a row taken from an earlier run (`--reuse`): that run's label. */
   from?: string;
   /** With `from`: the bare route of that run, same framework and load, over which this row's added instructions are counted. */
