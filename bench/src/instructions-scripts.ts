@@ -1,4 +1,4 @@
-// `pnpm bench:instructions:redis`: redis-server instructions per call (callgrind) of Floodgate's script against a PING, an empty script and a minimal one.
+// `pnpm bench:instructions:redis`: redis-server instructions per call (callgrind) of Floodgate's script against a PING, an empty script, the peers' shape and the floors of a script that reads Redis's clock.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,6 +40,30 @@ if est + cost <= cap + 1e-9 then
   return { now, 1, 0, 1, math.max(0, math.floor(cap - est - cost + 1e-9)), reset, 0 }
 end
 return { now, 0, 0, 0, math.max(0, math.floor(cap - est + 1e-9)), 0, -1 }`;
+
+/** Redis's clock alone, as every Floodgate script reads it: one redis.call. */
+const CLOCK_ONLY = `local t = redis.call('TIME')
+return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/**
+ * The floor of a limiter that reads Redis's clock and keeps its state in a hash, in a window it has
+ * already written (so no PEXPIRE): TIME, one read, one write, no arithmetic worth counting. Every
+ * Floodgate decision that admits does at least these three calls.
+ */
+const CLOCKED_FLOOR = `local t = redis.call('TIME')
+local s = redis.call('HMGET', KEYS[1], 'w', 'c', 'p')
+redis.call('HSET', KEYS[1], 'w', 1, 'c', (tonumber(s[2]) or 0) + 1, 'p', 0)
+return 1`;
+
+/**
+ * The peers' shape (@fastify/rate-limit's script, hono-rate-limiter's and koa-ratelimit's in spirit):
+ * INCR and PTTL on a counter whose window the key's expiry is, no clock read. PEXPIRE only on a
+ * window's first hit, as theirs.
+ */
+const PEER_SHAPE = `local c = redis.call('INCR', KEYS[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if c == 1 or ttl < 0 then redis.call('PEXPIRE', KEYS[1], 3600000) ttl = 3600000 end
+return { c, ttl }`;
 
 interface Variant {
   name: string;
@@ -93,6 +117,9 @@ function variants(algorithm: AlgorithmName, sha: (source: string) => string): Va
   return [
     { name: 'PING', call: (r) => r.admin.ping() },
     { name: "EVALSHA of 'return 1'", load: 'return 1', call: (r) => r.admin.evalsha(sha('return 1'), 0) },
+    { name: "the peers' shape: INCR, PTTL (no clock read)", load: PEER_SHAPE, call: (r) => r.admin.evalsha(sha(PEER_SHAPE), 1, 'fgp:{one}') },
+    { name: "Redis's clock alone: TIME", load: CLOCK_ONLY, call: (r) => r.admin.evalsha(sha(CLOCK_ONLY), 0) },
+    { name: 'the floor with Redis TIME, in a window already written: TIME, HMGET, HSET', load: CLOCKED_FLOOR, call: (r) => r.admin.evalsha(sha(CLOCKED_FLOOR), 1, 'fgc:{one}') },
     { name: 'minimal limiter script (TIME, HMGET, HSET, PEXPIRE)', load: MINIMAL, call: (r) => r.admin.evalsha(sha(MINIMAL), 1, 'fgm:{one}', 'c', 1) },
     ...(algorithm === 'sliding-window-counter'
       ? [{ name: 'a lean one-shape sliding-window-counter script (sketch: same ARGV and reply, admitted path), one subject', load: LEAN_SWC, call: leanCall }]
