@@ -74,9 +74,43 @@ const COMPILE_ENTRY = /^\s*([\d,]+)\s.*v8::internal::Runtime_Compile\w*\(/;
  * request's cost: with `--single-threaded` it runs on the counted thread, in bursts whose timing
  * moved a row by several percent between two runs of the same code.
  */
-export async function compileInstructions(file: string): Promise<{ compile: number; gc: number }> {
+export async function compileInstructions(file: string): Promise<{ compile: number; gc: number; majorGc: number }> {
   const { stdout } = await run('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { maxBuffer: 256 * 1024 * 1024, timeout: 600_000 });
-  return { compile: compileLines(stdout), gc: collectorLines(stdout) };
+  const major = majorGcLines(stdout);
+  // The mark-compact that ends a cycle runs under Heap::CollectGarbage: counted once, in the cycle.
+  return { compile: compileLines(stdout), gc: collectorLines(stdout) - major.markCompact, majorGc: major.total };
+}
+
+/**
+ * A V8 major GC cycle's three parts, entered from different places and none inside another (checked
+ * with `callgrind_annotate --tree=caller` on Express and Fastify dumps: Step's callers are
+ * `AdvanceAndFinalizeIfComplete` and the allocation observer, StartIncrementalMarking's the marking
+ * job, MarkCompactCollector's `Heap::MarkCompact`): the incremental marking steps, the cycle's start
+ * (roots, finishing the previous cycle's sweeping) and the mark-compact that finishes it.
+ */
+const MAJOR_GC_ENTRIES: readonly [RegExp, 'step' | 'start' | 'markCompact'][] = [
+  [/^\s*([\d,]+)\s.*v8::internal::IncrementalMarking::Step\(/, 'step'],
+  [/^\s*([\d,]+)\s.*v8::internal::Heap::StartIncrementalMarking\(/, 'start'],
+  [/^\s*([\d,]+)\s.*v8::internal::MarkCompactCollector::CollectGarbage\(/, 'markCompact'],
+];
+
+/**
+ * A major GC cycle's instructions in `callgrind_annotate --inclusive=yes` output. When a cycle falls
+ * in a counted window of a few thousand requests depends on the run's history (under callgrind the
+ * JIT keeps compiling and grows the old generation until one starts), not on the request: one run
+ * of a route has one in its window and the next none, 20k to 60k a request apart
+ * (bench/instructions-runs/perf44m2-bimodal.md). Left out of the verdict and reported apart, as the
+ * compilers are; the scavenges, which follow what each request allocates, stay counted.
+ */
+export function majorGcLines(annotated: string): { total: number; markCompact: number } {
+  const parts = { step: 0, start: 0, markCompact: 0 };
+  for (const line of annotated.split('\n')) {
+    for (const [re, part] of MAJOR_GC_ENTRIES) {
+      const m = re.exec(line);
+      if (m) parts[part] += Number(m[1].replace(/,/g, ''));
+    }
+  }
+  return { total: parts.step + parts.start + parts.markCompact, markCompact: parts.markCompact };
 }
 
 /** V8's collections, entered through `Heap::CollectGarbage` (scavenges and full collections alike). */

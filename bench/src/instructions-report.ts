@@ -136,14 +136,14 @@ export function verdictTable(results: InstrResults): string {
 /** Every row: instructions per request of the server and of Redis, script calls, answers. */
 export function detailTable(results: InstrResults): string {
   const lines = [
-    '| load | contender | regime | server Ir / request | added over bare | V8 compiling / request (left out) | of which collector | Redis Ir / request | Redis Ir / script call | script calls / request | Redis commands / request | 2xx / 429 / errors |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| load | contender | regime | server Ir / request | added over bare | V8 compiling / request (left out) | V8 major GC / request (left out) | of which collector | Redis Ir / request | Redis Ir / script call | script calls / request | Redis commands / request | 2xx / 429 / errors |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const g of groups(results.rows)) {
     for (const r of g.rows) {
       const perCall = r.redisIr !== null && r.scriptCalls ? k(r.redisIr / r.scriptCalls) : '–';
       lines.push(
-        `| ${g.load} | ${g.framework}: ${r.label}${r.from ? ` (run \`${r.from}\`)` : ''} | ${r.regime ?? '–'} | ${k(r.serverIr)} | ${r.group === 'ceiling' ? '–' : cell(added(g, r))} | ${r.compileIr === undefined ? '–' : k(r.compileIr)} | ${r.gcIr === undefined ? '–' : k(r.gcIr)} | ${r.redisIr === null ? '–' : k(r.redisIr)} | ${perCall} | ${r.scriptCalls === null ? '–' : r.scriptCalls.toFixed(2)} | ${r.redisCommands === null ? '–' : r.redisCommands.toFixed(2)} | ${r.ok} / ${r.limited} / ${r.errors} |`,
+        `| ${g.load} | ${g.framework}: ${r.label}${r.from ? ` (run \`${r.from}\`)` : ''} | ${r.regime ?? '–'} | ${k(r.serverIr)} | ${r.group === 'ceiling' ? '–' : cell(added(g, r))} | ${r.compileIr === undefined ? '–' : k(r.compileIr)} | ${r.majorGcIr === undefined ? 'counted' : k(r.majorGcIr)} | ${r.gcIr === undefined ? '–' : k(r.gcIr)} | ${r.redisIr === null ? '–' : k(r.redisIr)} | ${perCall} | ${r.scriptCalls === null ? '–' : r.scriptCalls.toFixed(2)} | ${r.redisCommands === null ? '–' : r.redisCommands.toFixed(2)} | ${r.ok} / ${r.limited} / ${r.errors} |`,
       );
     }
   }

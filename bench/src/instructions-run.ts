@@ -93,6 +93,8 @@ const SAME = ['requests', 'warmup', 'settle', 'connections', 'callers'] as const
  */
 export function takeRows(jobs: readonly InstrJob[], settings: Pick<InstrSettings, (typeof SAME)[number]>, resume: readonly InstrResults[], reuse: readonly InstrResults[]): (InstrRow | undefined)[] {
   for (const r of [...resume, ...reuse]) {
+    // A run before major GC was taken apart counted it in its rows: its figures and these differ by a cycle.
+    if (!r.rows.some((x) => x.majorGcIr !== undefined)) throw new Error(`run ${r.label}: counted V8's major GC cycles in its rows (before they were reported apart); its rows cannot be taken`);
     const differ = SAME.filter((key) => r.settings[key] !== settings[key]);
     if (differ.length > 0) throw new Error(`run ${r.label}: ${differ.map((key) => `${key} ${r.settings[key]} (here ${settings[key]})`).join(', ')}; its rows were counted differently and cannot be taken`);
   }
@@ -192,7 +194,7 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
     const result = (await load(plan.counted))!;
     const windowS = (Date.now() - started) / 1000;
     const [dump, redisIr] = await Promise.all([dumpCountersFile(dir, 'node', server.pid), usesRedis ? redis.dump() : 0]);
-    const { compile: compileIr, gc: gcIr } = await compileInstructions(dump.file);
+    const { compile: compileIr, gc: gcIr, majorGc } = await compileInstructions(dump.file);
     const statsAfter = usesRedis ? parseCommandStats((await redis.admin.info('commandstats')) as string) : {};
     const serverCoreS = (procCpuUs(server.pid) ?? NaN) / 1e6;
     settings.log(`${c.id}: warm-up ${phase.warmS.toFixed(0)} s, settling ${phase.settleS.toFixed(0)} s, counted ${windowS.toFixed(0)} s, annotated and done at ${((Date.now() - phase.started) / 1000).toFixed(0)} s; server ${serverCoreS.toFixed(0)} core-s`);
@@ -210,9 +212,10 @@ async function measure(job: InstrJob, settings: InstrSettings, dir: string, redi
       ok: result.ok,
       limited: result.limited,
       errors: result.errors,
-      serverIr: (dump.ir - compileIr) / n,
+      serverIr: (dump.ir - compileIr - majorGc) / n,
       compileIr: compileIr / n,
       gcIr: gcIr / n,
+      majorGcIr: majorGc / n,
       redisIr: usesRedis ? redisIr / n : null,
       scriptCalls: usesRedis ? delta.scripts / n : null,
       redisCommands: usesRedis ? delta.commands / n : null,
@@ -245,7 +248,7 @@ export async function runInstructions(jobs: readonly InstrJob[], settings: Instr
         rows[at] = await measure(jobs[at], settings, dir, redis);
         const r = rows[at]!;
         settings.onRow?.(rows);
-        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling; collector ${Math.round(r.gcIr ?? 0)})${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
+        settings.log(`[${at + 1}/${jobs.length}] ${r.id}: ${Math.round(r.serverIr)} Ir/request (+${Math.round(r.compileIr ?? 0)} compiling, +${Math.round(r.majorGcIr ?? 0)} major GC; collector ${Math.round(r.gcIr ?? 0)})${r.redisIr === null ? '' : `, Redis ${Math.round(r.redisIr)}, ${r.scriptCalls!.toFixed(2)} calls`} (${((Date.now() - t) / 1000).toFixed(0)} s)`);
       }
     } finally {
       redisServers.delete(redis);

@@ -27,12 +27,14 @@ export interface InstrRow {
   ok: number;
   limited: number;
   errors: number;
-  /** Server (node --single-threaded) instructions per response, V8's compilers left out (`compileIr`). */
+  /** Server (node --single-threaded) instructions per response, V8's compilers (`compileIr`) and, in runs that have `majorGcIr`, its major GC cycles left out. */
   serverIr: number;
   /** Instructions per response the server spent in V8's compilers in the counted window (JIT warm-up; not in `serverIr`). Absent in runs before it was split out. */
   compileIr?: number;
-  /** Of `serverIr`, instructions per response in V8's collector (Heap::CollectGarbage, inclusive). Absent in runs before it was split out. */
+  /** Of `serverIr`, instructions per response in V8's collector (Heap::CollectGarbage, inclusive; in runs with `majorGcIr`, less the mark-compact counted there). Absent in runs before it was split out. */
   gcIr?: number;
+  /** Instructions per response in V8's major GC cycles (incremental marking, its start, the mark-compact), not in `serverIr`: a cycle falls in a window or not by the run's history (instructions-callgrind.ts, majorGcLines). Absent in runs that counted it in `serverIr`. */
+  majorGcIr?: number;
   /** redis-server instructions per response; null for contenders that do not use Redis. */
   redisIr: number | null;
   /** EVALSHA / EVAL / FCALL calls per response. */

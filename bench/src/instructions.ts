@@ -19,7 +19,8 @@ const HELP = `Usage: pnpm bench:instructions [options]
 Runs each contender's server under valgrind's callgrind (node --single-threaded
 --predictable-gc-schedule --no-memory-reducer), sends a warm-up,
 zeroes the counters, sends the counted requests with autocannon from outside valgrind, dumps and
-divides, leaving out what V8's compilers spent (JIT warm-up, reported apart); redis-server runs
+divides, leaving out what V8's compilers spent (JIT warm-up) and its major GC cycles (when one falls in
+a window is the run's history), both reported apart; redis-server runs
 under callgrind too. Needs valgrind (apt-get install valgrind).
 
   --frameworks LIST   ${FRAMEWORKS.join(',')} (default: all)

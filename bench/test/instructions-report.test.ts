@@ -1,7 +1,7 @@
 // bench:instructions' tables on made-up rows (no valgrind): added over the bare route, the best peer, the goals' verdicts, the page's block, two runs compared.
 import { peersOption, spliceBlock } from '../src/instructions';
 import { compareTable, goals, mergeResults, provenance, renderInstructions, summaryTable, verdictTable } from '../src/instructions-report';
-import { collectorLines, compileLines } from '../src/instructions-callgrind';
+import { collectorLines, compileLines, majorGcLines } from '../src/instructions-callgrind';
 import { contenderKind, loadPlan, planJobs, takeRows, type InstrSettings } from '../src/instructions-run';
 import { callerAddress, everyCaller } from '../src/load';
 import type { InstrResults, InstrRow } from '../src/instructions-types';
@@ -21,6 +21,7 @@ function row(partial: Partial<InstrRow> & Pick<InstrRow, 'id' | 'group' | 'serve
     scriptCalls: null,
     redisCommands: null,
     windowS: 1,
+    majorGcIr: 0,
     ...partial,
   };
 }
@@ -107,6 +108,22 @@ describe('bench:instructions report', () => {
     ].join('\n');
     expect(compileLines(annotated)).toBe(117_040_704 + 12_345);
     expect(collectorLines(annotated)).toBe(2_616_406);
+  });
+
+  it("sums a major GC cycle's three parts (marking steps, its start, the mark-compact) and not their callers", () => {
+    // Lines of an Express dump with a cycle in its window (`callgrind_annotate --inclusive=yes`).
+    const annotated = [
+      '133,373,189 ( 9.75%)  ???:v8::internal::IncrementalMarkingJob::Task::RunInternal() [/usr/bin/node]',
+      '120,798,816 ( 8.83%)  ???:v8::internal::IncrementalMarking::Step(double, v8::internal::StepOrigin) [/usr/bin/node]',
+      ' 95,895,363 ( 7.01%)  ???:v8::internal::IncrementalMarking::AdvanceAndFinalizeIfComplete() [/usr/bin/node]',
+      ' 92,471,189 ( 6.76%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags) [/usr/bin/node]',
+      ' 38,296,168 ( 2.80%)  ???:v8::internal::IncrementalMarking::Observer::Step(int, unsigned long, unsigned long) [/usr/bin/node]',
+      ' 37,236,550 ( 2.72%)  ???:v8::internal::Heap::StartIncrementalMarking(int, v8::internal::GarbageCollectionReason, v8::GCCallbackFlags, v8::internal::GarbageCollector) [/usr/bin/node]',
+      ' 12,821,732 ( 0.94%)  ???:v8::internal::MarkCompactCollector::CollectGarbage() [/usr/bin/node]',
+      '  2,223,396 ( 0.16%)  ???:v8::internal::Heap::StartIncrementalMarkingIfAllocationLimitIsReached(int, v8::GCCallbackFlags) [/usr/bin/node]',
+    ].join('\n');
+    expect(majorGcLines(annotated)).toEqual({ total: 120_798_816 + 37_236_550 + 12_821_732, markCompact: 12_821_732 });
+    expect(majorGcLines(' 2,616,406 ( 1.07%)  ???:v8::internal::Heap::CollectGarbage(v8::internal::AllocationSpace) [/usr/bin/node]')).toEqual({ total: 0, markCompact: 0 });
   });
 });
 
@@ -199,6 +216,11 @@ describe('bench:instructions rows from earlier runs', () => {
     const taken = takeRows(jobs, same, [before], []);
     expect(taken.filter(Boolean).map((r) => r!.id)).toEqual(jobs.map((j) => j.contender.id).filter((id) => before.rows.some((r) => r.id === id)));
     expect(taken.every((r) => r === undefined || r.from === undefined)).toBe(true);
+  });
+
+  it('refuses rows of a run that counted major GC cycles in its figures', () => {
+    const counted = results(before.rows.map(({ majorGcIr: _, ...r }) => r), 'old');
+    expect(() => takeRows(jobs, same, [], [counted])).toThrow('run old: counted V8\'s major GC cycles in its rows');
   });
 
   it('refuses rows counted with other settings, naming them', () => {
