@@ -1,7 +1,7 @@
-// The lean scripts (lua/lean.lua): chosen for consume and peek calls of one limit per subject without lock-out or override, and on a real Redis deciding, replying and writing exactly as the full script does, call for call.
+// The lean scripts (lua/lean.lua) and the one-decision scripts (lua/one.lua): chosen for consume and peek calls of one limit per subject without lock-out or override (one.lua: a consume of one request), and on a real Redis deciding, replying and writing exactly as the full script does, call for call.
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
-import type { StoreLimit } from '../src/algorithms/registry';
+import { ALGORITHM, type StoreLimit } from '../src/algorithms/registry';
 import type { StoreRequest } from '../src';
 import { encodeCall, encodeGroups, evalArgs, parseReply, scriptFor, SCRIPTS } from '../src/internal';
 
@@ -28,8 +28,29 @@ const request = (subject: string, limit: StoreLimit, cost: number, extra: Partia
 describe('which script a call goes to', () => {
   const limit = LIMITS['sliding-window-counter'];
   const lockout = { after: 3, baseMs: 1_000, maxMs: 60_000, forgetMs: 600_000, key: 'lean:{a}:lock' };
-  it('consume and peek of one limit per subject, one subject or several: the lean twin of the algorithm script', () => {
-    expect(encodeCall([request('a', limit, 1)]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+  it('a consume of one request, one limit, a rate or window algorithm: its one-decision script, ARGV cost, capacity, period (and the test clock)', () => {
+    const one = encodeCall([request('a', limit, 2)]);
+    expect(one.script).toBe(SCRIPTS['sliding-window-counter/one']);
+    expect(one.argv).toEqual([2, 5, 1_000 * SLOW]);
+    expect(one.keys).toEqual(['lean:{a}:a']);
+    expect(encodeCall([request('a', limit, 1)], 7).argv).toEqual([1, 5, 1_000 * SLOW, 7]);
+    // A coalesced call of one subject and one request (encodeGroups of one group) too.
+    expect(encodeGroups([[request('a', limit, 1)]]).script).toBe(SCRIPTS['sliding-window-counter/one']);
+    for (const name of Object.keys(LIMITS)) {
+      const script = encodeCall([request('a', LIMITS[name], 1, name === 'concurrency' ? { token: 't' } : {})]).script;
+      // A lease's consume carries its token: the lean script.
+      expect(script).toBe(SCRIPTS[name === 'concurrency' ? 'concurrency/lean' : (`${name}/one` as keyof typeof SCRIPTS)]);
+    }
+  });
+  it('every one-decision script leaves the write cache, the tables by id and the chunk\'s refund and debit out', () => {
+    const ones = Object.entries(SCRIPTS).filter(([name]) => name.endsWith('/one'));
+    expect(ones.map(([name]) => name).sort()).toEqual(['fixed-window/one', 'gcra/one', 'sliding-window-counter/one', 'sliding-window-log/one', 'token-bucket/one']);
+    for (const [, script] of ones) {
+      expect(script.source).not.toMatch(/^local function (refund|debit|release|renew|flush)\(/m);
+      expect(script.source.replace(/--.*$/gm, '')).not.toMatch(/CACHE|CHECK|DIRECT|HOLD/);
+    }
+  });
+  it('consume of several requests or subjects, and peek, of one limit per subject: the lean twin of the algorithm script', () => {
     expect(encodeCall([request('a', limit, 1), request('a', limit, 2)], 5).script).toBe(SCRIPTS['sliding-window-counter/lean']);
     expect(encodeCall([request('a', limit, 1, { mode: 'peek' })]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
     expect(encodeGroups([[request('a', limit, 1)], [request('b', limit, 1)]]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
@@ -96,6 +117,54 @@ elseif t == 'zset' then v = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
 elseif t == 'string' then v = redis.call('GET', KEYS[1]) end
 return { t, redis.call('PTTL', KEYS[1]), v }`;
 
+/** A one-decision call's ARGV (cost, capacity, period, test clock) as the full script takes the same consume. */
+function fullArgv(limit: StoreLimit, sent: (string | number)[]): (string | number)[] {
+  return ['cT', sent[0], ALGORITHM[limit.algorithm].id, ...sent.slice(1)];
+}
+
+describe.each(Object.keys(LIMITS).filter((name) => name !== 'concurrency'))('%s: the one-decision script and the full one, the same consumes on twin keys', (name) => {
+  it('give the same answers and leave the same states (300 generated consumes of one request: costs 0 to 6, four subjects, the clock moving by up to 400 s)', async () => {
+    const limit = LIMITS[name];
+    const next = random(name.length * 104_729);
+    const full = scriptFor([limit]);
+    let now = 1_700_000_000_000;
+    for (let i = 0; i < 300; i++) {
+      now += Math.floor(next() * 400 * SLOW);
+      const call = encodeCall([request(`${name}-o${Math.floor(next() * 4)}`, limit, Math.floor(next() * 7))], now);
+      expect(call.script.name).toBe(`${name}/one`);
+      const [, numKeys, key, ...sent] = evalArgs(call, call.script.sha);
+      const twin = (key as string).replace('lean:', 'full:');
+      const one = await client.eval(call.script.source, numKeys, key, ...sent);
+      const reference = await client.eval(full.source, numKeys, twin, ...fullArgv(limit, sent));
+      expect(parseReply(one, call)).toEqual(parseReply(reference, { ...call, lean: false }));
+      expect(await stateOf(key as string)).toEqual(await stateOf(twin));
+    }
+  });
+  it("a subject's own error (a key of another type, a state that is not a number) is that request's answer, FG_STORE_SCRIPT, as with the full script", async () => {
+    const limit = LIMITS[name];
+    const now = 1_700_000_000_000;
+    const wrongType = name === 'gcra' ? 'hash' : 'string';
+    for (const [i, spoil] of [
+      ['type', (k: string) => (wrongType === 'hash' ? client.hset(k, 'x', '1') : client.set(k, 'x'))],
+      ['state', (k: string) => (name === 'sliding-window-log' ? client.zadd(k, 'NaN', 'x').catch(() => client.set(k, 'x')) : name === 'gcra' ? client.set(k, 'x:y') : client.hset(k, 'w', 'x', 'c', 'x', 'p', 'x', 't', 'x', 'ts', 'x'))],
+    ] as const) {
+      const call = encodeCall([request(`${name}-bad-${i}`, limit, 1)], now);
+      expect(call.script.name).toBe(`${name}/one`);
+      const [, numKeys, key, ...sent] = evalArgs(call, call.script.sha);
+      const twin = (key as string).replace('lean:', 'full:');
+      await spoil(key as string);
+      await spoil(twin);
+      const [one] = parseReply(await client.eval(call.script.source, numKeys, key, ...sent), call);
+      const [reference] = parseReply(await client.eval(full(limit).source, numKeys, twin, ...fullArgv(limit, sent)), { ...call, lean: false });
+      expect(reference).toMatchObject({ code: 'FG_STORE_SCRIPT' });
+      expect(one).toMatchObject({ code: 'FG_STORE_SCRIPT' });
+      expect(await stateOf(key as string)).toEqual(await stateOf(twin));
+    }
+  });
+});
+
+const full = (limit: StoreLimit) => scriptFor([limit]);
+
 describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the same calls on twin keys', (name) => {
   it('give the same answers and leave the same states (300 generated calls: one subject or several, a subject in two groups, coalesced requests, peeks, costs 0 to 3)', async () => {
     const limit = LIMITS[name];
@@ -122,12 +191,15 @@ describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the sa
         groups.push(group);
       }
       const call = encodeGroups(groups, now);
-      expect(call.script.name).toBe(`${full.name}/lean`);
+      const one = call.script.name.endsWith('/one');
+      expect(call.script.name).toBe(one ? `${full.name.split('/')[0]}/one` : `${full.name}/lean`);
       const [, numKeys, ...rest] = evalArgs(call, call.script.sha);
       const keys = rest.slice(0, numKeys) as string[];
-      const argv = rest.slice(numKeys);
+      const sent = rest.slice(numKeys);
+      // The one-decision script's ARGV (cost, capacity, period, clock) in the full protocol's form.
+      const argv = one ? fullArgv(limit, sent) : sent;
       const twin = keys.map((k) => k.replace('lean:', 'full:'));
-      const lean = await client.eval(call.script.source, numKeys, ...keys, ...argv);
+      const lean = await client.eval(call.script.source, numKeys, ...keys, ...sent);
       const reference = await client.eval(full.source, numKeys, ...twin, ...argv);
       // The lean reply leaves out allowedAll and lockedMs: the same answers, read each its own way.
       expect(parseReply(lean, call)).toEqual(parseReply(reference, { ...call, lean: false }));

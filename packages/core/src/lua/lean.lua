@@ -1,8 +1,9 @@
 -- Floodgate lean main: main.lua's protocol for the calls most decisions make, and nothing else
 -- defined or parsed: consume ('c') or peek ('p'), each subject ONE limit, no lock-out, no override,
 -- optionally several subjects ('M', every group header '1' or '=') and the test clock ('T').
--- stores/redis/protocol.ts (encodeGroupsOf) sends a call here only when it has that shape; every
--- other call goes to main.lua. KEYS and ARGV are main.lua's (protocol.ts defines them):
+-- stores/redis/protocol.ts (encodeGroupsOf) sends a call here only when it has that shape, and
+-- is not a consume of one request (one.lua's); every other call goes to main.lua. KEYS and ARGV are
+-- main.lua's (protocol.ts defines them):
 --   KEYS      each subject's state key, in order
 --   ARGV[1]   'c' or 'p', then the flags 'M' and 'T' if any
 --   ARGV      one subject: costs, algorithm id, capacity, period (ARGV[2..5]); with 'M', per group
