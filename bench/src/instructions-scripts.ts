@@ -20,13 +20,14 @@ return { now, 1, 0, 1, c, 0, 0 }`;
 /**
  * A sketch, not wired into RedisStore: Floodgate's admitted sliding-window-counter decision for the
  * one shape most calls have (one subject, one limit, one request, consume), with the same ARGV as
- * the composed one-decision script (lua/one.lua: cost, capacity, period), main.lua's reply of 7, and
+ * the composed one-decision script (lua/one.lua: capacity, period, the cost unless 1), main.lua's reply of 7, and
  * nothing else defined or parsed. What a lean script per shape
  * would cost a call (its refusal path, a retry time, is left out: the measured calls all admit).
  */
 const LEAN_SWC = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cost, cap, win, key = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[1]
+local cap, win, key, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[1], 1
+if #ARGV > 2 then cost = tonumber(ARGV[3]) end
 local s = redis.call('HMGET', key, 'w', 'c', 'p')
 local w = math.floor(now / win)
 local elapsed = now - w * win

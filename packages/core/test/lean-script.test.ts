@@ -2,7 +2,7 @@
 import { startRedis, type RedisServer } from '@floodgate/testing';
 import type { Redis } from 'ioredis';
 import { ALGORITHM, type StoreLimit } from '../src/algorithms/registry';
-import type { StoreRequest } from '../src';
+import type { StoreRequest, StoreResult } from '../src';
 import { encodeCall, encodeGroups, evalArgs, parseReply, scriptFor, SCRIPTS } from '../src/internal';
 
 // Periods of an hour and more: Redis expires keys by its own clock, so a state the test clock
@@ -28,12 +28,13 @@ const request = (subject: string, limit: StoreLimit, cost: number, extra: Partia
 describe('which script a call goes to', () => {
   const limit = LIMITS['sliding-window-counter'];
   const lockout = { after: 3, baseMs: 1_000, maxMs: 60_000, forgetMs: 600_000, key: 'lean:{a}:lock' };
-  it('a consume of one request, one limit, a rate or window algorithm: its one-decision script, ARGV cost, capacity, period (and the test clock)', () => {
+  it('a consume of one request, one limit, a rate or window algorithm: its one-decision script, ARGV capacity, period, the cost unless 1 (and the test clock)', () => {
     const one = encodeCall([request('a', limit, 2)]);
     expect(one.script).toBe(SCRIPTS['sliding-window-counter/one']);
-    expect(one.argv).toEqual([2, 5, 1_000 * SLOW]);
+    expect(one.argv).toEqual([5, 1_000 * SLOW, 2]);
     expect(one.keys).toEqual(['lean:{a}:a']);
-    expect(encodeCall([request('a', limit, 1)], 7).argv).toEqual([1, 5, 1_000 * SLOW, 7]);
+    expect(encodeCall([request('a', limit, 1)]).argv).toEqual([5, 1_000 * SLOW]);
+    expect(encodeCall([request('a', limit, 1)], 7).argv).toEqual([5, 1_000 * SLOW, 1, 7]);
     // A coalesced call of one subject and one request (encodeGroups of one group) too.
     expect(encodeGroups([[request('a', limit, 1)]]).script).toBe(SCRIPTS['sliding-window-counter/one']);
     for (const name of Object.keys(LIMITS)) {
@@ -117,9 +118,9 @@ elseif t == 'zset' then v = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
 elseif t == 'string' then v = redis.call('GET', KEYS[1]) end
 return { t, redis.call('PTTL', KEYS[1]), v }`;
 
-/** A one-decision call's ARGV (cost, capacity, period, test clock) as the full script takes the same consume. */
+/** A one-decision call's ARGV with a test clock (capacity, period, cost, clock) as the full script takes the same consume. */
 function fullArgv(limit: StoreLimit, sent: (string | number)[]): (string | number)[] {
-  return ['cT', sent[0], ALGORITHM[limit.algorithm].id, ...sent.slice(1)];
+  return ['cT', sent[2], ALGORITHM[limit.algorithm].id, sent[0], sent[1], sent[3]];
 }
 
 describe.each(Object.keys(LIMITS).filter((name) => name !== 'concurrency'))('%s: the one-decision script and the full one, the same consumes on twin keys', (name) => {
@@ -164,6 +165,28 @@ describe.each(Object.keys(LIMITS).filter((name) => name !== 'concurrency'))('%s:
 });
 
 const full = (limit: StoreLimit) => scriptFor([limit]);
+
+describe('the one-decision script on Redis TIME (no test clock)', () => {
+  it('counts a cost of 1, which it is not sent, and a cost sent, as the full script does', async () => {
+    const limit = LIMITS['sliding-window-counter'];
+    const results: unknown[] = [];
+    for (const cost of [1, 3, 1, 1]) {
+      const call = encodeCall([request('time', limit, cost)]);
+      expect(call.argv).toHaveLength(cost === 1 ? 2 : 3);
+      const [, numKeys, ...rest] = evalArgs(call, call.script.sha);
+      const [result] = parseReply(await client.eval(call.script.source, numKeys, ...rest), call) as StoreResult[];
+      results.push([result.allowed, result.results[0].remaining]);
+    }
+    // Capacity 5 in an hour-long window: 1 (4 left), 3 (1 left), 1 (0 left), then refused.
+    expect(results).toEqual([
+      [true, 4],
+      [true, 1],
+      [true, 0],
+      [false, 0],
+    ]);
+    expect(await client.hget('lean:{time}:a', 'c')).toBe('5');
+  });
+});
 
 describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the same calls on twin keys', (name) => {
   it('give the same answers and leave the same states (300 generated calls: one subject or several, a subject in two groups, coalesced requests, peeks, costs 0 to 3)', async () => {

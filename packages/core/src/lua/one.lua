@@ -5,9 +5,10 @@
 -- refund and debit, before this file, and the prelude without its write cache (this file's helpers
 -- write straight to Redis, as the prelude's do for one request: DIRECT).
 --   KEYS[1]   the subject's state key
---   ARGV      cost, capacity, period (periodArg: a number, or a calendar window's boundaries), then
---             the UNSAFE test clock in ms when a fourth is sent (tests only); no mode (consume),
---             no algorithm id (the script's own chunk)
+--   ARGV      capacity, period (periodArg: a number, or a calendar window's boundaries), the cost
+--             when it is not 1 (none: 1, the common request), then with the UNSAFE test clock (tests
+--             only) the cost always and the clock in ms fourth; no mode (consume), no algorithm id
+--             (the script's own chunk). Each ARGV costs Redis about 1k instructions a call.
 --   reply     lean.lua's for one request: the clock in ms, allowed, remaining, resetMs, retryAfterMs;
 --             a subject's own error: the clock, -1, its text, 0, 0
 -- Clock     redis.call('TIME') unless the fourth ARGV. Writes, expiry and errors exactly as lean.lua's
@@ -38,20 +39,22 @@ local function expire(key, ttlMs)
   redis.call('PEXPIRE', key, ttlMs)
 end
 -- one: main (the chunk goes before this line)
-local now
-if #ARGV > 3 then
+local now, cost = nil, 1
+local argc = #ARGV
+if argc > 2 then cost = tonumber(ARGV[3]) end
+if argc > 3 then
   now = tonumber(ARGV[4])
 else
   -- TIME's two strings read by arithmetic, which converts them as tonumber would without its C call.
   local t = redis.call('TIME')
   now = t[1] * 1000 + floor(t[2] / 1000)
 end
-local key, cap, period = KEYS[1], tonumber(ARGV[2]), ARGV[3]
+local key, cap, period = KEYS[1], tonumber(ARGV[1]), ARGV[2]
 -- A capacity of 0 admits nothing and reads nothing (lean.lua's decide).
 if cap == 0 then return { now, 0, 0, 0, 0 } end
 period = tonumber(period) or period
 -- Under pcall: a subject's own failure is its answer, a refusal of the server fails the call (main.lua's Errors).
-local ok, allowed, remaining, reset, retry, f, a, b, d, e = pcall(check, key, now, cap, period, tonumber(ARGV[1]))
+local ok, allowed, remaining, reset, retry, f, a, b, d, e = pcall(check, key, now, cap, period, cost)
 if ok and allowed == 1 then
   local written, why = pcall(f, key, a, b, d, e)
   if not written then ok, allowed = false, why end
