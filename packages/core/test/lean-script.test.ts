@@ -55,6 +55,12 @@ describe('which script a call goes to', () => {
     expect(encodeCall([request('a', limit, 1), request('a', limit, 2)], 5).script).toBe(SCRIPTS['sliding-window-counter/lean']);
     expect(encodeCall([request('a', limit, 1, { mode: 'peek' })]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
     expect(encodeGroups([[request('a', limit, 1)], [request('b', limit, 1)]]).script).toBe(SCRIPTS['sliding-window-counter/lean']);
+    // A group on the limits of the one before: '+' alone for one request of cost 1, else '=' and its costs.
+    // (The same limits: one array, as one limiter's requests share.)
+    const id = ALGORITHM['sliding-window-counter'].id;
+    const same = { limits: [limit] };
+    const groups = [[request('a', limit, 1, same)], [request('b', limit, 1, same)], [request('c', limit, 2, same)], [request('d', limit, 1, same), request('d', limit, 1, same)]];
+    expect(encodeGroups(groups).argv).toEqual(['cM', 1, 1, id, 5, 1_000 * SLOW, '+', '=', 2, '=', '1,1']);
   });
   it('a lock-out, an override, two limits or another mode, in any group: the full script', () => {
     const full = SCRIPTS['sliding-window-counter'];
@@ -192,6 +198,7 @@ describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the sa
   it('give the same answers and leave the same states (300 generated calls: one subject or several, a subject in two groups, coalesced requests, peeks, costs 0 to 3)', async () => {
     const limit = LIMITS[name];
     const lease = limit.algorithm === 'concurrency';
+    const shared = [limit];
     const next = random(name.length * 7919);
     const full = scriptFor([limit]);
     let now = 1_700_000_000_000;
@@ -208,7 +215,9 @@ describe.each(Object.keys(LIMITS))('%s: the lean script and the full one, the sa
         const subject = Math.floor(next() * 4);
         const requests = 1 + Math.floor(next() * 3);
         for (let r = 0; r < requests; r++) {
-          const extra: Partial<StoreRequest> = lease ? { mode, token: `t${token++}` } : { mode };
+          // One limits array for every group, as one limiter's requests share: groups after the first
+          // go as '=' and their costs, or '+' alone.
+          const extra: Partial<StoreRequest> = lease ? { mode, token: `t${token++}`, limits: shared } : { mode, limits: shared };
           group.push(request(`${name}-s${subject}`, limit, Math.floor(next() * 4), extra));
         }
         groups.push(group);

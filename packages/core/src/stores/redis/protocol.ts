@@ -45,7 +45,9 @@ import type { StoreRequest, StoreResult } from '../store';
  *
  * Several subjects in one call (encodeGroups): the flag 'M' in ARGV[1] (with the mode, and 'T'),
  * then per group (one subject's requests, as above) its header, the limit count with 'L' when it
- * has a lock-out ('1', '2L'), its costs, its limits, its lock-out spec; KEYS holds every group's
+ * has a lock-out ('1', '2L'), its costs, its limits, its lock-out spec; or, with the limits of the
+ * group before and no lock-out or override, '=' and its costs, or '+' alone for one request of cost
+ * 1 (each ARGV costs Redis about 1k instructions a call); KEYS holds every group's
  * keys in order (each group's lock key after its own). The reply: one clock, then every group's
  * requests in order. Atomic like any script; on a Cluster every key must be in one slot, so the
  * store only groups subjects of one slot there (slotOf).
@@ -344,8 +346,10 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
     if (limits === previous && !lock && !ov) {
       // The same limits as the group before (one limiter's subjects: the common call): '=' and the
       // costs, not three ARGV per limit again (each one a bulk string for Redis to read and a Lua
-      // string to make, on every call).
-      argv.push('=', costsArg(items, requestOf));
+      // string to make, on every call); '+' alone for one request of cost 1, the commonest group.
+      const costs = costsArg(items, requestOf);
+      if (costs === 1) argv.push('+');
+      else argv.push('=', costs);
     } else {
       argv.push(lock || ov ? `${limits.length}${lock ? 'L' : ''}${ov ? 'O' : ''}` : limits.length, costsArg(items, requestOf));
       for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
