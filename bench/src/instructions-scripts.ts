@@ -19,13 +19,15 @@ return { now, 1, 0, 1, c, 0, 0 }`;
 
 /**
  * A sketch, not wired into RedisStore: Floodgate's admitted sliding-window-counter decision for the
- * one shape most calls have (one subject, one limit, one request, consume), with the same ARGV and
- * reply as the composed script, and nothing else defined or parsed. What a lean script per shape
+ * one shape most calls have (one subject, one limit, one request, consume), with the same ARGV as
+ * the composed one-decision script (lua/one.lua: capacity, period, the cost unless 1), main.lua's reply of 7, and
+ * nothing else defined or parsed. What a lean script per shape
  * would cost a call (its refusal path, a retry time, is left out: the measured calls all admit).
  */
 const LEAN_SWC = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cost, cap, win, key = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), KEYS[1]
+local cap, win, key, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), KEYS[1], 1
+if #ARGV > 2 then cost = tonumber(ARGV[3]) end
 local s = redis.call('HMGET', key, 'w', 'c', 'p')
 local w = math.floor(now / win)
 local elapsed = now - w * win
@@ -81,21 +83,27 @@ interface Variant {
  * definitions between calls, which EVALSHA never does.
  */
 export function asFunctionLibrary(source: string, name: string): string {
-  const at = source.indexOf('\nlocal mode = ARGV[1]');
-  if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line: instructions-scripts.ts must learn its new shape");
-  if (!source.includes('local CACHE, DIRTY, ORDER = {}, {}, {}')) throw new Error("Floodgate's prelude no longer declares its write cache as instructions-scripts.ts expects");
+  const at = mainAt(source);
+  // A one-decision script (lua/one.lua) has no write cache to make afresh per call.
+  const cache = source.includes('local CACHE, DIRTY, ORDER = {}, {}, {}') ? 'CACHE, DIRTY, ORDER = {}, {}, {}\n' : '';
   // A library's load code sees no `string` or `math` (Redis 7.0): the prelude's locals of theirs are set per call.
   const aliases = 'local format, floor, ceil, max = string.format, math.floor, math.ceil, math.max\n';
   if (!source.includes(aliases)) throw new Error("Floodgate's prelude no longer aliases string.format and math's functions as instructions-scripts.ts expects");
   const definitions = source.slice(0, at).replace(aliases, 'local format, floor, ceil, max\n');
-  return `#!lua name=${name}\n${definitions}\nredis.register_function('${name}', function(KEYS, ARGV)\nCACHE, DIRTY, ORDER = {}, {}, {}\n${aliases.slice(6)}${source.slice(at)}\nend)\n`;
+  return `#!lua name=${name}\n${definitions}\nredis.register_function('${name}', function(KEYS, ARGV)\n${cache}${aliases.slice(6)}${source.slice(at)}\nend)\n`;
 }
 
 /** Floodgate's script cut short where its main part starts: what defining its helpers and chunks costs a call. */
 export function definitionsOnly(source: string): string {
-  const at = source.indexOf('\nlocal mode = ARGV[1]');
-  if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line: instructions-scripts.ts must learn its new shape");
+  const at = mainAt(source);
   return `${source.slice(0, at)}\ndo return 1 end${source.slice(at)}`;
+}
+
+/** Where the main part of Floodgate's script starts: main.lua's and lean.lua's first line, or one.lua's marker. */
+function mainAt(source: string): number {
+  const at = source.includes('\n-- one: main') ? source.indexOf('\n-- one: main') : source.indexOf('\nlocal mode = ARGV[1]');
+  if (at < 0) throw new Error("Floodgate's script has no 'local mode = ARGV[1]' line nor '-- one: main': instructions-scripts.ts must learn its new shape");
+  return at;
 }
 
 /** The Redis Function the measurement loads (asFunctionLibrary). */
@@ -173,6 +181,8 @@ async function main(): Promise<void> {
     const list = variants(algorithm, (source) => shas.get(source)!);
     // Floodgate's script is loaded by its first EVALSHA's NOSCRIPT path in RedisStore; here, once, up front.
     await redis.admin.script('LOAD', scriptCall(algorithm, 1e9, 3_600_000, 'x').source);
+    // A call of several subjects goes to another script (the lean one) than a call of one decision (the one-decision script).
+    await redis.admin.script('LOAD', groupsCall(algorithm, 1e9, 3_600_000, ['x', 'y']).source);
     for (const v of list) if (v.load) shas.set(v.load, (await redis.admin.script('LOAD', v.load)) as string);
     await redis.admin.call('FUNCTION', 'LOAD', 'REPLACE', asFunctionLibrary(scriptCall(algorithm, 1e9, 3_600_000, 'x').source, FUNCTION_NAME));
     let offset = 0;

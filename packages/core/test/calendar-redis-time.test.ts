@@ -36,8 +36,11 @@ describe('the script picks the period by Redis TIME', () => {
       const key = `${prefix}:{${timeZone}${skew}}:q.fw`;
       const request: StoreRequest = { keys: [key], limits: [limit], cost: 2, mode: 'consume' };
       const call = encodeCall([request], undefined, Date.now() + skew);
-      // The call carries boundaries around the skewed clock, and no test clock: the script reads TIME.
-      expect(call.argv[0]).toBe('c');
+      // The call carries boundaries around the skewed clock, and no test clock: the script reads TIME
+      // (a one-decision call: capacity, boundaries, cost 2, and no fourth ARGV, the test clock's place).
+      expect(call.script.name).toBe('fixed-window/one');
+      expect(call.argv).toHaveLength(3);
+      expect(typeof call.argv[1]).toBe('string');
       const [result] = parseReply(await runScript(send, call, () => false), call) as StoreResult[];
       const wall = Date.now();
       expect(Math.abs(result.at - wall)).toBeLessThan(5_000);

@@ -37,8 +37,11 @@ async function turnOfSubjects(connected: ConnectedClient, kind: ClientKind, coal
     // A fixed count: this test counts the connection's writes and Redis's reads, and a learned count's announcements are both.
     instances: 1,
   });
-  // The script is loaded (a first EVALSHA meets NOSCRIPT and EVAL follows) before anything is counted.
+  // The scripts are loaded (a first EVALSHA meets NOSCRIPT and EVAL follows) before anything is
+  // counted: a call of one decision goes to its one-decision script, a turn of several subjects to
+  // the lean one, so a lone consume and then two in one turn.
   await limiter.consume('warm-up');
+  await Promise.all([limiter.consume('warm-up-a'), limiter.consume('warm-up-b')]);
   const writes = kind === 'node-redis' ? undefined : countWrites(connected.client);
   try {
     await server.resetStats();

@@ -1,12 +1,14 @@
 -- Floodgate lean main: main.lua's protocol for the calls most decisions make, and nothing else
 -- defined or parsed: consume ('c') or peek ('p'), each subject ONE limit, no lock-out, no override,
--- optionally several subjects ('M', every group header '1' or '=') and the test clock ('T').
--- stores/redis/protocol.ts (encodeGroupsOf) sends a call here only when it has that shape; every
--- other call goes to main.lua. KEYS and ARGV are main.lua's (protocol.ts defines them):
+-- optionally several subjects ('M', every group header '1', '=' or '+') and the test clock ('T').
+-- stores/redis/protocol.ts (encodeGroupsOf) sends a call here only when it has that shape, and
+-- is not a consume of one request (one.lua's); every other call goes to main.lua. KEYS and ARGV are
+-- main.lua's (protocol.ts defines them):
 --   KEYS      each subject's state key, in order
 --   ARGV[1]   'c' or 'p', then the flags 'M' and 'T' if any
 --   ARGV      one subject: costs, algorithm id, capacity, period (ARGV[2..5]); with 'M', per group
---             '1', costs, id, capacity, period, or '=' and costs (the limit of the group before);
+--             '1', costs, id, capacity, period, or '=' and costs (the limit of the group before), or
+--             '+' alone (the limit of the group before, one request of cost 1);
 --             with 'T', the UNSAFE test clock last
 --   reply     the clock in ms, then per request: allowed, remaining, resetMs, retryAfterMs (main.lua's
 --             without allowedAll and lockedMs, which with one limit and no lock-out say nothing more:
@@ -76,13 +78,20 @@ while arg <= lastArg do
     costs, check, cap, period = ARGV[2], CHECK[ARGV[3]], tonumber(ARGV[4]), ARGV[5]
     period = tonumber(period) or period
     arg = lastArg + 1
-  elseif ARGV[arg] == '=' then
-    costs = ARGV[arg + 1]
-    arg = arg + 2
   else
-    costs, check, cap, period = ARGV[arg + 1], CHECK[ARGV[arg + 2]], tonumber(ARGV[arg + 3]), ARGV[arg + 4]
-    period = tonumber(period) or period
-    arg = arg + 5
+    local header = ARGV[arg]
+    if header == '+' then
+      -- One request of cost 1: a number, which decide's tonumber returns as it is.
+      costs = 1
+      arg = arg + 1
+    elseif header == '=' then
+      costs = ARGV[arg + 1]
+      arg = arg + 2
+    else
+      costs, check, cap, period = ARGV[arg + 1], CHECK[ARGV[arg + 2]], tonumber(ARGV[arg + 3]), ARGV[arg + 4]
+      period = tonumber(period) or period
+      arg = arg + 5
+    end
   end
   local start = n
   done = n

@@ -15,7 +15,9 @@
 --           the end: see the prelude's cache.
 -- Groups    with 'M': after ARGV[1], per group a header ('3', or '3L' with a lock-out: its limit
 --           count), its costs, its limits, its lock-out spec ('L'); its keys next in KEYS, the
---           lock key after them. A header '=' is followed by the costs alone: the group has the
+--           lock key after them. A header '+' stands alone: the group is one request of cost 1
+--           on the limits of the last group that sent them, no lock-out (a header '=' and '1').
+--           A header '=' is followed by the costs alone: the group has the
 --           limits of the last group that sent them (their count and ARGV) and no lock-out.
 --           The reply is every group's, in order, after the one clock.
 -- Lock-out  with the flag 'L' in ARGV[1] (or in a group's header): 'after,baseMs,maxMs,forgetMs' in
@@ -302,9 +304,14 @@ if many then
   local arg, k0, la0, lcount = 2, 0, 0, 0
   while arg <= lastArg do
     local header = ARGV[arg]
-    if header == '=' then
-      guarded(k0, ARGV[arg + 1], la0, lcount, nil)
-      arg = arg + 2
+    if header == '=' or header == '+' then
+      if header == '+' then
+        guarded(k0, '1', la0, lcount, nil)
+        arg = arg + 1
+      else
+        guarded(k0, ARGV[arg + 1], la0, lcount, nil)
+        arg = arg + 2
+      end
       k0 = k0 + lcount
     else
       -- '1' or '1L': a header without a lock-out is a number as it stands ('1O', '1LO': an override).

@@ -17,6 +17,16 @@ local function fmt(x)
 end
 -- A TTL is always a positive whole number of ms: no key is ever written without an expiry.
 local function ttl(ms) return max(1, ceil(ms)) end
+-- optional: windowTtl
+-- The TTL for a window-aligned state written at `now`: its window `w` and its absolute end `stop`
+-- (ms, by Redis's clock). Every write of window w sets the same absolute expiry, so a stored state
+-- `s` (HMGET, its window first) of window w already carries it: false, and no PEXPIRE is sent.
+local function windowTtl(s, w, now, stop)
+  if s[1] and s[1] + 0 == w then return false end
+  return ttl(stop - now)
+end
+-- cache: the write cache and its helpers, up to '-- cache: end'. A script for a call of one
+-- decision (lua/one.lua) is composed without them: it defines hmget, hsave... of its own, straight to Redis.
 -- State cache for one script call. When one call decides several requests of a subject (coalesced),
 -- each key is read once and written once, when the script ends, with the TTL of its last write (or
 -- none, when every write of the call keeps the key's own: see hsave);
@@ -58,14 +68,6 @@ local function hsave(key, ttlMs, a, va, b, vb, c, vc)
   if not kind then ORDER[#ORDER + 1] = key elseif not ttlMs and kind == 'h' then ttlMs = CACHE[key][7] end
   CACHE[key] = { va, vb, vc or false, a, b, c or false, ttlMs }
   DIRTY[key] = 'h'
-end
--- optional: windowTtl
--- The TTL for a window-aligned state written at `now`: its window `w` and its absolute end `stop`
--- (ms, by Redis's clock). Every write of window w sets the same absolute expiry, so a stored state
--- `s` (HMGET, its window first) of window w already carries it: false, and no PEXPIRE is sent.
-local function windowTtl(s, w, now, stop)
-  if s[1] and s[1] + 0 == w then return false end
-  return ttl(stop - now)
 end
 -- optional: sget
 -- GET through the cache (false when absent, as GET returns it).
@@ -119,3 +121,4 @@ local function flush()
     end
   end
 end
+-- cache: end

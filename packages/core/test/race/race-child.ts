@@ -138,7 +138,11 @@ async function onSetup(message: RaceSetup): Promise<void> {
         blockCacheSize: 0, // every request goes to Redis
         failMode: 'closed', // a store failure is never an admission
       });
-      await limiter.peek('warm-up'); // loads the script (NOSCRIPT -> EVAL) before the race
+      // Loads the scripts (NOSCRIPT -> EVAL) before the race: a peek's (the lean one), and a lone
+      // consume's (the algorithm's one-decision script, which every request of the uncoalesced race
+      // uses), the consume under another prefix, whose keys the parent does not count.
+      await limiter.peek('warm-up');
+      await createLimiter({ ...optionsFor(algorithm, message.limit), store, prefix: `${message.prefix}-warm`, blockCacheSize: 0 }).consume('warm-up');
       limiters.set(`${coalesce}/${algorithm}`, limiter);
     }
   }

@@ -53,18 +53,26 @@ local function untilFits(s, win, now, cap, cost, c, p, elapsed)
 end
 local function check(key, now, cap, win, cost)
   local s = hmget(key, 'w', 'c', 'p')
-  local est, c, p, elapsed, w = view(s, win, now)
+  -- view() and counts() for `now`, written out: the stored window is read once, and whether it is
+  -- w says whether its expiry stands (windowTtl without a second read of it).
+  local w = floor(now / win)
+  local elapsed = now - w * win
+  local c, p, same = 0, 0, false
+  if s[1] then
+    local sw = s[1] + 0
+    if sw == w then c, p, same = s[2] + 0, s[3] + 0, true elseif sw == w - 1 then p = s[2] + 0 end
+  end
+  local est = p * (win - elapsed) / win + c
   if est + cost <= cap + EPSILON then
     local left = max(0, floor(cap - est - cost + EPSILON))
     local reset = 0
     if left == 0 and cap >= 1 then
       reset = untilFits({ w, c + cost, p }, win, now, cap, 1, c + cost, p, elapsed)
     elseif c + cost > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end
-    local ttlMs = windowTtl(s, w, now, (w + 2) * win)
     -- In the state's own window (no new TTL) w and p are written back as read: Redis formats every
     -- number sent to it (snprintf), a string it takes as it is, and these are the same bytes.
-    if not ttlMs then return 1, left, reset, 0, write, false, s[1], c + cost, s[3] end
-    return 1, left, reset, 0, write, ttlMs, w, c + cost, p
+    if same then return 1, left, reset, 0, write, false, s[1], c + cost, s[3] end
+    return 1, left, reset, 0, write, ttl((w + 2) * win - now), w, c + cost, p
   end
   local reset = 0
   if c > 0 then reset = win - elapsed + win elseif p > 0 then reset = win - elapsed end

@@ -5,7 +5,7 @@ import { sha1Hex } from '../../base/digest';
 import { FloodgateError, withoutStack } from '../../base/errors';
 import { leaseToken, refundAt } from '../../base/validate';
 import { SETTLE_OUTCOMES } from '../store';
-import { LUA_LEAN, LUA_MAIN, LUA_PRELUDE } from '../../lua/scripts.generated';
+import { LUA_LEAN, LUA_MAIN, LUA_ONE, LUA_PRELUDE } from '../../lua/scripts.generated';
 import type { StoreRequest, StoreResult } from '../store';
 
 /*
@@ -45,7 +45,9 @@ import type { StoreRequest, StoreResult } from '../store';
  *
  * Several subjects in one call (encodeGroups): the flag 'M' in ARGV[1] (with the mode, and 'T'),
  * then per group (one subject's requests, as above) its header, the limit count with 'L' when it
- * has a lock-out ('1', '2L'), its costs, its limits, its lock-out spec; KEYS holds every group's
+ * has a lock-out ('1', '2L'), its costs, its limits, its lock-out spec; or, with the limits of the
+ * group before and no lock-out or override, '=' and its costs, or '+' alone for one request of cost
+ * 1 (each ARGV costs Redis about 1k instructions a call); KEYS holds every group's
  * keys in order (each group's lock key after its own). The reply: one clock, then every group's
  * requests in order. Atomic like any script; on a Cluster every key must be in one slot, so the
  * store only groups subjects of one slot there (slotOf).
@@ -58,10 +60,20 @@ import type { StoreRequest, StoreResult } from '../store';
  * so a call of that shape is sent to the lean one (leanOf) and pays for nothing it does not use.
  * Its reply leaves out allowedAll and lockedMs (with one limit and no lock-out, `allowed` and 0):
  * per request allowed, remaining, resetMs, retryAfterMs, or -1 and the error's text, 0, 0.
+ *
+ * Narrower still, each rate and window algorithm has a one-decision script (lua/one.lua,
+ * `<name>/one`): a consume of ONE request with a plain cost, one subject, one limit, no lock-out or
+ * override (oneCall), the call a request not coalesced with another makes. Straight code over the
+ * algorithm's chunk, no write cache; its ARGV carries no mode and no algorithm id:
+ *
+ *   KEYS[1]   the state key
+ *   ARGV      capacity, period (periodArg), the cost unless it is 1; with a test clock, the cost and
+ *             the clock's reading in ms (3rd and 4th)
+ *   reply     the lean reply of one request: the clock, allowed, remaining, resetMs, retryAfterMs
  */
 
 /** One script per limit kind, run when every limit of a call uses it, a pair's (made when first used), and `all` for mixed limits. */
-export type ScriptName = BaseScriptName | `${BaseScriptName}/lean`;
+export type ScriptName = BaseScriptName | `${BaseScriptName}/lean` | `${LimitKind}/one`;
 type BaseScriptName = LimitKind | 'all' | `${LimitKind}+${LimitKind}`;
 
 export interface Script {
@@ -76,8 +88,8 @@ export interface Script {
  * closing `end`) that no chunk of the script calls: Redis runs the whole script body on every call,
  * and every closure it defines is made again each time.
  */
-function preludeFor(chunks: string): string {
-  return LUA_PRELUDE.replace(/^-- optional: (\w+)\n[\s\S]*?^end\n/gm, (block: string, helper: string) =>
+function preludeFor(chunks: string, prelude = LUA_PRELUDE): string {
+  return prelude.replace(/^-- optional: (\w+)\n[\s\S]*?^end\n/gm, (block: string, helper: string) =>
     new RegExp(`\\b${helper}\\(`).test(chunks) ? block : '',
   );
 }
@@ -98,6 +110,29 @@ function cut(source: string, cuts: readonly [string, string][]): string {
     source = source.replace(from, to);
   }
   return source;
+}
+
+/** The prelude's write cache (from `-- cache:` to `-- cache: end`): a one-decision script writes straight to Redis. */
+const CACHE_SECTION = /^-- cache:[\s\S]*?^-- cache: end\n/m;
+
+/** The prelude's tables of the chunks' functions by id: a one-decision script calls its one chunk's check by name. */
+const ONE_TABLES: readonly [string, string][] = [
+  ['local CHECK, REFUND, RELEASE, RENEW, DEBIT = {}, {}, {}, {}, {}\n', ''],
+  ['local HOLD = {}\n', ''],
+];
+
+/**
+ * A one-decision script (see the top of this file): the prelude without its write cache, one.lua's
+ * own helpers (those the chunk calls), the algorithm's chunk without refund and debit, one.lua's main.
+ */
+function composeOne(name: ScriptName, algorithm: RegisteredAlgorithm): Script {
+  const at = LUA_ONE.indexOf('-- one: main');
+  if (at < 0 || !CACHE_SECTION.test(LUA_PRELUDE)) throw new Error('protocol.ts: lua/one.lua or the prelude lost the markers composeOne cuts at');
+  const chunk = algorithm.lua.replace(UNUSED_WHEN_LEAN, '');
+  const main = LUA_ONE.slice(at);
+  const prelude = preludeFor(chunk + main, cut(LUA_PRELUDE.replace(CACHE_SECTION, ''), ONE_TABLES));
+  const source = [prelude, preludeFor(chunk, LUA_ONE.slice(0, at)), chunk, main].join('\n');
+  return { name, source, sha: sha1Hex(source) };
 }
 
 /** Prelude, each algorithm's chunk in its own block with its check registered under its registry id, then main (or, `lean`, lean.lua). */
@@ -134,8 +169,13 @@ const LEAN_OF = new WeakMap<Script, Script>();
 
 const FULL = [...LIMIT_KINDS.map((name) => compose(name, [ALGORITHM[name]])), compose('all', LIMIT_KINDS.map((name) => ALGORITHM[name]))];
 
-/** Every algorithm's script and `all`, and their lean twins (`<name>/lean`); a pair's are made when first used. */
-export const SCRIPTS = Object.fromEntries([...FULL, ...FULL.map(leanOf)].map((script) => [script.name, script])) as Readonly<Record<ScriptName, Script>>;
+/** Each rate and window algorithm's one-decision script, by algorithm (none for a lease: its consume carries a token). */
+const ONE: Partial<Record<LimitKind, Script>> = Object.fromEntries(
+  LIMIT_KINDS.filter((name) => ALGORITHM[name].family !== 'lease').map((name) => [name, composeOne(`${name}/one`, ALGORITHM[name])]),
+);
+
+/** Every algorithm's script and `all`, their lean twins (`<name>/lean`) and the one-decision scripts (`<name>/one`); a pair's are made when first used. */
+export const SCRIPTS = Object.fromEntries([...FULL, ...FULL.map(leanOf), ...Object.values(ONE)].map((script) => [script.name, script])) as Readonly<Record<ScriptName, Script>>;
 
 // A rate algorithm with a lease (a route with `concurrency`): that pair's own script, made once,
 // rather than `all`, whose every chunk Redis would run through on each call.
@@ -213,6 +253,10 @@ function costsArg<T>(items: readonly T[], requestOf: (item: T) => StoreRequest):
 /** encodeCall over items that each hold a request (`requestOf` reads it): the store's waiters, without an array of their requests per call. */
 export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => StoreRequest, testNow?: number, appNow?: number): ScriptCall {
   const request = requestOf(items[0]);
+  if (items.length === 1) {
+    const one = oneCall(request, testNow, appNow);
+    if (one) return one;
+  }
   const lock = request.lockout;
   const ov = request.override;
   // Each ARGV costs Redis an argument to parse and a Lua string to make on every call: send none empty.
@@ -234,6 +278,19 @@ export function encodeCallOf<T>(items: readonly T[], requestOf: (item: T) => Sto
   if (request.mode === 'hold') return ov ? { script, keys, argv, limitCount, requestCount: items.length, hold: true, override: true } : { script, keys, argv, limitCount, requestCount: items.length, hold: true };
   if (ov) return { script, keys, argv, limitCount, requestCount: items.length, override: true };
   return settle ? { script, keys, argv, limitCount, requestCount: items.length, settle: true } : { script, keys, argv, limitCount, requestCount: items.length };
+}
+
+/** A call of `request` alone to its algorithm's one-decision script (see the top of this file), when it has that shape; else undefined. */
+function oneCall(request: StoreRequest, testNow?: number, appNow?: number): ScriptCall | undefined {
+  if (request.mode !== 'consume' || request.token !== undefined || request.limits.length !== 1 || request.lockout || request.override) return undefined;
+  const limit = request.limits[0];
+  const script = ONE[limit.algorithm];
+  if (!script) return undefined;
+  const at = appNow ?? testNow;
+  const period = periodArg(limit, at !== undefined ? () => at : Date.now);
+  // The cost 1 (a request's default) is not sent: one ARGV fewer for Redis to read on every call.
+  const argv = testNow !== undefined ? [limit.capacity, period, request.cost, testNow] : request.cost === 1 ? [limit.capacity, period] : [limit.capacity, period, request.cost];
+  return { script, keys: request.keys, argv, limitCount: 1, requestCount: 1, lean: true };
 }
 
 /** Whether a group of requests like `request` can go to a lean script: consume or peek, one limit, no lock-out, no override. */
@@ -289,8 +346,10 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
     if (limits === previous && !lock && !ov) {
       // The same limits as the group before (one limiter's subjects: the common call): '=' and the
       // costs, not three ARGV per limit again (each one a bulk string for Redis to read and a Lua
-      // string to make, on every call).
-      argv.push('=', costsArg(items, requestOf));
+      // string to make, on every call); '+' alone for one request of cost 1, the commonest group.
+      const costs = costsArg(items, requestOf);
+      if (costs === 1) argv.push('+');
+      else argv.push('=', costs);
     } else {
       argv.push(lock || ov ? `${limits.length}${lock ? 'L' : ''}${ov ? 'O' : ''}` : limits.length, costsArg(items, requestOf));
       for (let i = 0; i < limits.length; i++) argv.push(ALGORITHM[limits[i].algorithm].id, limits[i].capacity, periodArg(limits[i], clock));
