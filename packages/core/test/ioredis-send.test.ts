@@ -64,8 +64,10 @@ describe('RedisStore on ioredis', () => {
       const store = new RedisStore({ client, coalesce: false });
       const limiter = createLimiter({ store, prefix, limit: 5, windowMs: '1h', instances: 1, failMode: 'open', logger: { warn: () => {}, error: () => {} } });
       const errors: unknown[] = [];
-      const evaluate = store.evaluate.bind(store);
-      store.evaluate = (request) => evaluate(request).catch((error: unknown) => (errors.push(error), Promise.reject(error)));
+      // The limiter asks through the store's sink (Store.evaluateTo): the errors it is told are recorded on the way.
+      const evaluateTo = store.evaluateTo.bind(store);
+      store.evaluateTo = (request, sink) =>
+        evaluateTo(request, { answered: (result) => sink.answered(result), failed: (error) => (errors.push(error), sink.failed(error)) });
       // The counter's state key holds a list: the lean script's HMGET fails with WRONGTYPE for this subject.
       await redis.client.rpush(`${subjectKey(prefix, '', 'carol')}:default.swc`, 'x');
       const decision = await limiter.consume('carol');
