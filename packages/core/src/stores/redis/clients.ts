@@ -1,5 +1,5 @@
 // The Redis clients RedisStore speaks to, recognised by shape (ioredis and iovalkey Redis/Cluster, node-redis client/cluster, Valkey GLIDE client/cluster), each bound to the protocol's one seam.
-import type { EvalArgs, SendCommand } from './protocol';
+import type { EvalArgs, SendCommand, SentArgs } from './protocol';
 
 /**
  * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
@@ -180,7 +180,8 @@ const sendNow: ClientBinding['batch'] = (sendAll) => sendAll();
  * each argument that is not a string with `instanceof Buffer`, and on Node 20 the global `Buffer`
  * is an accessor: a global load and a getter call per argument, more than the number's own String().
  */
-function allStrings(args: EvalArgs): EvalArgs {
+function allStrings(sent: SentArgs): EvalArgs {
+  const args = sent as EvalArgs;
   for (let i = 1; i < args.length; i++) if (typeof args[i] === 'number') args[i] = String(args[i]);
   return args;
 }
@@ -216,7 +217,7 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
 }
 
 /** node-redis wants every argument as a string (a Buffer too), never a number. */
-function commandArgs(command: string, args: EvalArgs): string[] {
+function commandArgs(command: string, args: SentArgs): string[] {
   return [command, ...args.map(String)];
 }
 

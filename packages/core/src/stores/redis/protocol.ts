@@ -177,7 +177,7 @@ export interface ScriptCall {
   /** Sent to a lean script: each request's reply is its one limit's four values (see the top of this file). */
   readonly lean?: boolean;
   /** EVALSHA's arguments, every one a string, made once with the call (a call kept for its subject: see LONE). */
-  readonly shaArgs?: EvalArgs;
+  readonly shaArgs?: readonly string[];
 }
 
 /**
@@ -208,7 +208,7 @@ function loneCall(request: StoreRequest): ScriptCall {
   if (known !== undefined && known.limits === request.limits && known.cost === request.cost && known.mode === request.mode) return known.call;
   const made = encodeCallOf([request], same);
   const argv = made.argv.map(String);
-  const call: ScriptCall = { ...made, argv, shaArgs: evalArgs({ keys: made.keys, argv }, made.script.sha).map(String) as EvalArgs };
+  const call: ScriptCall = { ...made, argv, shaArgs: evalArgs({ keys: made.keys, argv }, made.script.sha).map(String) };
   LONE.set(request.keys, { limits: request.limits, cost: request.cost, mode: request.mode, call });
   return call;
 }
@@ -356,6 +356,9 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
 export type EvalArgs = [head: string, numKeys: number, ...keysAndArgv: (string | number)[]];
 
+/** What a client is sent: EvalArgs, or the same arguments every one a string (numKeys too: a kept call's, see LONE). */
+export type SentArgs = EvalArgs | readonly string[];
+
 export function evalArgs(call: Pick<ScriptCall, 'keys' | 'argv'>, head: string): EvalArgs {
   // Made at its final length and filled: spreading into a literal grows it (and copies) as it goes,
   // which for a call of many subjects is several arrays of garbage per call.
@@ -449,7 +452,7 @@ function parseLeanReply(reply: unknown, requests: number): ReplyEntry[] {
  * the raw reply, or reject with the server's error (whose message starts with its code, 'NOSCRIPT
  * ...'). Integer replies as numbers. A new client (node-redis, ...) plugs in here, and only here.
  */
-export type SendCommand = (command: 'EVALSHA' | 'EVAL', args: EvalArgs) => Promise<unknown>;
+export type SendCommand = (command: 'EVALSHA' | 'EVAL', args: SentArgs) => Promise<unknown>;
 
 /**
  * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise, and
