@@ -11,7 +11,7 @@
 // sliding-window-counter and awaits `consume` N times in a row, one decision per event-loop turn
 // (what one connection sends). `--variant store` asks the RedisStore itself (`store.evaluate`, no
 // limiter, guard nor failure runtime); `--variant raw` sends the same EVALSHA (its arguments
-// recorded from the store's first call) with ioredis's `evalsha`, nothing of Floodgate's around
+// recorded from the store's first call) with ioredis's `evalsha` (or `evalshaBuffer`, as the store sends it), nothing of Floodgate's around
 // it: what the client and Node cost a call. `--mode callgrind`: the child runs under valgrind's callgrind with
 // instrumentation off until the warm-up is done, then zeroes, decides N times and dumps; the
 // report is the child's instructions per decision, less V8's compilers (as bench:instructions
@@ -103,6 +103,8 @@ let sent = 0;
 // 'store' and 'raw': the request (and, raw, the EVALSHA's arguments) of the limiter's first call.
 let request;
 let evalArgs;
+// The method the store sent it with (evalshaBuffer where ioredis has it), so 'raw' sends it the same way.
+let evalMethod = 'evalsha';
 const limit = { algorithm: 'sliding-window-counter', capacity: regime === 'admit' ? 1e9 : 1, windowMs: 3_600_000 };
 async function decide(n) {
   let allowed = 0;
@@ -112,7 +114,7 @@ async function decide(n) {
     } else if (variant === 'store') {
       if ((await store.evaluate(request)).allowed) allowed++;
     } else {
-      const reply = await client.evalsha(...evalArgs);
+      const reply = await client[evalMethod](...evalArgs);
       if (reply[1] === 1) allowed++;
     }
   }
@@ -122,13 +124,20 @@ async function firstCall() {
   if (variant === 'limiter') return;
   const evaluate = store.evaluate.bind(store);
   store.evaluate = (r) => ((request = r), evaluate(r));
+  // The limiter asks through the store's sink where it has one (Store.evaluateTo).
+  const evaluateTo = store.evaluateTo.bind(store);
+  store.evaluateTo = (r, sink) => ((request = r), evaluateTo(r, sink));
   const evalsha = client.evalsha.bind(client);
   client.evalsha = (...args) => ((evalArgs ??= args), evalsha(...args));
+  const evalshaBuffer = client.evalshaBuffer.bind(client);
+  client.evalshaBuffer = (...args) => (evalArgs ??= ((evalMethod = 'evalshaBuffer'), args), evalshaBuffer(...args));
   const sendCommand = client.sendCommand.bind(client);
   client.sendCommand = (command, ...rest) => ((evalArgs ??= command.name === 'evalsha' ? [...command.args] : undefined), sendCommand(command, ...rest));
   await limiter.consume(names[0]);
   delete store.evaluate;
+  delete store.evaluateTo;
   delete client.evalsha;
+  delete client.evalshaBuffer;
   delete client.sendCommand;
   if (!request || !evalArgs) throw new Error('the first call was not seen');
 }

@@ -5,7 +5,7 @@ import { FloodgateError, withoutStack } from '../base/errors';
 import { monotonicSource } from '../base/monotonic';
 import { recordFailure } from '../observe/health';
 import { ATTR, STORE_ERROR_KINDS, type FloodgateMetrics, type StoreErrorKind } from '../observe/metrics';
-import type { Store, StoreRequest, StoreResult } from '../stores/store';
+import type { Store, StoreRequest, StoreResult, StoreSink } from '../stores/store';
 import type { Admission } from './breaker';
 import type { FailMode } from './policy';
 import type { StoreChannel } from './store-runtime';
@@ -200,7 +200,88 @@ export class CallBook {
       },
     );
   }
+
+  /**
+   * `callThen` for a store that tells a sink (Store.evaluateTo): the bookkeeping and the caller's
+   * continuation run where the store would settle the request's promise, and the one promise made
+   * is the caller's. No promise of the store's, no reaction and no microtask between them. `track`
+   * hears `sent` before the store is asked (the store may tell the sink before evaluateTo returns).
+   */
+  callTo<R>(
+    store: { evaluateTo(request: StoreRequest, sink: StoreSink): void },
+    request: StoreRequest,
+    track: CallTrack<StoreRequest> | undefined,
+    answered: (result: StoreResult) => R,
+    failed: (error: unknown) => R,
+  ): Promise<R> {
+    let admission: Admission;
+    try {
+      admission = this.begin();
+    } catch (skipped) {
+      return Promise.reject(skipped).then(answered, failed);
+    }
+    const call = new SinkCall(this, admission, this.perf.now(), this.answers, request, track, answered, failed);
+    sinking = call as SinkCall<unknown>;
+    const promise = new Promise<R>(fillSink as (resolve: (value: R | PromiseLike<R>) => void, reject: (error: unknown) => void) => void);
+    sinking = undefined;
+    track?.sent(request);
+    try {
+      store.evaluateTo(request, call);
+    } catch (error) {
+      call.failed(error);
+    }
+    return promise;
+  }
 }
+
+/** One call of `CallBook.callTo`: told once by the store; the bookkeeping, then the continuation, its outcome settling the caller's promise. */
+class SinkCall<R> implements StoreSink {
+  resolve: (value: R | PromiseLike<R>) => void = ignore;
+  reject: (error: unknown) => void = ignore;
+  private told = false;
+
+  constructor(
+    private readonly book: CallBook,
+    private readonly admission: Admission,
+    private readonly started: number,
+    private readonly answers: number,
+    private readonly request: StoreRequest,
+    private readonly track: CallTrack<StoreRequest> | undefined,
+    private readonly onAnswer: (result: StoreResult) => R,
+    private readonly onFailure: (error: unknown) => R,
+  ) {}
+
+  answered(result: StoreResult): void {
+    if (this.told) return;
+    this.told = true;
+    // Never thrown back into the store (which tells its other requests next): a throw rejects this caller's promise, as in a reaction.
+    try {
+      this.track?.ended(this.request, undefined);
+      this.book.succeeded(this.started);
+      this.resolve(this.onAnswer(result));
+    } catch (error) {
+      this.reject(error);
+    }
+  }
+
+  failed(error: unknown): void {
+    if (this.told) return;
+    this.told = true;
+    try {
+      this.track?.ended(this.request, error);
+      this.resolve(this.onFailure(this.book.failed(error, this.admission, this.started, this.answers)));
+    } catch (thrown) {
+      this.reject(thrown);
+    }
+  }
+}
+
+/** The SinkCall whose promise `new Promise(fillSink)` is making: its executor runs at once, so no executor closure per call. */
+let sinking: SinkCall<unknown> | undefined;
+const fillSink = (resolve: (value: unknown) => void, reject: (error: unknown) => void): void => {
+  sinking!.resolve = resolve;
+  sinking!.reject = reject;
+};
 
 const same = <T>(result: T): T => result;
 const rethrow = (error: unknown): never => {
@@ -247,11 +328,15 @@ export function guarded(shared: Store, timeoutMs: number | undefined, book: Call
         };
   const evaluate = (request: StoreRequest): Promise<StoreResult> => book.call(plain, request, request.mode === 'consume' ? track : undefined);
   const reset = (keys: readonly string[]): Promise<void> => bounded(shared.reset(keys));
+  // A store that bounds its own calls and tells a sink (RedisStore): the continuation in its answer, no promise between.
+  const sinks = timeoutMs === undefined && typeof shared.evaluateTo === 'function' ? (shared as Store & { evaluateTo: NonNullable<Store['evaluateTo']> }) : undefined;
   return {
     name: shared.name,
     timeoutMs: timeoutMs ?? shared.timeoutMs,
     evaluate,
-    evaluateThen: (request, answered, failed) => book.callThen(plain, request, request.mode === 'consume' ? track : undefined, answered, failed),
+    evaluateThen: sinks
+      ? (request, answered, failed) => book.callTo(sinks, request, request.mode === 'consume' ? track : undefined, answered, failed)
+      : (request, answered, failed) => book.callThen(plain, request, request.mode === 'consume' ? track : undefined, answered, failed),
     reset: (keys) => book.call(reset, keys),
   };
 }

@@ -152,6 +152,13 @@ export interface Store {
    * adapter can serve the request in the same turn. Throws only when the store itself failed. Optional.
    */
   evaluateSync?(request: StoreRequest): StoreResult;
+  /**
+   * `evaluate`, its outcome told to `sink` (once: `answered` or `failed`) instead of through a
+   * promise: a store that keeps its requests until a call returns (RedisStore) calls the sink where
+   * it would resolve the request's promise, so the guard's continuation needs no promise and no
+   * reaction of its own. It may be told before this returns (a request refused at once). Optional.
+   */
+  evaluateTo?(request: StoreRequest, sink: StoreSink): void;
   /** Deletes the state under these keys. */
   reset(keys: readonly string[]): Promise<void>;
   /**
@@ -180,6 +187,12 @@ export interface OverrideIndexEntry {
   readonly key: string;
   readonly field: string;
   readonly record: string;
+}
+
+/** Who hears a request's outcome from `Store.evaluateTo`: told once, never throws back into the store. */
+export interface StoreSink {
+  answered(result: StoreResult): void;
+  failed(error: unknown): void;
 }
 
 /** A store option (a limiter's `store`, HotKeyStore's `store`): anything with `evaluate` and `reset`, checked by shape. */

@@ -1,5 +1,5 @@
 // The Redis clients RedisStore speaks to, recognised by shape (ioredis and iovalkey Redis/Cluster, node-redis client/cluster, Valkey GLIDE client/cluster), each bound to the protocol's one seam.
-import type { EvalArgs, SendCommand } from './protocol';
+import type { EvalArgs, SendCommand, SentArgs } from './protocol';
 
 /**
  * What RedisStore uses of an ioredis `Redis` or `Cluster`, written out so that the published types
@@ -8,6 +8,9 @@ import type { EvalArgs, SendCommand } from './protocol';
 export interface IoredisClient {
   evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   eval(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  /** evalsha and eval whose reply is left as Redis sent it (bulk strings as Buffers): no conversion pass over the reply. */
+  evalshaBuffer?(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  evalBuffer?(script: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
   /** Any command (ioredis's `call`): RedisStore reads `CONFIG GET maxmemory*` with it once. */
   call?(command: string, ...args: (string | number)[]): Promise<unknown>;
@@ -172,11 +175,30 @@ function ioredisBatch(client: IoredisClient): ClientBinding['batch'] {
 /** node-redis queues commands and writes one turn's queue in one go (corked) itself. */
 const sendNow: ClientBinding['batch'] = (sendAll) => sendAll();
 
-/** ioredis: its own evalsha and eval, which a Cluster routes by the key. */
+/**
+ * EvalArgs with every number made a string, in place (the array is the call's own). ioredis checks
+ * each argument that is not a string with `instanceof Buffer`, and on Node 20 the global `Buffer`
+ * is an accessor: a global load and a getter call per argument, more than the number's own String().
+ */
+function allStrings(sent: SentArgs): EvalArgs {
+  const args = sent as EvalArgs;
+  for (let i = 1; i < args.length; i++) if (typeof args[i] === 'number') args[i] = String(args[i]);
+  return args;
+}
+
+/**
+ * ioredis: its own evalsha and eval, which a Cluster routes by the key. Their Buffer twins where the
+ * client has them: the reply is then not copied into strings (a pass over it and a global `Buffer`
+ * load per entry); the protocol reads its integers as numbers either way and a script error's text
+ * with String(), which decodes a Buffer as UTF-8.
+ */
 function ioredisBinding(client: IoredisClient): ClientBinding {
   const everReady = readiness(client.status === undefined || client.status === 'ready' || !isFunction(client.once), client);
+  const raw = isFunction(client.evalshaBuffer) && isFunction(client.evalBuffer);
   return {
-    send: (command, args) => (command === 'EVALSHA' ? client.evalsha(...args) : client.eval(...args)),
+    send: raw
+      ? (command, args) => (command === 'EVALSHA' ? client.evalshaBuffer!(...allStrings(args)) : client.evalBuffer!(...allStrings(args)))
+      : (command, args) => (command === 'EVALSHA' ? client.evalsha(...allStrings(args)) : client.eval(...allStrings(args))),
     del: (key) => client.del(key),
     command: isFunction(client.call) ? (args) => client.call!(args[0], ...args.slice(1)) : undefined,
     // A Cluster routes a keyed command by its key; TIME goes to any node (their clocks agree within NTP's error).
@@ -195,7 +217,7 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
 }
 
 /** node-redis wants every argument as a string (a Buffer too), never a number. */
-function commandArgs(command: string, args: EvalArgs): string[] {
+function commandArgs(command: string, args: SentArgs): string[] {
   return [command, ...args.map(String)];
 }
 

@@ -2,13 +2,13 @@
 import { FloodgateError } from '../../base/errors';
 import { StoreTimeout } from '../../base/deadline';
 import { nextTurn } from '../../base/next-turn';
-import type { StoreRequest, StoreResult } from '../store';
+import type { StoreRequest, StoreResult, StoreSink } from '../store';
 import type { ClientBinding } from './clients';
 import { scriptFor, type ReplyEntry } from './protocol';
 import { own, type CallSink, type ScriptSender } from './sender';
 import { slotOf } from './slot';
 
-/** A request waiting for its call, with its promise's two ends. One object per request, one shape. */
+/** A request waiting for its call, with its promise's two ends, or the sink told instead (Store.evaluateTo). One object per request, one shape. */
 class Waiter {
   resolve: (result: StoreResult) => void = ignoreResult;
   reject: (error: unknown) => void = ignoreResult;
@@ -18,7 +18,21 @@ class Waiter {
     readonly request: StoreRequest,
     /** The test clock when the request was made (UNSAFE_testClock only). */
     readonly now: number | undefined,
+    /** Told the outcome instead of a promise (undefined: `resolve` and `reject` are the promise's). */
+    readonly sink: StoreSink | undefined,
   ) {}
+
+  /** Its result. */
+  ok(result: StoreResult): void {
+    if (this.sink) this.sink.answered(result);
+    else this.resolve(result);
+  }
+
+  /** Its error. */
+  fail(error: unknown): void {
+    if (this.sink) this.sink.failed(error);
+    else this.reject(error);
+  }
 }
 
 const ignoreResult = (): void => undefined;
@@ -48,6 +62,9 @@ interface KeysInfo {
   readonly consumeKey: string;
 }
 
+/** No waiter: the turn's first group between turns (replaced, never pushed to: a push needs the turn's key). */
+const NO_WAITERS: Waiter[] = [];
+
 /** Most requests sent in one coalesced call, of one subject or several; the rest go in the next one, so no one script holds Redis long. */
 const MAX_BATCH = 64;
 
@@ -55,9 +72,15 @@ const MAX_BATCH = 64;
 export class Coalescer {
   /** 'in-flight': subjects with a call in flight, and the requests waiting for it to return. */
   private readonly batches = new Map<string, Waiter[]>();
-  /** 'turn': this turn's requests by subject, sent together when the turn ends. */
-  private turn = new Map<string, Waiter[]>();
-  private turnScheduled = false;
+  /**
+   * 'turn': this turn's requests by batch key, sent together when the turn ends. The first key's
+   * group is held in two fields, and a map is made only when a second key comes in the same turn:
+   * a turn of one subject (one connection, a hot caller) makes no map, no map entry and no iterator.
+   */
+  private turnKey: string | undefined = undefined;
+  private turnGroup: Waiter[] = NO_WAITERS;
+  /** The turn's groups by key, the first key's first; undefined while the turn has one key. */
+  private turn: Map<string, Waiter[]> | undefined = undefined;
   /** A small id per limits array, for batch keys (held weakly: limiters come and go). */
   private readonly limitIds = new WeakMap<object, number>();
   private nextLimitId = 0;
@@ -78,18 +101,23 @@ export class Coalescer {
 
   /** The request's answer, from the call it shares with the others that can share it. */
   add(request: StoreRequest, now: number | undefined): Promise<StoreResult> {
-    const key = this.batchKey(request, now);
-    const waiter = new Waiter(request, now);
+    const waiter = new Waiter(request, now, undefined);
     const promise = promiseOf(waiter);
+    this.enter(waiter);
+    return promise;
+  }
+
+  /** `add`, the outcome told to `sink` (Store.evaluateTo): no promise. */
+  addTo(request: StoreRequest, now: number | undefined, sink: StoreSink): void {
+    this.enter(new Waiter(request, now, sink));
+  }
+
+  private enter(waiter: Waiter): void {
+    const { request, now } = waiter;
+    const key = this.batchKey(request, now);
     if (this.mode === 'turn') {
-      const group = this.turn.get(key);
-      if (group) group.push(waiter);
-      else this.turn.set(key, [waiter]);
-      if (!this.turnScheduled) {
-        this.turnScheduled = true;
-        nextTurn(this.endTurn);
-      }
-      return promise;
+      this.addToTurn(key, waiter);
+      return;
     }
     const queued = this.batches.get(key);
     if (queued) {
@@ -100,10 +128,26 @@ export class Coalescer {
       try {
         this.dispatch(key, [waiter]);
       } catch (error) {
-        waiter.reject(error); // as when dispatch ran inside the promise's executor
+        waiter.fail(error); // as when dispatch ran inside the promise's executor
       }
     }
-    return promise;
+  }
+
+  /** 'turn': the waiter joins its key's group of this turn; the first request of a turn schedules its end. */
+  private addToTurn(key: string, waiter: Waiter): void {
+    if (this.turnKey === undefined) {
+      this.turnKey = key;
+      this.turnGroup = [waiter];
+      nextTurn(this.endTurn);
+    } else if (key === this.turnKey) {
+      this.turnGroup.push(waiter);
+    } else {
+      // A second key this turn: the map, the first key's group first (calls keep the turn's order).
+      const turn = (this.turn ??= new Map([[this.turnKey, this.turnGroup]]));
+      const group = turn.get(key);
+      if (group) group.push(waiter);
+      else turn.set(key, [waiter]);
+    }
   }
 
   // Requests can share a call only when they name the same keys, limits and mode: refunds coalesce
@@ -136,21 +180,22 @@ export class Coalescer {
    * NOSCRIPT retry and results.
    */
   private readonly endTurn = (): void => {
-    this.turnScheduled = false;
-    const groups = this.turn;
-    // A new map per turn, never one kept and cleared: a map that lives long sits in the old
-    // generation, and what a turn puts in it (its table, the groups) would then be promoted by
-    // every scavenge instead of dying young (about 280 bytes a request more promoted, measured
-    // with node --trace-gc-nvp: more mark-compacts).
-    this.turn = new Map();
+    const first = this.turnGroup;
+    const firstKey = this.turnKey!;
+    // A new map for a turn of several keys, never one kept and cleared: a map that lives long sits
+    // in the old generation, and what a turn puts in it (its table, the groups) would then be
+    // promoted by every scavenge instead of dying young (about 280 bytes a request more promoted,
+    // measured with node --trace-gc-nvp: more mark-compacts).
+    const several = this.turn;
+    this.turnKey = undefined;
+    this.turnGroup = NO_WAITERS;
+    this.turn = undefined;
     // One subject (the common case under one hot caller): one call, nothing to sort.
-    if (groups.size === 1) {
-      const group = groups.values().next().value as Waiter[];
-      if (group.length <= MAX_BATCH) {
-        this.call([group]);
-        return;
-      }
+    if (several === undefined && first.length <= MAX_BATCH) {
+      this.call([first]);
+      return;
     }
+    const groups = several ?? new Map([[firstKey, first]]);
     const calls = new Map<string, Waiter[][]>();
     for (const group of groups.values()) {
       for (let i = 0; i < group.length; i += MAX_BATCH) {
@@ -235,7 +280,7 @@ export class Coalescer {
         // failing (FG_STORE_OVERLOADED): the breaker counts them only if the store answered nothing
         // meanwhile (failure/guard.ts), and the limiter decides them locally.
         const unsent = error instanceof StoreTimeout ? this.sender.busy("the request waited behind its subject's call in flight, which timed out") : error;
-        if (queued) for (const w of queued) w.reject(unsent);
+        if (queued) for (const w of queued) w.fail(unsent);
       },
     );
   }
@@ -257,7 +302,7 @@ export class Coalescer {
         return;
       }
       const busy = this.sender.busy("the request waited behind its subject's call in flight (coalesce: 'in-flight')");
-      for (const w of batch) w.reject(busy);
+      for (const w of batch) w.fail(busy);
     }
     this.batches.delete(key);
   }
@@ -269,8 +314,8 @@ function answerAll(groups: readonly Waiter[][], results: ReplyEntry[]): void {
   for (const batch of groups) {
     for (let i = 0; i < batch.length; i++) {
       const entry = results[at++];
-      if (entry instanceof FloodgateError) batch[i].reject(entry);
-      else batch[i].resolve(entry);
+      if (entry instanceof FloodgateError) batch[i].fail(entry);
+      else batch[i].ok(entry);
     }
   }
 }
@@ -281,7 +326,7 @@ function failAll(groups: readonly Waiter[][], error: unknown): void {
   for (const batch of groups) {
     for (const w of batch) {
       const index = at++;
-      w.reject(error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part((results) => own(results[index])) : error);
+      w.fail(error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part((results) => own(results[index])) : error);
     }
   }
 }

@@ -1,6 +1,6 @@
 // Redis over HTTP: a client in @upstash/redis's shape (evalsha(sha, keys, args), eval, scriptLoad) bound to the protocol's one seam; a turn's script calls leave as one pipelined request.
 import type { ClientBinding } from './clients';
-import type { EvalArgs, SendCommand } from './protocol';
+import type { SendCommand, SentArgs } from './protocol';
 
 /** What RedisStore uses of an HTTP pipeline (@upstash/redis's `redis.pipeline()`): queued commands, one request. */
 export interface HttpRedisPipeline {
@@ -46,8 +46,9 @@ export function isHttpRedis(value: unknown): value is HttpRedisClient {
 }
 
 /** EVALSHA's (EVAL's) arguments as the HTTP client takes them: the head, the keys, the ARGV as strings (what Redis receives anyway). */
-function split(args: EvalArgs): [head: string, keys: string[], argv: string[]] {
-  const numKeys = args[1];
+function split(args: SentArgs): [head: string, keys: string[], argv: string[]] {
+  // A number, or its string (a kept call's arguments are all strings: protocol.ts LONE).
+  const numKeys = Number(args[1]);
   const keys = new Array<string>(numKeys);
   for (let i = 0; i < numKeys; i++) keys[i] = String(args[2 + i]);
   const argv = new Array<string>(args.length - 2 - numKeys);
@@ -68,7 +69,7 @@ function serverWordFirst(error: unknown): never {
 
 /** An EVALSHA held for the turn's pipeline. */
 interface Held {
-  readonly args: EvalArgs;
+  readonly args: SentArgs;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }

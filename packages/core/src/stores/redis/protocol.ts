@@ -216,6 +216,41 @@ export interface ScriptCall {
   readonly hold?: boolean;
   /** Sent to a lean script: each request's reply is its one limit's four values (see the top of this file). */
   readonly lean?: boolean;
+  /** EVALSHA's arguments, every one a string, made once with the call (a call kept for its subject: see LONE). */
+  readonly shaArgs?: readonly string[];
+}
+
+/**
+ * A lone lean request's call (one consume or peek of one subject, one limit, no lock-out, override,
+ * lease token, calendar window nor test clock) kept per keys array (a subject's, kept by its
+ * limiter; held weakly), with its limits, cost and mode: its next request with the same ones is the
+ * same call, ARGV and EVALSHA's arguments included, encoded and stringified once instead of per
+ * call (about 1k instructions of a decision's: scripts/redis-decision-profile.mjs).
+ */
+interface LoneCall {
+  readonly limits: readonly StoreLimit[];
+  readonly cost: number;
+  readonly mode: StoreRequest['mode'];
+  readonly call: ScriptCall;
+}
+const LONE = new WeakMap<readonly string[], LoneCall>();
+
+/** Whether a lone request's call may be kept (see LONE): a lean shape whose ARGV depends on nothing but its limits, cost and mode. */
+function keepable(request: StoreRequest): boolean {
+  if (request.token !== undefined || !leanShape(request, request.limits.length)) return false;
+  const limit = request.limits[0];
+  return !('windowMs' in limit && limit.calendar);
+}
+
+/** A kept call for a lone request, made once: its ARGV and EVALSHA's arguments as strings. */
+function loneCall(request: StoreRequest): ScriptCall {
+  const known = LONE.get(request.keys);
+  if (known !== undefined && known.limits === request.limits && known.cost === request.cost && known.mode === request.mode) return known.call;
+  const made = encodeCallOf([request], same);
+  const argv = made.argv.map(String);
+  const call: ScriptCall = { ...made, argv, shaArgs: evalArgs({ keys: made.keys, argv }, made.script.sha).map(String) };
+  LONE.set(request.keys, { limits: request.limits, cost: request.cost, mode: request.mode, call });
+  return call;
 }
 
 const MODE = { consume: 'c', peek: 'p', refund: 'r', release: 'x', renew: 'n', settle: 's', hold: 'h' } as const;
@@ -324,7 +359,14 @@ export function encodeGroups(groups: readonly (readonly StoreRequest[])[], testN
 
 /** encodeGroups over items that each hold a request (`requestOf` reads it), as encodeCallOf. */
 export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: (item: T) => StoreRequest, testNow?: number, appNow?: number): ScriptCall {
-  if (groups.length === 1) return encodeCallOf(groups[0], requestOf, testNow, appNow);
+  if (groups.length === 1) {
+    const items = groups[0];
+    if (items.length === 1 && testNow === undefined && appNow === undefined) {
+      const request = requestOf(items[0]);
+      if (keepable(request)) return loneCall(request);
+    }
+    return encodeCallOf(items, requestOf, testNow, appNow);
+  }
   const first = requestOf(groups[0][0]);
   // A settle carries its marker key and window per call: one subject a call (RedisStore never groups them).
   if (first.mode === 'settle') throw new FloodgateError('FG_INVALID_OPTION', 'Settle requests of several subjects cannot share a script call.');
@@ -373,7 +415,10 @@ export function encodeGroupsOf<T>(groups: readonly (readonly T[])[], requestOf: 
 /** The arguments of EVALSHA (`head` the sha) or EVAL (`head` the source): numkeys, keys, then ARGV. */
 export type EvalArgs = [head: string, numKeys: number, ...keysAndArgv: (string | number)[]];
 
-export function evalArgs(call: ScriptCall, head: string): EvalArgs {
+/** What a client is sent: EvalArgs, or the same arguments every one a string (numKeys too: a kept call's, see LONE). */
+export type SentArgs = EvalArgs | readonly string[];
+
+export function evalArgs(call: Pick<ScriptCall, 'keys' | 'argv'>, head: string): EvalArgs {
   // Made at its final length and filled: spreading into a literal grows it (and copies) as it goes,
   // which for a call of many subjects is several arrays of garbage per call.
   const { keys, argv } = call;
@@ -466,7 +511,7 @@ function parseLeanReply(reply: unknown, requests: number): ReplyEntry[] {
  * the raw reply, or reject with the server's error (whose message starts with its code, 'NOSCRIPT
  * ...'). Integer replies as numbers. A new client (node-redis, ...) plugs in here, and only here.
  */
-export type SendCommand = (command: 'EVALSHA' | 'EVAL', args: EvalArgs) => Promise<unknown>;
+export type SendCommand = (command: 'EVALSHA' | 'EVAL', args: SentArgs) => Promise<unknown>;
 
 /**
  * EVALSHA; on NOSCRIPT only, EVAL once (which also loads the script). Never retried otherwise, and

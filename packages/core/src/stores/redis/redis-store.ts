@@ -6,7 +6,7 @@ import { StoreTimeout, withDeadline } from '../../base/deadline';
 import { bindClient, isIoredis, isNodeRedis, type ClientBinding, type RedisClient } from './clients';
 import { httpBinding, isHttpRedis, type HttpRedisClient } from './http-client';
 import type { ReplyEntry } from './protocol';
-import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult } from '../store';
+import { DEFAULT_ANNOUNCE_MS, type Store, type StoreRequest, type StoreResult, type StoreSink } from '../store';
 import { Coalescer } from './coalescer';
 import { checkMemoryPolicy, type MemoryPolicy } from './memory-policy';
 import { first, ScriptSender } from './sender';
@@ -210,16 +210,38 @@ export class RedisStore implements Store {
 
   evaluate(request: StoreRequest): Promise<StoreResult> {
     try {
-      // A bad refund fails alone, before it could share (and fail) a coalesced call.
-      if (request.mode === 'refund' || request.mode === 'settle') refundAt(request.at);
-      if (request.mode === 'settle') leaseToken(request.token);
-      this.checkConnection();
+      this.admissible(request);
     } catch (error) {
       return Promise.reject(error);
     }
     // The test clock is read when the request is made, so a batch never moves a request in time.
     const now = this.testClock ? Math.floor(this.testClock()) : undefined;
     if (this.coalescer) return this.coalescer.add(request, now);
+    return this.sendAlone(request, now);
+  }
+
+  /** `evaluate`, told to `sink` (Store.evaluateTo): a coalesced request's waiter tells it where its promise would settle. */
+  evaluateTo(request: StoreRequest, sink: StoreSink): void {
+    try {
+      this.admissible(request);
+    } catch (error) {
+      sink.failed(error);
+      return;
+    }
+    const now = this.testClock ? Math.floor(this.testClock()) : undefined;
+    if (this.coalescer) this.coalescer.addTo(request, now, sink);
+    else this.sendAlone(request, now).then((result) => sink.answered(result), (error: unknown) => sink.failed(error));
+  }
+
+  /** Throws for a request that must not be sent: a bad refund or settle (before it could share, and fail, a coalesced call), or no connection now. */
+  private admissible(request: StoreRequest): void {
+    if (request.mode === 'refund' || request.mode === 'settle') refundAt(request.at);
+    if (request.mode === 'settle') leaseToken(request.token);
+    this.checkConnection();
+  }
+
+  /** coalesce: false: the request in a call of its own. */
+  private sendAlone(request: StoreRequest, now: number | undefined): Promise<StoreResult> {
     return this.sender.send([[request]], itself, now).then(first, (error: unknown) => {
       throw error instanceof StoreTimeout ? (error as StoreTimeout<ReplyEntry[]>).part(first) : error;
     });

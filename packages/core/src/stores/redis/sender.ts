@@ -31,6 +31,8 @@ export class ScriptSender {
   /** Script calls sent and the requests they carried: requests / calls is the coalescing batch size. */
   readonly scriptStats = { calls: 0, requests: 0 };
   private readonly lanes = new Map<string, InFlightLane>();
+  /** The one lane of a client that shows no slot map (see laneOf). */
+  private soleLane: InFlightLane | undefined = undefined;
   /** The monotonic clock, kept (base/monotonic.ts): read once a call. */
   private readonly perf = monotonicSource();
   /** The deadlines of the calls sent and not answered yet: one timer for all (deadlines.ts). */
@@ -86,7 +88,9 @@ export class ScriptSender {
 
   /** The lane of the node the call goes to (see `lanes`). */
   private laneOf(call: ScriptCall): InFlightLane {
-    const node = this.client.nodeOf && call.keys.length > 0 ? (this.client.nodeOf(slotOf(call.keys[0])) ?? '') : '';
+    // A client without a slot map (a single server, Sentinel's master) has one lane, kept in a field: no map lookup per call.
+    if (!this.client.nodeOf) return (this.soleLane ??= new InFlightLane(this.maxInFlight));
+    const node = call.keys.length > 0 ? (this.client.nodeOf(slotOf(call.keys[0])) ?? '') : '';
     let lane = this.lanes.get(node);
     if (lane) return lane;
     // Nodes come and go with a Cluster's topology: past a Cluster's worth of lanes, drop the idle ones.
@@ -174,7 +178,8 @@ class SentCall implements Timed {
   send(command: 'EVALSHA' | 'EVAL'): void {
     let reply: Promise<unknown>;
     try {
-      reply = this.sender.client.send(command, evalArgs(this.call, command === 'EVALSHA' ? this.call.script.sha : this.call.script.source));
+      const call = this.call;
+      reply = this.sender.client.send(command, command === 'EVALSHA' ? (call.shaArgs ?? evalArgs(call, call.script.sha)) : evalArgs(call, call.script.source));
     } catch (error) {
       reply = Promise.reject(error);
     }
