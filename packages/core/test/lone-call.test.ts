@@ -17,25 +17,27 @@ describe('a lone request\'s call, kept per subject', () => {
     const first = one(request(k));
     // Before: a new call (and new arguments) per request.
     expect(one(request(k))).toBe(first);
-    expect(first.script).toBe(SCRIPTS['sliding-window-counter/lean']);
-    expect(first.argv).toEqual(['c', '1', '3', '5', '60000']);
-    expect(first.shaArgs).toEqual([first.script.sha, '1', k[0], 'c', '1', '3', '5', '60000']);
+    // A consume of cost 1 goes to the one-decision script: capacity and period only (protocol.ts oneCall).
+    expect(first.script).toBe(SCRIPTS['sliding-window-counter/one']);
+    expect(first.argv).toEqual(['5', '60000']);
+    expect(first.shaArgs).toEqual([first.script.sha, '1', k[0], '5', '60000']);
   });
 
   it('another cost, mode, limits array or subject: its own call, never the kept one', () => {
     const k = keys('b');
     const kept = one(request(k));
     const cases: [string, StoreRequest, string[]][] = [
-      ['cost 3', request(k, { cost: 3 }), ['c', '3', '3', '5', '60000']],
+      ['cost 3', request(k, { cost: 3 }), ['5', '60000', '3']],
+      // A peek goes to the lean script: mode, cost, algorithm id, capacity, period.
       ['peek', request(k, { mode: 'peek' }), ['p', '1', '3', '5', '60000']],
-      ['other limits', request(k, { limits: OTHERS }), ['c', '1', '3', '7', '60000']],
+      ['other limits', request(k, { limits: OTHERS }), ['7', '60000']],
     ];
     for (const [label, r, argv] of cases) expect({ label, argv: one(r).argv }).toEqual({ label, argv });
     const c = keys('c');
     expect(one(request(c)).keys).toEqual(c);
     // Each request replaces the subject's kept call: the first shape is encoded afresh, and right.
     expect(one(request(k))).not.toBe(kept);
-    expect(one(request(k)).argv).toEqual(['c', '1', '3', '5', '60000']);
+    expect(one(request(k)).argv).toEqual(['5', '60000']);
   });
 
   it('never kept: a lease token, a lock-out, a test clock, several requests, a calendar window (its boundaries follow the clock)', () => {
