@@ -70,6 +70,35 @@ function split(options: RateLimitOptions): { core: HttpRateLimitOptions<Context>
   return { core: core as HttpRateLimitOptions<Context>, ip };
 }
 
+/**
+ * Header names Node does not join with ', ' in IncomingMessage.headers (it keeps the first of
+ * several, or joins cookies with '; ', or makes set-cookie an array), where the Fetch Headers of the
+ * Web request join every value: those are read through the Web request. Every other name reads the
+ * same value from either (Node's parser has trimmed the whitespace Fetch would).
+ */
+const NODE_OWN_JOIN = new Set(['age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since', 'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after', 'server', 'user-agent', 'cookie', 'set-cookie']);
+
+/** Node's parsed request headers under @hono/node-server (`c.env.incoming`); undefined on every other runtime. */
+function nodeIncomingHeaders(c: Context): Record<string, string | string[] | undefined> | undefined {
+  const env: unknown = c.env;
+  if (env === null || typeof env !== 'object') return undefined;
+  const headers = (env as { incoming?: { headers?: unknown } }).incoming?.headers;
+  return headers !== null && typeof headers === 'object' ? (headers as Record<string, string | string[] | undefined>) : undefined;
+}
+
+/**
+ * One request header by its lower-case name: from Node's parsed headers where they hold what the
+ * Web request's Headers.get would answer (a joined name), skipping its name check and lower-casing
+ * per call; else through the Web request.
+ */
+function headerOf(c: Context, node: Record<string, string | string[] | undefined> | undefined, name: string): string | undefined {
+  if (node !== undefined && !NODE_OWN_JOIN.has(name)) {
+    const value = node[name];
+    if (value === undefined || typeof value === 'string') return value;
+  }
+  return c.req.raw.headers.get(name) ?? undefined;
+}
+
 const RAW = Symbol('floodgate.hono.headers');
 /**
  * The headers only a proxy should write, read from the Web request when the core asks for them:
@@ -80,16 +109,16 @@ const RAW = Symbol('floodgate.hono.headers');
 const PROXY_HEADER_VIEW: object = Object.create(
   null,
   Object.fromEntries(
-    ['x-forwarded-for', 'forwarded', 'x-real-ip'].map((name) => [name, { get(this: { [RAW]: Headers }) { return this[RAW].get(name) ?? undefined; } }]),
+    ['x-forwarded-for', 'forwarded', 'x-real-ip'].map((name) => [name, { get(this: { [RAW]: Context }) { return headerOf(this[RAW], nodeIncomingHeaders(this[RAW]), name); } }]),
   ),
 );
 
-/** The headers the core reads (the API-key headers, lower case, and with `proxyHeaders` the proxy ones), from the Web request: not a copy of every header. */
+/** The headers the core reads (the API-key headers, lower case, and with `proxyHeaders` the proxy ones), from the request: not a copy of every header. */
 function headersOf(c: Context, names: readonly string[], proxyHeaders: boolean): Record<string, string | undefined> {
-  const headers = c.req.raw.headers;
+  const node = nodeIncomingHeaders(c);
   const out: Record<string | symbol, unknown> = proxyHeaders ? Object.create(PROXY_HEADER_VIEW) : {};
-  if (proxyHeaders) out[RAW] = headers;
-  for (let i = 0; i < names.length; i++) out[names[i]] = headers.get(names[i]) ?? undefined;
+  if (proxyHeaders) out[RAW] = c;
+  for (let i = 0; i < names.length; i++) out[names[i]] = headerOf(c, node, names[i]);
   return out as Record<string, string | undefined>;
 }
 

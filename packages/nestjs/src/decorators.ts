@@ -7,8 +7,10 @@ import { rejectThrottlerNames } from './peer-names';
  * Everything `createLimiter` and identity take (limit, windowMs, limits, store, prefix, failMode,
  * apiKeyHeaders, ...) plus `cost`, `key`, `group`, `headers`, `retryAfterJitterMs`, `shadow`,
  * `handler` and the hooks; functions get the platform's request (Express `req` or Fastify
- * `request`). `respondDirectly` defaults to false here: Floodgate's 429 goes through Nest's
- * exception filters. See docs/adapters.md for every option and its default.
+ * `request`). `respondDirectly` left unset here: Floodgate's 429 goes through Nest's exception
+ * filters wherever the app has one; on the Express platform, where none would see it, it is
+ * written straight to Node (the same status, headers and body). `false`: always through Nest's
+ * reply path. See docs/adapters.md for every option and its default.
  */
 export type RateLimitOptions<Req = any> = HttpRateLimitOptions<Req>;
 

@@ -38,6 +38,6 @@ export class FloodgateGuard implements CanActivate {
     if (!limiter) return true;
     const http = context.switchToHttp();
     const req = http.getRequest<PlatformRequest>();
-    return this.floodgate.decide(limiter, req, http.getResponse<PlatformResponse>(), routePattern(req, controller, handler), answersEveryMethod(handler));
+    return this.floodgate.decide(limiter, req, http.getResponse<PlatformResponse>(), routePattern(req, controller, handler), answersEveryMethod(handler), controller, handler);
   }
 }

@@ -1,9 +1,9 @@
 // FloodgateModule: forRoot / forRootAsync build one FloodgateService per app; at init every route's limiter is built, 404s are limited and a missing guard is reported.
 import { Inject, Module, type DynamicModule, type InjectionToken, type ModuleMetadata, type OnModuleInit, type OptionalFactoryDependency } from '@nestjs/common';
 import { GATEWAY_METADATA, MESSAGE_MAPPING_METADATA, PATH_METADATA } from './nest-metadata';
-import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner } from '@nestjs/core';
+import { DiscoveryModule, DiscoveryService, HttpAdapterHost, MetadataScanner, ModuleRef } from '@nestjs/core';
 import { FloodgateGuard } from './floodgate-guard';
-import { FloodgateService, type FloodgateModuleOptions } from './floodgate-service';
+import { FloodgateService, type FloodgateModuleOptions, type GlobalFilters } from './floodgate-service';
 import { rejectThrottlerNames } from './peer-names';
 import { fastifyTrust, type ExpressAppLike } from './platform';
 import { warnUnguarded } from './unguarded';
@@ -38,6 +38,7 @@ export class FloodgateModule implements OnModuleInit {
     @Inject(DiscoveryService) private readonly discovery: DiscoveryService,
     @Inject(MetadataScanner) private readonly scanner: MetadataScanner,
     @Inject(HttpAdapterHost) private readonly adapterHost: HttpAdapterHost,
+    @Inject(ModuleRef) private readonly moduleRef: ModuleRef,
   ) {}
 
   static forRoot(options: FloodgateModuleOptions = {}): DynamicModule {
@@ -82,7 +83,10 @@ export class FloodgateModule implements OnModuleInit {
     warnUnguarded(this.floodgate, this.discovery, handlers);
     const adapter = this.adapterHost?.httpAdapter;
     if (adapter?.getType() === 'fastify') this.floodgate.fastifyTrust = fastifyTrust(adapter.getInstance() as object);
-    if (adapter?.getType() === 'express') this.floodgate.expressApp = adapter.getInstance() as ExpressAppLike;
+    if (adapter?.getType() === 'express') {
+      this.floodgate.expressApp = adapter.getInstance() as ExpressAppLike;
+      this.floodgate.globalFilters = globalFiltersOf(this.moduleRef);
+    }
     if (adapter && this.floodgate.limitsUnmatched) limitUnmatched(adapter, this.floodgate);
   }
 
@@ -98,4 +102,17 @@ export class FloodgateModule implements OnModuleInit {
       }
     }
   }
+}
+
+/**
+ * The app's global exception filters, from the application config Nest's container holds (not
+ * public API: reached through ModuleRef's container, each step checked). Undefined where it cannot
+ * be read: then every denial goes through Nest's exception filters, as if one were there.
+ */
+export function globalFiltersOf(moduleRef: ModuleRef): GlobalFilters | undefined {
+  const container = (moduleRef as unknown as { container?: { applicationConfig?: Partial<GlobalFilters> } }).container;
+  const config = container?.applicationConfig;
+  if (typeof config?.getGlobalFilters !== 'function' || typeof config.getGlobalRequestFilters !== 'function') return undefined;
+  const filters = config as GlobalFilters;
+  return Array.isArray(filters.getGlobalFilters()) && Array.isArray(filters.getGlobalRequestFilters()) ? filters : undefined;
 }

@@ -21,6 +21,7 @@ import {
   type OverrideTarget,
 } from '@floodgate/core/http';
 import { RATE_LIMIT_OPTIONS, SKIP_RATE_LIMIT, type RateLimitOptions } from './decorators';
+import { EXCEPTION_FILTERS_METADATA } from './nest-metadata';
 import { rejectThrottlerNames } from './peer-names';
 import { facts, problemOnReply, rawResponse, setHeaders, writeDirect, type ExpressAppLike, type PlatformRequest, type PlatformResponse, type TrustProxy } from './platform';
 import { RateLimitException } from './rate-limit-exception';
@@ -38,6 +39,12 @@ export interface FloodgateModuleOptions<Req = any> extends RateLimitOptions<Req>
 const DECIDED = Symbol('floodgate.decided');
 type Controller = abstract new (...args: never[]) => unknown;
 
+/** The app's global exception filters, as Nest's ApplicationConfig holds them (`useGlobalFilters`, APP_FILTER). */
+export interface GlobalFilters {
+  getGlobalFilters(): readonly unknown[];
+  getGlobalRequestFilters(): readonly unknown[];
+}
+
 export class FloodgateService {
   /** The module-level pipeline; route limiters are built from it, on its store. */
   readonly http: HttpLimiter<any>;
@@ -49,14 +56,30 @@ export class FloodgateService {
   expressApp: ExpressAppLike | undefined;
   /** Route limiters by controller, then handler; null for an exempt handler. */
   private readonly routes = new Map<Controller, Map<Function, HttpLimiter<any> | null>>();
+  /**
+   * Set at module init on the Express platform when the app's global filters can be read: with
+   * `respondDirectly` left unset, a denial no exception filter of the app would see is written
+   * straight to Node (writesDirect). Unset: every denial without `respondDirectly: true` goes
+   * through Nest's exception filters.
+   */
+  globalFilters: GlobalFilters | undefined;
+  /** Limiters whose `respondDirectly: true` was written (on the module or the route): always written straight to Node. */
+  private readonly alwaysDirect = new WeakSet<HttpLimiter<any>>();
+  /** Whether the module's options wrote `respondDirectly` (true or false). */
+  private readonly directChosen: boolean | undefined;
+  /** Whether a handler or its controller has `@UseFilters()`, by controller, then handler. */
+  private readonly ownFilters = new Map<Controller, Map<Function, boolean>>();
 
   constructor(options: FloodgateModuleOptions = {}) {
     rejectThrottlerNames(options, 'FloodgateModule options');
     const { unmatched, ...rest } = options;
     if (unmatched !== undefined && typeof unmatched !== 'boolean') invalidOption('unmatched', unmatched, 'true or false');
     this.limitsUnmatched = unmatched ?? true;
-    // Through Nest's exception filters unless the app asks for the direct write.
-    this.http = createHttpLimiter({ ...rest, respondDirectly: rest.respondDirectly ?? false }, { label: 'FloodgateModule options' });
+    // Left unset, the core renders the direct write's head too: used where no filter would see the
+    // denial (writesDirect), else the exception goes through Nest's filters.
+    this.directChosen = rest.respondDirectly;
+    this.http = createHttpLimiter({ ...rest, respondDirectly: rest.respondDirectly ?? true }, { label: 'FloodgateModule options' });
+    if (rest.respondDirectly === true) this.alwaysDirect.add(this.http);
   }
 
   /** Sets one caller's limits on one route for `ttlMs`, on every instance at its next decision (needs `overrides: true`; docs/runtime-limits.md#overrides). */
@@ -119,7 +142,9 @@ export class FloodgateService {
     if (Object.keys(options).length === 0) return this.http;
     const label = `@RateLimit() on ${controller.name}.${handler.name}`;
     try {
-      return this.http.route(options, label);
+      const limiter = this.http.route(options, label);
+      if (limiter && (options.respondDirectly ?? this.directChosen) === true) this.alwaysDirect.add(limiter);
+      return limiter;
     } catch (error) {
       // Core's message names the option and the value; this names the handler they were written on.
       if (error instanceof FloodgateError && !error.message.startsWith(label)) error.message = `${label}: ${error.message}`;
@@ -132,24 +157,58 @@ export class FloodgateService {
    * RateLimitException. Synchronous when nothing had to wait. A request already decided (the guard
    * both global and on the controller) passes without counting twice.
    */
-  decide(limiter: HttpLimiter<any>, req: PlatformRequest, res: PlatformResponse, route: string | undefined, allMethods = false): true | Promise<true> {
+  decide(limiter: HttpLimiter<any>, req: PlatformRequest, res: PlatformResponse, route: string | undefined, allMethods = false, controller?: Controller, handler?: Function): true | Promise<true> {
     const marked = req as PlatformRequest & { [DECIDED]?: true };
     if (marked[DECIDED]) return true;
     marked[DECIDED] = true;
     // A shaped route holds requests: one that goes away gives its slot back.
     const signal = limiter.options.shape && signalOnClose(rawResponse(res));
     const result = limiter.handleNow(facts(req, route, this.fastifyTrust, allMethods, signal), req);
-    return isThenable(result) ? result.then((r) => apply(r, req, res)) : apply(result, req, res);
+    if (isThenable(result)) return result.then((r) => apply(r, req, res, r.direct === undefined ? 'filters' : this.answer(limiter, controller, handler)));
+    return apply(result, req, res, result.direct === undefined ? 'filters' : this.answer(limiter, controller, handler));
+  }
+
+  /**
+   * How a denial whose direct head the core rendered is answered: 'direct' with `respondDirectly:
+   * true` (written straight to Node; filters still see the exception); left unset, 'unseen' on the
+   * Express platform where no exception filter of the app would see it (no global filter or
+   * APP_FILTER, no `@UseFilters()` on the handler or its controller), else 'filters'. Where no filter
+   * sees it, Nest's default filter would send the same status, headers and body through a stream
+   * (a StreamableFile), which cost a 429 about as much as the route itself; it still gets the
+   * exception, marked `responded`, and only ends the response.
+   */
+  private answer(limiter: HttpLimiter<any>, controller: Controller | undefined, handler: Function | undefined): Answer {
+    if (this.alwaysDirect.has(limiter)) return 'direct';
+    const global = this.globalFilters;
+    if (global === undefined || this.directChosen === false) return 'filters';
+    if (global.getGlobalFilters().length > 0 || global.getGlobalRequestFilters().length > 0) return 'filters';
+    return controller !== undefined && handler !== undefined && this.filtered(controller, handler) ? 'filters' : 'unseen';
+  }
+
+  /** Whether `@UseFilters()` is on the handler or its controller (read once per handler). */
+  private filtered(controller: Controller, handler: Function): boolean {
+    let byHandler = this.ownFilters.get(controller);
+    if (!byHandler) this.ownFilters.set(controller, (byHandler = new Map()));
+    let known = byHandler.get(handler);
+    if (known === undefined) {
+      const some = (target: object) => ((Reflect.getMetadata(EXCEPTION_FILTERS_METADATA, target) as unknown[] | undefined)?.length ?? 0) > 0;
+      byHandler.set(handler, (known = some(handler) || some(controller)));
+    }
+    return known;
   }
 }
 
-/** Headers on the response, then serve, or throw the exception Nest's filters answer. */
-function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse): true {
+/** How a denial is answered (FloodgateService.answer). */
+type Answer = 'filters' | 'direct' | 'unseen';
+
+/** Headers on the response, then serve, or throw the exception Nest's filters answer (written straight to Node first unless `answer` is 'filters'). */
+function apply(result: HttpResult, req: PlatformRequest, res: PlatformResponse, answer: Answer): true {
   req.rateLimit = result.decision;
   if (result.reservation) req.floodgate = result.reservation;
-  if (result.direct) {
+  if (answer !== 'filters') {
     writeDirect(res, result);
-    throw withoutStack(() => new RateLimitException(result, true));
+    // No filter sees an 'unseen' one: its body is the plain problem, not a stream nobody reads.
+    throw withoutStack(() => new RateLimitException(result, true, answer === 'unseen'));
   }
   setHeaders(res, result.headers);
   if (result.status === 'next') {

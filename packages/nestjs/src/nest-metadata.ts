@@ -10,6 +10,8 @@ export const PATH_METADATA = 'path';
 export const METHOD_METADATA = 'method';
 /** Where @UseGuards() puts its guards. */
 export const GUARDS_METADATA = '__guards__';
+/** Where @UseFilters() puts a handler's or a controller's exception filters. */
+export const EXCEPTION_FILTERS_METADATA = '__exceptionFilters__';
 
 // @nestjs/websockets' keys: this package does not depend on it (tests/nest-ws/test/gateway.test.ts compares them).
 /** Where @WebSocketGateway() marks a gateway class. */

@@ -85,9 +85,22 @@ export function facts(req: PlatformRequest, route: string | undefined, fastify: 
   return { ip: req.ip, headers: req.headers, method: req.method, route, allMethods, trustProxy: req.app ? expressTrust(req.app) : fastify, signal };
 }
 
-/** Sets the result's headers: through Fastify's reply (its own lower-case names), or on Node's response. */
+/** Header names in lower case, each lowered once (Floodgate sends a handful of names, over and over). */
+const lowered = new Map<string, string>();
+function lowerCase(name: string): string {
+  let lower = lowered.get(name);
+  if (lower === undefined) {
+    // The key V8 interns for a property of this name: Fastify's own toLowerCase of it returns it as
+    // is, and it keys the reply's headers object without a string-table lookup per response.
+    lower = Object.keys({ [name.toLowerCase()]: 0 })[0];
+    if (lowered.size < 64) lowered.set(name, lower);
+  }
+  return lower;
+}
+
+/** Sets the result's headers: through Fastify's reply (its own lower-case names, given lowered), or on Node's response. */
 export function setHeaders(res: PlatformResponse, headers: HttpResult['headers']): void {
-  if (isFastify(res)) for (let i = 0; i < headers.length; i++) res.header(headers[i][0], headers[i][1]);
+  if (isFastify(res)) for (let i = 0; i < headers.length; i++) res.header(lowerCase(headers[i][0]), headers[i][1]);
   else for (let i = 0; i < headers.length; i++) res.setHeader(headers[i][0], headers[i][1]);
 }
 
