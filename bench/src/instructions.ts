@@ -52,6 +52,9 @@ under callgrind too. Needs valgrind (apt-get install valgrind).
                       floors' rows are taken (each over its own run's bare route: no Floodgate code
                       runs in them), the bare route and Floodgate's rows measured. Halves an
                       after-run; the summary says which rows came from where
+  --taken-only        measure nothing: the rows --resume and --reuse give, as one run (rows neither
+                      has are left out and the run marked partial), e.g. a Floodgate-only run of
+                      this code (--resume) with the peers and floors of another run (--reuse)
   --no-docs           write bench/results/instructions-*.json and print the tables only
   --render FILES      measure nothing: print (and with --label, splice) a results file's tables;
                       several files (each its own frameworks and loads) as one block
@@ -181,7 +184,8 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
   const file = resultsFile(label, date);
   console.error(`bench:instructions: results in ${relative(process.cwd(), file)} (rewritten after each contender)`);
   settings.onRow = (rows) => writeFileSync(file, `${JSON.stringify(results(merge(rows), true), null, 2)}\n`);
-  const measured = await runInstructions(toMeasure, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
+  // --taken-only: one results file of the rows --resume and --reuse give (e.g. Floodgate's rows of one run and the peers' of another), nothing measured.
+  const measured = values['taken-only'] ? [] : await runInstructions(toMeasure, settings).finally(() => rmSync(settings.outDir, { recursive: true, force: true }));
   return results(merge(measured), false);
 }
 
@@ -195,6 +199,7 @@ async function main(): Promise<number> {
   const strings = ['frameworks', 'loads', 'regimes', 'contenders', 'peers', 'resume', 'reuse', 'requests', 'warmup', 'settle', 'connections', 'callers', 'parallel', 'label', 'render', 'compare', 'keep-dumps'];
   const options: Record<string, { type: 'string' | 'boolean' }> = Object.fromEntries(strings.map((o) => [o, { type: 'string' }]));
   options['no-docs'] = { type: 'boolean' };
+  options['taken-only'] = { type: 'boolean' };
   options.help = { type: 'boolean' };
   const args = process.argv.slice(2).filter((a) => a !== '--');
   const values = parseArgs({ args, options, strict: true }).values as Record<string, string | boolean | undefined>;
