@@ -172,12 +172,15 @@ export function provenance(results: InstrResults): string[] {
 /** How a run was made: commit, machine, command, settings, time and CPU. */
 function runLine(results: InstrResults): string {
   const s = results.settings;
-  return `Run \`${results.label}\`: commit ${results.commit}${results.codeCommit ? ` (Floodgate's code, packages/, as of ${results.codeCommit})` : ''}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${Math.round(results.durationS / 60)} min${coreSeconds(results)}${results.partial ? `; **stopped after ${results.partial.measured} of ${results.partial.planned} contenders** (the rows a goal reads first; the others are blank or "not measured")` : ''}.`;
+  return `Run \`${results.label}\`: commit ${results.commit}${results.codeCommit ? ` (Floodgate's code, packages/, as of ${results.codeCommit})` : ''}, ${results.date}, ${results.machine}; \`${results.command}\`; ${s.warmup.toLocaleString('en-US')} warm-up (uninstrumented), ${(s.settle ?? 0).toLocaleString('en-US')} settling and ${s.requests.toLocaleString('en-US')} counted requests per contender, ${s.connections} connection${s.connections === 1 ? '' : 's'}, ${s.parallel} at a time; ${results.takenOnly ? 'measured nothing itself: its rows are those of the runs it resumes and reuses (`--taken-only`)' : `${Math.round(results.durationS / 60)} min${coreSeconds(results)}`}${results.partial ? `; **stopped after ${results.partial.measured} of ${results.partial.planned} contenders** (the rows a goal reads first; the others are blank or "not measured")` : ''}.`;
 }
 
 /**
  * Several runs as one block (`--render A,B`): each framework and load from one run (a row's added
- * instructions are counted over its own run's bare route), the same settings; each run's line kept.
+ * instructions are counted over its own run's bare route, and a goal compares rows of one framework
+ * and load, so of one run); each run's line kept, with its settings. Two runs' counts (connections,
+ * callers) must agree: the loads must be the same loads; warm-up, settling and counted requests may
+ * differ from one framework to another.
  */
 export function mergeResults(label: string, runs: readonly InstrResults[]): InstrResults {
   if (runs.length === 1) return { ...runs[0], label };
@@ -185,7 +188,7 @@ export function mergeResults(label: string, runs: readonly InstrResults[]): Inst
   const rows: InstrRow[] = [];
   const owners = new Map<string, string>();
   for (const run of runs) {
-    for (const key of ['requests', 'warmup', 'settle', 'connections', 'callers'] as const) {
+    for (const key of ['connections', 'callers'] as const) {
       if (run.settings[key] !== first.settings[key]) throw new Error(`run ${run.label}: ${key} ${run.settings[key]}, run ${first.label}: ${first.settings[key]}; the runs were counted differently`);
     }
     for (const row of run.rows) {

@@ -66,6 +66,8 @@ export interface InstrResults {
   durationS: number;
   /** CPU seconds of the whole run: the bench, its load generator and every child it waited for (servers, redis-servers, callgrind_annotate). Absent in older runs. */
   coreS?: number;
+  /** Set on a run made with `--taken-only`: every row taken from other runs (`--resume`, `--reuse`), none measured. */
+  takenOnly?: true;
   /** Set while the run is going (the file is rewritten after each contender) or when it was stopped early. */
   partial?: { measured: number; planned: number };
   rows: InstrRow[];

@@ -164,6 +164,7 @@ async function measureAll(values: Record<string, string | boolean | undefined>):
     settings: { requests: settings.requests, warmup: settings.warmup, settle: settings.settle, connections: settings.connections, callers: settings.callers, parallel: settings.parallel },
     durationS: (Date.now() - started) / 1000,
     ...(coreBefore === undefined ? {} : { coreS: ((procCpuUs(process.pid) ?? coreBefore) - coreBefore) / 1e6 }),
+    ...(values['taken-only'] ? { takenOnly: true as const } : {}),
     ...(partial || rows.length < jobs.length ? { partial: { measured: rows.length, planned: jobs.length } } : {}),
     rows,
   });

@@ -64,6 +64,12 @@ describe('bench:instructions report', () => {
     expect(table).toContain('| +30.0k | +40.0k @fastify/rate-limit | 90.0k / 60.0k | −1.0k / – / – |');
   });
 
+  it('says of a --taken-only run that it measured nothing itself, not "0 min"', () => {
+    const line = renderInstructions({ ...RUN, takenOnly: true }).split('\n')[0];
+    expect(line).toContain('measured nothing itself');
+    expect(line).not.toContain(' min');
+  });
+
   it("replaces a label's block in the page and appends a new one", () => {
     const page = 'intro\n<!-- bench:instructions before -->\nold\n<!-- /bench:instructions before -->\noutro\n';
     const replaced = spliceBlock(page, 'before', 'new');
@@ -271,6 +277,9 @@ describe('bench:instructions verdicts for several frameworks', () => {
     const order = verdictTable(mergeResults('x', [koaRun, fastifyRun, oneKoa])).split('\n').slice(2).map((l) => l.split(' | ').slice(0, 2).join(' | '));
     expect(order).toEqual(['| one subject | koa', '| 10,000 callers (X-Forwarded-For) | fastify', '| 10,000 callers (X-Forwarded-For) | koa']);
     expect(() => mergeResults('x', [fastifyRun, results(RUN.rows, 'again')])).toThrow('fastify, callers: in runs fastify-run and again');
-    expect(() => mergeResults('x', [fastifyRun, { ...koaRun, settings: { ...koaRun.settings, warmup: 8000 } }])).toThrow('warmup 8000');
+    // Another warm-up for another framework: each run's line says which; other loads (callers) never.
+    const koa8000 = { ...koaRun, settings: { ...koaRun.settings, warmup: 8000 } };
+    expect(renderInstructions(mergeResults('x', [fastifyRun, koa8000]))).toContain('8,000 warm-up');
+    expect(() => mergeResults('x', [fastifyRun, { ...koaRun, settings: { ...koaRun.settings, callers: 5000 } }])).toThrow('callers 5000');
   });
 });
