@@ -205,6 +205,9 @@ function ioredisBinding(client: IoredisClient): ClientBinding {
     keyed: isFunction(client.call) ? (_key, args) => client.call!(args[0], ...args.slice(1)) : undefined,
     unavailable() {
       const status = client.status;
+      // QUIT (or disconnect) sent: the connection is still 'ready' until Redis closes it, but a command
+      // written now reaches a closed socket (EPIPE), which fails the app's own quit() (ioredis flags it).
+      if ((client as { manuallyClosing?: boolean }).manuallyClosing === true) return 'Redis connection is closing (quit or disconnect was called).';
       if (status === undefined || status === 'ready' || (!everReady() && FIRST_CONNECT.has(status))) return undefined;
       return `Redis connection is ${status}.`;
     },

@@ -261,6 +261,9 @@ export class RedisStore implements Store {
     if (!keyed) throw new FloodgateError('FG_STORE_UNAVAILABLE', 'The Redis client has no way to send a plain command.');
     const bound = Math.min(this.announceMs, 5_000);
     const now = redisTimeMs(await withDeadline(keyed(key, ['TIME']), bound, 'Redis TIME'));
+    // The app may have closed the client while TIME was out (a script's `await client.quit()` after
+    // its last decision): nothing more is written to a connection on its way out.
+    this.checkConnection();
     const sent = [
       keyed(key, ['ZADD', key, String(now + ttlMs), member]),
       keyed(key, ['ZREMRANGEBYSCORE', key, '-inf', String(now)]),
